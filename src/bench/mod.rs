@@ -1,0 +1,1 @@
+//! bench (under construction in this commit series)

@@ -1,0 +1,1 @@
+//! daemon (under construction in this commit series)

@@ -1,0 +1,1 @@
+//! engine (under construction in this commit series)

@@ -1,0 +1,1 @@
+//! extract (under construction in this commit series)

@@ -1,0 +1,1 @@
+//! fetch (under construction in this commit series)

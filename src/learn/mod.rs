@@ -1,0 +1,1 @@
+//! learn (under construction in this commit series)

@@ -1,0 +1,349 @@
+//! What a response is: HTML to parse, a target to save, or neither.
+//!
+//! A job's [`TargetSet`] (from its `[targets]` table) turns a `Content-Type`
+//! into a [`Label`]. Labels are job-relative, but the MIME Bloom filters are
+//! shared by every job of the process, so they remember a URL's job-neutral
+//! [`MimeFamily`]; [`TargetSet::label_of_family`] maps a family back to a label
+//! when the family is unambiguous for this job (otherwise the URL is asked
+//! again with a HEAD request).
+
+use serde::{Deserialize, Serialize};
+
+/// What a URL turned out (or is predicted) to be, for one job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Label {
+    /// A page to parse for links (any MIME type containing `html`).
+    Html,
+    /// A resource the job harvests.
+    Target,
+    /// Anything else: not parsed, not saved.
+    Neither,
+}
+
+impl Label {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Label::Html => "html",
+            Label::Target => "target",
+            Label::Neither => "neither",
+        }
+    }
+}
+
+/// The lower-cased MIME essence of a `Content-Type` value (`text/csv; charset=x` → `text/csv`).
+pub fn essence(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+const CSV: &[&str] = &[
+    "text/csv",
+    "application/csv",
+    "text/x-csv",
+    "application/x-csv",
+    "text/comma-separated-values",
+    "text/x-comma-separated-values",
+];
+const SPREADSHEET: &[&str] = &[
+    "application/vnd.ms-excel",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.oasis.opendocument.spreadsheet",
+    "application/vnd.ms-excel.sheet.macroenabled.12",
+];
+const PDF: &[&str] = &["application/pdf", "application/x-pdf"];
+const ARCHIVE: &[&str] = &[
+    "application/zip",
+    "application/x-zip-compressed",
+    "application/zip-compressed",
+    "application/x-tar",
+    "application/x-gtar",
+    "application/x-gzip",
+    "application/gzip",
+    "application/x-7z-compressed",
+    "application/vnd.rar",
+    "application/x-rar-compressed",
+    "application/x-bzip2",
+    "application/x-xz",
+];
+const STRUCTURED: &[&str] = &[
+    "application/xml",
+    "text/xml",
+    "application/json",
+    "text/json",
+    "application/yaml",
+    "application/x-yaml",
+    "text/yaml",
+    "text/x-yaml",
+    "application/rdf+xml",
+    "application/rss+xml",
+];
+const DOCUMENT: &[&str] = &[
+    "application/msword",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "application/vnd.oasis.opendocument.text",
+    "application/vnd.oasis.opendocument.presentation",
+    "application/vnd.ms-powerpoint",
+    "application/rtf",
+];
+
+/// Job-neutral coarse class of a MIME type, remembered by the shared Bloom filters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum MimeFamily {
+    Html,
+    Csv,
+    Spreadsheet,
+    Pdf,
+    Archive,
+    Structured,
+    Document,
+    Image,
+    Audio,
+    Video,
+    /// Other `text/*` types (e.g. `text/plain`, `text/x-python`).
+    Text,
+    /// Everything else.
+    Other,
+}
+
+impl MimeFamily {
+    pub const ALL: [MimeFamily; 12] = [
+        MimeFamily::Html,
+        MimeFamily::Csv,
+        MimeFamily::Spreadsheet,
+        MimeFamily::Pdf,
+        MimeFamily::Archive,
+        MimeFamily::Structured,
+        MimeFamily::Document,
+        MimeFamily::Image,
+        MimeFamily::Audio,
+        MimeFamily::Video,
+        MimeFamily::Text,
+        MimeFamily::Other,
+    ];
+
+    /// The family of a MIME essence (see [`essence`]).
+    pub fn of(essence: &str) -> MimeFamily {
+        if essence.contains("html") {
+            return MimeFamily::Html;
+        }
+        let listed = [
+            (CSV, MimeFamily::Csv),
+            (SPREADSHEET, MimeFamily::Spreadsheet),
+            (PDF, MimeFamily::Pdf),
+            (ARCHIVE, MimeFamily::Archive),
+            (STRUCTURED, MimeFamily::Structured),
+            (DOCUMENT, MimeFamily::Document),
+        ];
+        for (types, family) in listed {
+            if types.contains(&essence) {
+                return family;
+            }
+        }
+        match essence.split('/').next().unwrap_or("") {
+            "image" => MimeFamily::Image,
+            "audio" => MimeFamily::Audio,
+            "video" => MimeFamily::Video,
+            "text" => MimeFamily::Text,
+            _ => MimeFamily::Other,
+        }
+    }
+
+    /// The listed members of a closed family; `None` for open-ended families.
+    fn members(self) -> Option<&'static [&'static str]> {
+        match self {
+            MimeFamily::Csv => Some(CSV),
+            MimeFamily::Spreadsheet => Some(SPREADSHEET),
+            MimeFamily::Pdf => Some(PDF),
+            MimeFamily::Archive => Some(ARCHIVE),
+            MimeFamily::Structured => Some(STRUCTURED),
+            MimeFamily::Document => Some(DOCUMENT),
+            _ => None,
+        }
+    }
+
+    /// The `type/` prefix that covers an open family entirely, if any.
+    fn prefix(self) -> Option<&'static str> {
+        match self {
+            MimeFamily::Image => Some("image/"),
+            MimeFamily::Audio => Some("audio/"),
+            MimeFamily::Video => Some("video/"),
+            MimeFamily::Text => Some("text/"),
+            _ => None,
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Named target sets of DESIGN §2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// CSV, spreadsheets, PDF, archives, structured files, office documents (the sb paper's set).
+    Statistics,
+    /// PDF and office documents.
+    Documents,
+    /// Compressed archives.
+    Archives,
+    /// Nothing but what `mime` lists.
+    None,
+}
+
+impl Preset {
+    pub fn mime_types(self) -> Vec<&'static str> {
+        match self {
+            Preset::Statistics => [CSV, SPREADSHEET, PDF, ARCHIVE, STRUCTURED, DOCUMENT].concat(),
+            Preset::Documents => [PDF, DOCUMENT].concat(),
+            Preset::Archives => ARCHIVE.to_vec(),
+            Preset::None => Vec::new(),
+        }
+    }
+}
+
+/// One MIME pattern: an exact essence, or a prefix ending in `/` (`image/`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MimePattern(String);
+
+impl MimePattern {
+    pub fn new(pattern: &str) -> Self {
+        MimePattern(pattern.trim().to_ascii_lowercase())
+    }
+
+    pub fn matches(&self, essence: &str) -> bool {
+        if self.0.ends_with('/') {
+            essence.starts_with(&self.0)
+        } else {
+            essence == self.0
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What one job harvests, and what it never downloads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetSet {
+    targets: Vec<MimePattern>,
+    blocked: Vec<MimePattern>,
+}
+
+impl TargetSet {
+    pub fn new(preset: Preset, extra: &[String], blocked: &[String]) -> Self {
+        let mut targets: Vec<MimePattern> = preset
+            .mime_types()
+            .into_iter()
+            .map(MimePattern::new)
+            .collect();
+        targets.extend(extra.iter().map(|m| MimePattern::new(m)));
+        TargetSet {
+            targets,
+            blocked: blocked.iter().map(|m| MimePattern::new(m)).collect(),
+        }
+    }
+
+    /// The label of a response with this `Content-Type` (a missing type is "neither").
+    pub fn classify(&self, content_type: Option<&str>) -> Label {
+        let Some(ct) = content_type else {
+            return Label::Neither;
+        };
+        let e = essence(ct);
+        if e.contains("html") {
+            Label::Html
+        } else if self.is_blocked(&e) {
+            Label::Neither
+        } else if self.targets.iter().any(|p| p.matches(&e)) {
+            Label::Target
+        } else {
+            Label::Neither
+        }
+    }
+
+    /// Blocked types are never downloaded (the body is not read).
+    pub fn is_blocked(&self, essence: &str) -> bool {
+        self.blocked.iter().any(|p| p.matches(essence))
+    }
+
+    /// The label every URL of `family` has for this job, when that is certain.
+    pub fn label_of_family(&self, family: MimeFamily) -> Option<Label> {
+        if family == MimeFamily::Html {
+            return Some(Label::Html);
+        }
+        if let Some(members) = family.members() {
+            let first = self.classify(Some(members[0]));
+            return members[1..]
+                .iter()
+                .all(|m| self.classify(Some(m)) == first)
+                .then_some(first);
+        }
+        // Open family: certain only when no pattern singles out part of it.
+        let prefix = family.prefix();
+        let covers = |p: &MimePattern| prefix.is_some_and(|pre| p.as_str() == pre);
+        let touches = |p: &MimePattern| {
+            if p.as_str().ends_with('/') {
+                prefix == Some(p.as_str()) || family == MimeFamily::Other
+            } else {
+                MimeFamily::of(p.as_str()) == family
+            }
+        };
+        if self.blocked.iter().any(covers) {
+            return Some(Label::Neither);
+        }
+        if self.targets.iter().any(covers) && !self.blocked.iter().any(touches) {
+            return Some(Label::Target);
+        }
+        if self.targets.iter().any(touches) {
+            return None;
+        }
+        Some(Label::Neither)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats() -> TargetSet {
+        TargetSet::new(
+            Preset::Statistics,
+            &[],
+            &["image/".into(), "audio/".into(), "video/".into()],
+        )
+    }
+
+    #[test]
+    fn classify_follows_the_design() {
+        let t = stats();
+        assert_eq!(t.classify(Some("text/html; charset=utf-8")), Label::Html);
+        assert_eq!(t.classify(Some("application/xhtml+xml")), Label::Html);
+        assert_eq!(t.classify(Some("Text/CSV")), Label::Target);
+        assert_eq!(t.classify(Some("application/pdf")), Label::Target);
+        assert_eq!(t.classify(Some("image/png")), Label::Neither);
+        assert_eq!(t.classify(Some("text/plain")), Label::Neither);
+        assert_eq!(t.classify(None), Label::Neither);
+    }
+
+    #[test]
+    fn families_map_back_to_labels_only_when_certain() {
+        let t = stats();
+        assert_eq!(t.label_of_family(MimeFamily::Csv), Some(Label::Target));
+        assert_eq!(t.label_of_family(MimeFamily::Image), Some(Label::Neither));
+        assert_eq!(t.label_of_family(MimeFamily::Text), Some(Label::Neither));
+        let py = TargetSet::new(Preset::None, &["text/x-python".into()], &[]);
+        assert_eq!(py.label_of_family(MimeFamily::Text), None);
+        assert_eq!(py.label_of_family(MimeFamily::Csv), Some(Label::Neither));
+        let csv_only = TargetSet::new(Preset::None, &["text/csv".into()], &[]);
+        assert_eq!(csv_only.label_of_family(MimeFamily::Csv), None);
+        let images = TargetSet::new(Preset::None, &["image/".into()], &[]);
+        assert_eq!(images.label_of_family(MimeFamily::Image), Some(Label::Target));
+    }
+}

@@ -1,0 +1,173 @@
+//! Frontier policies: which link to fetch next, and what to do with a new one.
+//!
+//! Owns: the ordering of the frontier (queues, actions, priorities), the
+//! learners a policy uses (built from [`crate::learn`]) and its seeded RNG.
+//! Must not touch: the network, the disk, the clock. The engine owns the link
+//! records themselves (id → [`Link`], persisted in the store); a strategy keeps
+//! only [`LinkId`]s and the [`QueueKey`] it chose for each, so a frontier can be
+//! restored by pushing the stored entries back in id order.
+//!
+//! The engine drives a strategy like grep-searcher drives a `Sink`:
+//!
+//! 1. every new in-scope link goes through [`Strategy::triage`], which answers
+//!    enqueue / fetch now / ask with HEAD / drop;
+//! 2. [`Strategy::pop`] gives the next link to fetch;
+//! 3. every label the engine observes on a real response goes to
+//!    [`Strategy::observe`] (free training data), and the number of new,
+//!    verified targets found on a fetched page to [`Strategy::reward`].
+
+mod baseline;
+mod focused;
+mod sb;
+
+pub use baseline::{Bfs, Dfs, RandomOrder};
+pub use focused::Focused;
+pub use sb::SleepingBandit;
+
+use crate::link::{Link, LinkId};
+use crate::mime::Label;
+use serde::{Deserialize, Serialize};
+
+/// Where a link sits in a strategy's frontier: an arm (`slot`: action id,
+/// host, pay-level domain) and a priority (`score`). Stored with the link so
+/// that a restored frontier is the frontier that was saved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueKey {
+    pub slot: u32,
+    pub score: f32,
+}
+
+/// What to do with a newly discovered link.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Triage {
+    /// Put it in the frontier under this key.
+    Enqueue(QueueKey),
+    /// Fetch it right away (a predicted target); its reward goes to the page it was found on.
+    FetchNow,
+    /// Ask the server with a HEAD request, then triage again with the label.
+    Head,
+    /// Never fetch it.
+    Drop,
+}
+
+/// How a label was learned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelSource {
+    Head,
+    Get,
+}
+
+/// The strategies a job can name in its `strategy` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StrategyKind {
+    Sb,
+    Focused,
+    Bfs,
+    Dfs,
+    Random,
+}
+
+impl StrategyKind {
+    pub const ALL: [StrategyKind; 5] = [
+        StrategyKind::Sb,
+        StrategyKind::Focused,
+        StrategyKind::Bfs,
+        StrategyKind::Dfs,
+        StrategyKind::Random,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyKind::Sb => "sb",
+            StrategyKind::Focused => "focused",
+            StrategyKind::Bfs => "bfs",
+            StrategyKind::Dfs => "dfs",
+            StrategyKind::Random => "random",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<StrategyKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// A fresh strategy of this kind, seeded.
+    pub fn build(self, seed: u64) -> Box<dyn Strategy> {
+        match self {
+            StrategyKind::Sb => Box::new(SleepingBandit::new(seed)),
+            StrategyKind::Focused => Box::new(Focused::new(seed)),
+            StrategyKind::Bfs => Box::new(Bfs::default()),
+            StrategyKind::Dfs => Box::new(Dfs::default()),
+            StrategyKind::Random => Box::new(RandomOrder::new(seed)),
+        }
+    }
+}
+
+/// One action (a group of links with similar tag paths) as `forager explain` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActionReport {
+    pub id: u32,
+    /// The first tag path that founded the action.
+    pub tag_path: String,
+    pub links_seen: u64,
+    pub selections: u64,
+    pub mean_reward: f64,
+    pub links_left: u64,
+}
+
+/// What a strategy knows about itself, for status, explain and bench.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StrategyStats {
+    /// Online accuracy of the URL classifier: predictions made before the label was known.
+    pub classifier_predictions: u64,
+    pub classifier_correct: u64,
+    pub actions: u64,
+    /// Best actions first (by mean reward, then selections); at most 20.
+    pub top_actions: Vec<ActionReport>,
+}
+
+impl StrategyStats {
+    pub fn classifier_accuracy(&self) -> Option<f64> {
+        (self.classifier_predictions > 0)
+            .then(|| self.classifier_correct as f64 / self.classifier_predictions as f64)
+    }
+}
+
+/// A frontier policy. See the module documentation for the protocol.
+pub trait Strategy: Send {
+    fn kind(&self) -> StrategyKind;
+
+    /// Decide what to do with a new in-scope link; `known` is its label when the
+    /// MIME filters or a HEAD request already told it.
+    fn triage(&mut self, link: &Link, known: Option<Label>) -> Triage;
+
+    /// Add a link to the frontier under the key `triage` gave it. Ids arrive in
+    /// increasing order, both during a crawl and when a frontier is restored.
+    fn push(&mut self, id: LinkId, key: QueueKey);
+
+    /// Remove and return the next link to fetch, with the key it was pushed under.
+    fn pop(&mut self) -> Option<(LinkId, QueueKey)>;
+
+    /// Links waiting in the frontier.
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A label observed on a real response (HEAD or GET), for learning.
+    fn observe(&mut self, _link: &Link, _label: Label, _source: LabelSource) {}
+
+    /// The page popped with `key` was fetched and yielded `reward` new verified targets.
+    fn reward(&mut self, _key: QueueKey, _reward: u32) {}
+
+    /// Everything the strategy has learned (not its queues), encoded by the store codec.
+    fn save(&self) -> Vec<u8>;
+
+    /// Restore what [`Strategy::save`] produced; the engine pushes the frontier afterwards.
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), crate::store::codec::CodecError>;
+
+    fn stats(&self) -> StrategyStats {
+        StrategyStats::default()
+    }
+}
