@@ -1,1 +1,245 @@
-//! output (under construction in this commit series)
+//! Harvested targets on disk: `STATE_DIR/targets/<job>/<sha256>[.ext]` and `manifest.jsonl`.
+//!
+//! Owns: target files and the human-readable manifest. Must not touch: the
+//! network, crawl decisions, the database (the store's `manifest` table is the
+//! source of truth; `manifest.jsonl` is rewritten from it on resume).
+//!
+//! A body is streamed into a temp file while it is hashed, fsynced, then
+//! renamed to its content-hash name *before* its manifest row is committed, so
+//! a crash can neither lose a committed target nor leave a half-written file
+//! under a final name. No part of a URL or of a server's headers ever becomes
+//! a file name: names are hex digests plus an extension from a fixed table.
+
+use crate::store::ManifestRow;
+use sha2::{Digest, Sha256};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// The target folder of one job.
+#[derive(Clone, Debug)]
+pub struct TargetDir {
+    dir: PathBuf,
+}
+
+impl TargetDir {
+    /// `state_dir/targets/<job>`; the job name is validated by the config (`[a-z0-9_-]`).
+    pub fn create(state_dir: &Path, job: &str) -> io::Result<TargetDir> {
+        let dir = state_dir.join("targets").join(job);
+        fs::create_dir_all(dir.join(".partial"))?;
+        Ok(TargetDir { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn manifest_path(&self) -> PathBuf {
+        self.dir.join("manifest.jsonl")
+    }
+
+    /// Start writing a target body; `mime` only picks the file extension.
+    pub fn begin(&self, mime: &str) -> io::Result<TargetFile> {
+        let tmp = tempfile_in(&self.dir.join(".partial"))?;
+        Ok(TargetFile {
+            final_dir: self.dir.clone(),
+            ext: extension_for(mime),
+            tmp_path: tmp.0,
+            file: tmp.1,
+            hasher: Sha256::new(),
+            bytes: 0,
+        })
+    }
+
+    /// Append committed rows to `manifest.jsonl`.
+    pub fn append_manifest(&self, rows: &[ManifestRow]) -> io::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.manifest_path())?;
+        let mut buf = Vec::new();
+        for row in rows {
+            serde_json::to_writer(&mut buf, row).map_err(io::Error::other)?;
+            buf.push(b'\n');
+        }
+        f.write_all(&buf)?;
+        f.sync_data()
+    }
+
+    /// Rewrite `manifest.jsonl` from the committed rows (on resume: drops rows
+    /// appended after the last checkpoint, restores rows lost before their append).
+    pub fn rewrite_manifest(&self, rows: &[ManifestRow]) -> io::Result<()> {
+        let path = self.manifest_path();
+        let tmp = self.dir.join(".partial").join("manifest.jsonl.tmp");
+        {
+            let mut f = File::create(&tmp)?;
+            let mut buf = Vec::new();
+            for row in rows {
+                serde_json::to_writer(&mut buf, row).map_err(io::Error::other)?;
+                buf.push(b'\n');
+            }
+            f.write_all(&buf)?;
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, &path)?;
+        sync_dir(&self.dir)
+    }
+
+    /// Remove temp files left by a crash.
+    pub fn clean_partial(&self) -> io::Result<()> {
+        for entry in fs::read_dir(self.dir.join(".partial"))? {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                fs::remove_file(entry.path())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A target body being written.
+pub struct TargetFile {
+    final_dir: PathBuf,
+    ext: &'static str,
+    tmp_path: PathBuf,
+    file: File,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+/// A target body safely on disk under its final name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedTarget {
+    pub sha256: String,
+    pub file: String,
+    pub bytes: u64,
+}
+
+impl TargetFile {
+    pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.hasher.update(chunk);
+        self.bytes += chunk.len() as u64;
+        self.file.write_all(chunk)
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// fsync, then rename to `<sha256><ext>`; identical content lands on the same name.
+    pub fn finish(self) -> io::Result<SavedTarget> {
+        self.file.sync_all()?;
+        drop(self.file);
+        let sha256 = hex::encode(self.hasher.finalize());
+        let name = format!("{sha256}{}", self.ext);
+        fs::rename(&self.tmp_path, self.final_dir.join(&name))?;
+        sync_dir(&self.final_dir)?;
+        Ok(SavedTarget {
+            sha256,
+            file: name,
+            bytes: self.bytes,
+        })
+    }
+
+    /// Give up on this body (e.g. the connection broke): remove the temp file.
+    pub fn abandon(self) {
+        drop(self.file);
+        let _ = fs::remove_file(&self.tmp_path);
+    }
+}
+
+fn tempfile_in(dir: &Path) -> io::Result<(PathBuf, File)> {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    for _ in 0..16 {
+        let name = format!("{:016x}.part", rng.random::<u64>());
+        let path = dir.join(name);
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("could not create a unique temp file"))
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// File extension for a MIME essence, from a fixed table (never from the URL).
+pub fn extension_for(mime: &str) -> &'static str {
+    match crate::mime::essence(mime).as_str() {
+        "text/csv" | "application/csv" | "text/x-csv" | "application/x-csv"
+        | "text/comma-separated-values" | "text/x-comma-separated-values" => ".csv",
+        "application/vnd.ms-excel" => ".xls",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => ".xlsx",
+        "application/vnd.ms-excel.sheet.macroenabled.12" => ".xlsm",
+        "application/vnd.oasis.opendocument.spreadsheet" => ".ods",
+        "application/pdf" | "application/x-pdf" => ".pdf",
+        "application/zip" | "application/x-zip-compressed" | "application/zip-compressed" => ".zip",
+        "application/x-tar" | "application/x-gtar" => ".tar",
+        "application/gzip" | "application/x-gzip" => ".gz",
+        "application/x-7z-compressed" => ".7z",
+        "application/vnd.rar" | "application/x-rar-compressed" => ".rar",
+        "application/xml" | "text/xml" => ".xml",
+        "application/rdf+xml" => ".rdf",
+        "application/rss+xml" => ".rss",
+        "application/json" | "text/json" => ".json",
+        "application/x-ipynb+json" => ".ipynb",
+        "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml" => ".yaml",
+        "application/msword" => ".doc",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => ".docx",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation" => ".pptx",
+        "application/vnd.oasis.opendocument.text" => ".odt",
+        "application/vnd.oasis.opendocument.presentation" => ".odp",
+        "text/x-python" => ".py",
+        "text/plain" => ".txt",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_named_by_content_and_deduplicated() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = TargetDir::create(tmp.path(), "job").unwrap();
+        let mut a = dir.begin("text/csv; charset=utf-8").unwrap();
+        a.write(b"a,b\n1,2\n").unwrap();
+        let a = a.finish().unwrap();
+        let mut b = dir.begin("text/csv").unwrap();
+        b.write(b"a,b\n").unwrap();
+        b.write(b"1,2\n").unwrap();
+        let b = b.finish().unwrap();
+        assert_eq!(a, b);
+        assert!(a.file.ends_with(".csv"));
+        assert_eq!(a.sha256, "492d5ea496056f1a6a6592241032fab764c321596317930b4fa0e1e8bc3b7470");
+        assert_eq!(fs::read(dir.path().join(&a.file)).unwrap(), b"a,b\n1,2\n");
+        // Nothing left behind in the temp folder.
+        assert_eq!(fs::read_dir(dir.path().join(".partial")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_abandoned_body_leaves_no_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = TargetDir::create(tmp.path(), "job").unwrap();
+        let mut f = dir.begin("application/pdf").unwrap();
+        f.write(b"%PDF-").unwrap();
+        f.abandon();
+        let files: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1, "only .partial remains");
+        assert_eq!(fs::read_dir(dir.path().join(".partial")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn server_supplied_types_never_shape_file_names() {
+        assert_eq!(extension_for("../../etc/passwd"), "");
+        assert_eq!(extension_for("application/pdf; name=../x"), ".pdf");
+    }
+}

@@ -1,7 +1,403 @@
-//! Durable state: the redb database and the codec of every stored value.
+//! Durable state: one redb database per state directory.
 //!
-//! Owns: the schema (tables and key layout), encoding ([`codec`]), and the
-//! single writer that commits checkpoints. Must not touch: the network, crawl
-//! decisions. Everything a job knows is written here.
+//! Owns: the schema (tables and key layout), encoding of every stored value
+//! ([`codec`]), and the single writer thread that commits checkpoints. Must not
+//! touch: the network, crawl decisions.
+//!
+//! Every job's state lives under its name in a handful of tables (keys are
+//! `(job, u64)` tuples, which redb sorts by job then number):
+//!
+//! | table      | key                | value                                  |
+//! |------------|--------------------|----------------------------------------|
+//! | `meta`     | name               | format version of the schema           |
+//! | `jobs`     | job                | [`JobRecord`]: counters, learner state |
+//! | `frontier` | (job, link id)     | [`FrontierEntry`]                      |
+//! | `seen`     | (job, url hash)    | nothing                                |
+//! | `manifest` | (job, row number)  | [`ManifestRow`]                        |
+//! | `shared`   | name               | process-wide blobs (MIME filters)      |
+//!
+//! Writes go through [`Store::commit`]: a job sends a [`JobDelta`] and awaits
+//! the commit; the writer thread drains its queue and commits every pending
+//! delta of every job in one transaction (group commit, `Durability::Immediate`),
+//! so a checkpoint is atomic and costs one fsync however many jobs run.
 
 pub mod codec;
+mod schema;
+
+pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, StopReason};
+
+use crate::link::LinkId;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
+const FRONTIER: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("frontier");
+const SEEN: TableDefinition<(&str, u64), ()> = TableDefinition::new("seen");
+const MANIFEST: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("manifest");
+const SHARED: TableDefinition<&str, &[u8]> = TableDefinition::new("shared");
+
+/// Version of the table layout; stored in `meta` and checked at open.
+const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("state database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: redb::DatabaseError,
+    },
+    #[error(
+        "state database {path} has schema version {found}, this forager uses {SCHEMA_VERSION}; \
+         move it aside or run `forager purge` to start fresh"
+    )]
+    Schema { path: PathBuf, found: u32 },
+    #[error("state database: {0}")]
+    Db(#[from] redb::Error),
+    #[error("state database: corrupt value in {table}: {source}")]
+    Corrupt {
+        table: &'static str,
+        #[source]
+        source: codec::CodecError,
+    },
+    #[error("state database writer has stopped")]
+    WriterGone,
+}
+
+macro_rules! db_err {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self {
+                StoreError::Db(e.into())
+            }
+        }
+    )*};
+}
+db_err!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
+
+/// Everything one checkpoint of one job changes.
+#[derive(Debug, Default)]
+pub struct JobDelta {
+    pub job: String,
+    /// The job's small state, rewritten whole.
+    pub record: Option<JobRecord>,
+    pub frontier_added: Vec<(LinkId, FrontierEntry)>,
+    pub frontier_removed: Vec<LinkId>,
+    pub seen_added: Vec<u64>,
+    pub manifest_added: Vec<(u64, ManifestRow)>,
+    /// Process-wide blobs to rewrite (name → bytes), e.g. MIME filter chunks.
+    pub shared: Vec<(String, Vec<u8>)>,
+}
+
+impl JobDelta {
+    pub fn new(job: &str) -> Self {
+        JobDelta {
+            job: job.to_string(),
+            ..Default::default()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.record.is_none()
+            && self.frontier_added.is_empty()
+            && self.frontier_removed.is_empty()
+            && self.seen_added.is_empty()
+            && self.manifest_added.is_empty()
+            && self.shared.is_empty()
+    }
+}
+
+/// What a commit cost, for metrics.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CommitReport {
+    pub duration: Duration,
+    /// Deltas committed together in the transaction that carried this one.
+    pub deltas: usize,
+}
+
+enum WriterMsg {
+    Commit(JobDelta, oneshot::Sender<Result<CommitReport, String>>),
+    Purge(String, oneshot::Sender<Result<(), String>>),
+}
+
+/// A job's state as loaded at start-up.
+#[derive(Debug, Default)]
+pub struct LoadedJob {
+    pub record: Option<JobRecord>,
+    /// In id order.
+    pub frontier: Vec<(LinkId, FrontierEntry)>,
+    pub seen: Vec<u64>,
+    pub manifest: Vec<(u64, ManifestRow)>,
+}
+
+/// Handle to the state database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<Database>,
+    tx: mpsc::Sender<WriterMsg>,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Open (or create) `state_dir/forager.redb` with quick repair and a bounded cache.
+    pub fn open(state_dir: &Path, cache_bytes: usize) -> Result<Store, StoreError> {
+        let path = state_dir.join("forager.redb");
+        let db = Database::builder()
+            .set_cache_size(cache_bytes)
+            .create(&path)
+            .map_err(|source| StoreError::Open {
+                path: path.clone(),
+                source,
+            })?;
+        let db = Arc::new(db);
+        Self::check_schema(&db, &path)?;
+        let (tx, rx) = mpsc::channel();
+        let writer_db = db.clone();
+        std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || writer_loop(&writer_db, rx))
+            .map_err(|e| StoreError::Db(redb::StorageError::Io(e).into()))?;
+        Ok(Store { db, tx, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_schema(db: &Database, path: &Path) -> Result<(), StoreError> {
+        let mut txn = db.begin_write()?;
+        txn.set_durability(redb::Durability::Immediate)?;
+        {
+            let mut meta = txn.open_table(META)?;
+            let found = match meta.get("schema_version")? {
+                Some(v) => Some(codec::decode::<u32>(v.value()).map_err(|source| {
+                    StoreError::Corrupt {
+                        table: "meta",
+                        source,
+                    }
+                })?),
+                None => None,
+            };
+            match found {
+                Some(v) if v != SCHEMA_VERSION => {
+                    return Err(StoreError::Schema {
+                        path: path.to_path_buf(),
+                        found: v,
+                    })
+                }
+                Some(_) => {}
+                None => {
+                    meta.insert("schema_version", codec::encode(&SCHEMA_VERSION).as_slice())?;
+                }
+            }
+            // Create every table so readers never meet a missing one.
+            txn.open_table(JOBS)?;
+            txn.open_table(FRONTIER)?;
+            txn.open_table(SEEN)?;
+            txn.open_table(MANIFEST)?;
+            txn.open_table(SHARED)?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// Commit a delta (group-committed with other jobs' deltas); resolves when durable.
+    pub async fn commit(&self, delta: JobDelta) -> Result<CommitReport, StoreError> {
+        let (ack, done) = oneshot::channel();
+        self.tx
+            .send(WriterMsg::Commit(delta, ack))
+            .map_err(|_| StoreError::WriterGone)?;
+        match done.await {
+            Ok(Ok(report)) => Ok(report),
+            Ok(Err(msg)) => Err(StoreError::Db(redb::Error::Corrupted(msg))),
+            Err(_) => Err(StoreError::WriterGone),
+        }
+    }
+
+    /// Blocking variant of [`Store::commit`] for code outside the async runtime.
+    pub fn commit_blocking(&self, delta: JobDelta) -> Result<CommitReport, StoreError> {
+        let (ack, done) = oneshot::channel();
+        self.tx
+            .send(WriterMsg::Commit(delta, ack))
+            .map_err(|_| StoreError::WriterGone)?;
+        match done.blocking_recv() {
+            Ok(Ok(report)) => Ok(report),
+            Ok(Err(msg)) => Err(StoreError::Db(redb::Error::Corrupted(msg))),
+            Err(_) => Err(StoreError::WriterGone),
+        }
+    }
+
+    /// Delete everything stored for a job.
+    pub async fn purge(&self, job: &str) -> Result<(), StoreError> {
+        let (ack, done) = oneshot::channel();
+        self.tx
+            .send(WriterMsg::Purge(job.to_string(), ack))
+            .map_err(|_| StoreError::WriterGone)?;
+        match done.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(msg)) => Err(StoreError::Db(redb::Error::Corrupted(msg))),
+            Err(_) => Err(StoreError::WriterGone),
+        }
+    }
+
+    /// Names of every job with stored state.
+    pub fn job_names(&self) -> Result<Vec<String>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let jobs = txn.open_table(JOBS)?;
+        let mut names = Vec::new();
+        for row in jobs.iter()? {
+            let (k, _) = row?;
+            names.push(k.value().to_string());
+        }
+        Ok(names)
+    }
+
+    /// A job's small record only (for status and explain).
+    pub fn job_record(&self, job: &str) -> Result<Option<JobRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let jobs = txn.open_table(JOBS)?;
+        let Some(v) = jobs.get(job)? else {
+            return Ok(None);
+        };
+        let record = codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
+            table: "jobs",
+            source,
+        })?;
+        Ok(Some(record))
+    }
+
+    /// A process-wide blob.
+    pub fn shared(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(SHARED)?;
+        Ok(t.get(name)?.map(|v| v.value().to_vec()))
+    }
+
+    /// Everything stored for a job, to resume it.
+    pub fn load_job(&self, job: &str) -> Result<LoadedJob, StoreError> {
+        let txn = self.db.begin_read()?;
+        let mut loaded = LoadedJob {
+            record: self.job_record(job)?,
+            ..Default::default()
+        };
+        let range = (job, 0u64)..=(job, u64::MAX);
+        let frontier = txn.open_table(FRONTIER)?;
+        for row in frontier.range(range.clone())? {
+            let (k, v) = row?;
+            let entry = codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
+                table: "frontier",
+                source,
+            })?;
+            loaded.frontier.push((LinkId(k.value().1), entry));
+        }
+        let seen = txn.open_table(SEEN)?;
+        for row in seen.range(range.clone())? {
+            let (k, _) = row?;
+            loaded.seen.push(k.value().1);
+        }
+        let manifest = txn.open_table(MANIFEST)?;
+        for row in manifest.range(range)? {
+            let (k, v) = row?;
+            let entry = codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
+                table: "manifest",
+                source,
+            })?;
+            loaded.manifest.push((k.value().1, entry));
+        }
+        Ok(loaded)
+    }
+}
+
+fn writer_loop(db: &Database, rx: mpsc::Receiver<WriterMsg>) {
+    while let Ok(first) = rx.recv() {
+        let mut commits = Vec::new();
+        let mut msg = Some(first);
+        // Group commit: take everything already queued into this transaction.
+        while let Some(m) = msg.take() {
+            match m {
+                WriterMsg::Commit(delta, ack) => commits.push((delta, ack)),
+                WriterMsg::Purge(job, ack) => {
+                    let r = purge_job(db, &job).map_err(|e| e.to_string());
+                    let _ = ack.send(r);
+                }
+            }
+            msg = rx.try_recv().ok();
+        }
+        if commits.is_empty() {
+            continue;
+        }
+        let started = Instant::now();
+        let deltas: Vec<&JobDelta> = commits.iter().map(|(d, _)| d).collect();
+        let result = write_deltas(db, &deltas);
+        let report = CommitReport {
+            duration: started.elapsed(),
+            deltas: commits.len(),
+        };
+        for (_, ack) in commits {
+            let _ = ack.send(match &result {
+                Ok(()) => Ok(report),
+                Err(e) => Err(e.to_string()),
+            });
+        }
+    }
+}
+
+fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<(), StoreError> {
+    let mut txn = db.begin_write()?;
+    txn.set_durability(redb::Durability::Immediate)?;
+    txn.set_quick_repair(true);
+    {
+        let mut jobs = txn.open_table(JOBS)?;
+        let mut frontier = txn.open_table(FRONTIER)?;
+        let mut seen = txn.open_table(SEEN)?;
+        let mut manifest = txn.open_table(MANIFEST)?;
+        let mut shared = txn.open_table(SHARED)?;
+        for d in deltas {
+            let job = d.job.as_str();
+            for (id, entry) in &d.frontier_added {
+                frontier.insert((job, id.0), codec::encode(entry).as_slice())?;
+            }
+            for id in &d.frontier_removed {
+                frontier.remove((job, id.0))?;
+            }
+            for h in &d.seen_added {
+                seen.insert((job, *h), ())?;
+            }
+            for (n, row) in &d.manifest_added {
+                manifest.insert((job, *n), codec::encode(row).as_slice())?;
+            }
+            for (name, bytes) in &d.shared {
+                shared.insert(name.as_str(), bytes.as_slice())?;
+            }
+            if let Some(record) = &d.record {
+                jobs.insert(job, codec::encode(record).as_slice())?;
+            }
+        }
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
+    let mut txn = db.begin_write()?;
+    txn.set_durability(redb::Durability::Immediate)?;
+    {
+        txn.open_table(JOBS)?.remove(job)?;
+        let range = (job, 0u64)..=(job, u64::MAX);
+        txn.open_table(FRONTIER)?.retain_in(range.clone(), |_, _| false)?;
+        txn.open_table(SEEN)?.retain_in(range.clone(), |_, _| false)?;
+        txn.open_table(MANIFEST)?.retain_in(range, |_, _| false)?;
+    }
+    txn.commit()?;
+    Ok(())
+}

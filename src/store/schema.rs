@@ -1,0 +1,103 @@
+//! The values stored per job. Changing one of these layouts means bumping
+//! [`super::codec::FORMAT_VERSION`].
+
+use crate::link::Link;
+use crate::strategy::QueueKey;
+use serde::{Deserialize, Serialize};
+
+/// A link waiting in the frontier, with the key its strategy gave it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrontierEntry {
+    pub link: Link,
+    pub key: QueueKey,
+}
+
+/// Why a job finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Nothing left to fetch.
+    FrontierEmpty,
+    /// `budget.requests` reached.
+    RequestBudget,
+    /// `budget.bytes` reached.
+    ByteBudget,
+    /// The harvest rate stayed below the early-stop threshold.
+    EarlyStop,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::FrontierEmpty => "frontier empty",
+            StopReason::RequestBudget => "request budget reached",
+            StopReason::ByteBudget => "byte budget reached",
+            StopReason::EarlyStop => "early stop (harvest rate too low)",
+        }
+    }
+}
+
+/// Running totals of a job (also what `/status` and the summary show).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobCounters {
+    /// GET + HEAD requests, redirect hops included (the budget counts these).
+    pub requests: u64,
+    pub heads: u64,
+    /// robots.txt fetches (not in `requests`).
+    pub robots_fetches: u64,
+    pub pages: u64,
+    pub targets: u64,
+    /// Responses that were neither pages nor targets.
+    pub neither: u64,
+    /// Bytes of bodies downloaded (after decompression).
+    pub bytes: u64,
+    pub target_bytes: u64,
+    pub redirects: u64,
+    /// HTTP 4xx/5xx answers.
+    pub http_errors: u64,
+    /// Network failures: timeouts, resets, refused connections, SSRF refusals.
+    pub fetch_errors: u64,
+    pub robots_disallowed: u64,
+    pub out_of_scope: u64,
+    pub blocked: u64,
+    pub truncated: u64,
+    /// Links rejected as malformed or traps (too long, repeated segments, too deep).
+    pub rejected_links: u64,
+    /// Links the strategy decided never to fetch.
+    pub dropped: u64,
+}
+
+/// A job's small state, rewritten whole at each checkpoint.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Strategy name and RNG seed the learned state belongs to.
+    pub strategy: String,
+    pub seed: u64,
+    pub counters: JobCounters,
+    /// [`crate::strategy::Strategy::save`] output.
+    pub strategy_state: Vec<u8>,
+    /// Encoded early-stop state.
+    pub early_stop_state: Vec<u8>,
+    pub next_link_id: u64,
+    pub next_manifest_row: u64,
+    pub stop: Option<StopReason>,
+    /// Seconds since the Unix epoch of the checkpoint.
+    pub updated_at: u64,
+}
+
+/// One saved target, as in `manifest.jsonl` (DESIGN §6).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestRow {
+    pub url: String,
+    pub final_url: String,
+    pub mime: String,
+    pub bytes: u64,
+    pub sha256: String,
+    /// File name under the job's target folder.
+    pub file: String,
+    pub referrer: Option<String>,
+    pub tag_path: String,
+    /// RFC 3339, UTC.
+    pub fetched_at: String,
+    pub truncated: bool,
+}
