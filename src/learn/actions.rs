@@ -1,0 +1,604 @@
+//! Actions: groups of links whose tag paths are alike (DESIGN §3, sb-classifier Alg. 1).
+//!
+//! A tag path joins the action whose centroid is nearest by cosine similarity
+//! when that similarity is at least θ (0.75), otherwise it founds a new action.
+//! The centroid is the running mean of the vectors of the action's links.
+//!
+//! The search is exact, not approximate (the paper used HNSW): exact search
+//! gives the same answer however the index was built, so a job restored from a
+//! checkpoint makes exactly the decisions an uninterrupted one would — an HNSW
+//! graph rebuilt after a restart would not. It stays fast with:
+//! - a memo tag-path string → action: identical paths give identical vectors,
+//!   and most links of a page repeat paths already seen (a memo hit costs one
+//!   hash lookup and a centroid update of ~10 coordinates);
+//! - an inverted index bucket → actions over the sparse centroids, searched
+//!   with prefix filtering: the query's buckets with the longest posting lists
+//!   (`[SOS]/html`, `html/body`, shared by every action) are left out of the
+//!   candidate generation as long as an upper bound of what they can contribute
+//!   to the cosine stays below θ, so only actions sharing a rarer bucket are scored.
+//!
+//! Centroids are kept as sums (cosine similarity does not see the 1/n factor).
+
+use super::tagpath::{PathVectorizer, SparseVector, DIMENSIONS};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Identifier of an action within one job, in founding order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ActionId(pub u32);
+
+impl fmt::Display for ActionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a{}", self.0)
+    }
+}
+
+/// Tuning of the action index.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActionConfig {
+    /// Minimum cosine similarity to join an existing action (θ).
+    pub threshold: f64,
+}
+
+impl Default for ActionConfig {
+    fn default() -> Self {
+        ActionConfig { threshold: 0.75 }
+    }
+}
+
+/// Where a tag path went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub action: ActionId,
+    /// The path founded this action.
+    pub founded: bool,
+}
+
+/// Nearest action of a vector, with its cosine similarity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Nearest {
+    pub action: ActionId,
+    pub similarity: f64,
+}
+
+/// One coordinate of a centroid sum.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct CentroidEntry {
+    bucket: u16,
+    sum: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Action {
+    founding_path: Arc<str>,
+    /// Sum of member vectors, sorted by bucket.
+    centroid: Vec<CentroidEntry>,
+    /// Squared norm of `centroid`, recomputed from it on every change.
+    norm_sq: f64,
+    /// Links assigned (a path seen twice counts twice).
+    links: u64,
+    /// Distinct tag paths assigned.
+    paths: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct KnownPath {
+    path: Arc<str>,
+    action: ActionId,
+}
+
+/// Below this margin under θ a bound is trusted to prune: rounding can never
+/// turn a pruned action into one at or above θ.
+const PRUNE_SLACK: f64 = 1e-9;
+
+/// The action index of one job.
+#[derive(Clone, Debug, Default)]
+pub struct ActionIndex {
+    config: ActionConfig,
+    vectorizer: PathVectorizer,
+    actions: Vec<Action>,
+    /// Memo in first-seen order (stored); `lookup` and `vectors` are rebuilt from it.
+    known: Vec<KnownPath>,
+    lookup: HashMap<Arc<str>, u32>,
+    vectors: Vec<SparseVector>,
+    /// Bucket → actions whose centroid is non-zero there (never shrinks: sums only grow).
+    postings: Vec<Vec<u32>>,
+    /// Bucket → upper bound of any centroid's normalised weight there.
+    max_weight: Vec<f64>,
+    scratch: SearchScratch,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SearchScratch {
+    /// Dense copy of the query (zero outside the query's buckets between searches).
+    query: Vec<f64>,
+    /// Action → search stamp, to score each candidate once.
+    stamps: Vec<u32>,
+    stamp: u32,
+    order: Vec<QueryBucket>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct QueryBucket {
+    bucket: u16,
+    posting_len: usize,
+    /// Normalised query weight.
+    weight: f64,
+}
+
+impl ActionIndex {
+    pub fn new(config: ActionConfig) -> Self {
+        let mut index = ActionIndex {
+            config,
+            ..Default::default()
+        };
+        index.reset_derived();
+        index
+    }
+
+    pub fn config(&self) -> ActionConfig {
+        self.config
+    }
+
+    /// Change the tuning (e.g. after a restore: configuration is not stored).
+    pub fn set_config(&mut self, config: ActionConfig) {
+        self.config = config;
+    }
+
+    /// Number of actions.
+    pub fn len(&self) -> usize {
+        self.actions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+
+    /// Number of distinct tag paths seen.
+    pub fn known_paths(&self) -> usize {
+        self.known.len()
+    }
+
+    /// The tag path that founded `action`.
+    pub fn founding_path(&self, action: ActionId) -> Option<&str> {
+        self.actions
+            .get(action.0 as usize)
+            .map(|a| &*a.founding_path)
+    }
+
+    /// Links assigned to `action` so far.
+    pub fn links(&self, action: ActionId) -> u64 {
+        self.actions.get(action.0 as usize).map_or(0, |a| a.links)
+    }
+
+    /// Distinct tag paths assigned to `action` so far.
+    pub fn paths(&self, action: ActionId) -> u64 {
+        self.actions.get(action.0 as usize).map_or(0, |a| a.paths)
+    }
+
+    /// The action a link with this tag path belongs to, updating the centroids.
+    pub fn assign(&mut self, path: &str) -> Assignment {
+        if let Some(&slot) = self.lookup.get(path) {
+            let action = self.known[slot as usize].action;
+            let vector = std::mem::take(&mut self.vectors[slot as usize]);
+            self.add_to_centroid(action, &vector);
+            self.vectors[slot as usize] = vector;
+            self.actions[action.0 as usize].links += 1;
+            return Assignment {
+                action,
+                founded: false,
+            };
+        }
+        let vector = self.vectorizer.vectorize(path);
+        let path: Arc<str> = Arc::from(path);
+        let joined = self
+            .nearest(&vector)
+            .filter(|n| n.similarity >= self.config.threshold);
+        let assignment = match joined {
+            Some(n) => {
+                self.add_to_centroid(n.action, &vector);
+                let a = &mut self.actions[n.action.0 as usize];
+                a.links += 1;
+                a.paths += 1;
+                Assignment {
+                    action: n.action,
+                    founded: false,
+                }
+            }
+            None => Assignment {
+                action: self.found(path.clone(), &vector),
+                founded: true,
+            },
+        };
+        let slot = u32::try_from(self.known.len()).unwrap_or(u32::MAX);
+        self.known.push(KnownPath {
+            path: path.clone(),
+            action: assignment.action,
+        });
+        self.lookup.insert(path, slot);
+        self.vectors.push(vector);
+        assignment
+    }
+
+    /// The action `path` would join now, without changing anything (for explain and tests).
+    pub fn peek(&mut self, path: &str) -> Option<ActionId> {
+        if let Some(&slot) = self.lookup.get(path) {
+            return Some(self.known[slot as usize].action);
+        }
+        let vector = self.vectorizer.vectorize_known(path)?;
+        self.nearest(&vector)
+            .filter(|n| n.similarity >= self.config.threshold)
+            .map(|n| n.action)
+    }
+
+    /// The nearest action of `vector` among those that can reach θ; `None` when
+    /// no action can. Ties go to the lowest action id.
+    pub fn nearest(&mut self, vector: &SparseVector) -> Option<Nearest> {
+        let qn = vector.norm();
+        if qn == 0.0 || self.actions.is_empty() {
+            return None;
+        }
+        let theta = self.config.threshold;
+        let s = &mut self.scratch;
+        s.order.clear();
+        for e in vector.entries() {
+            let b = usize::from(e.bucket);
+            s.query[b] = f64::from(e.value);
+            s.order.push(QueryBucket {
+                bucket: e.bucket,
+                posting_len: self.postings[b].len(),
+                weight: f64::from(e.value) / qn,
+            });
+        }
+        // Longest posting lists first: they are the ones worth leaving out.
+        s.order.sort_unstable_by(|a, b| {
+            b.posting_len
+                .cmp(&a.posting_len)
+                .then(a.bucket.cmp(&b.bucket))
+        });
+        let (mut suffix_sq, mut suffix_mw, mut split) = (0.0f64, 0.0f64, 0);
+        for q in &s.order {
+            let sq = suffix_sq + q.weight * q.weight;
+            let mw = suffix_mw + q.weight * self.max_weight[usize::from(q.bucket)];
+            // Cauchy-Schwarz (centroids are unit after normalising) and the per-bucket maxima.
+            if sq.sqrt().min(mw) < theta - PRUNE_SLACK {
+                suffix_sq = sq;
+                suffix_mw = mw;
+                split += 1;
+            } else {
+                break;
+            }
+        }
+        s.stamp = s.stamp.wrapping_add(1);
+        if s.stamp == 0 {
+            s.stamps.iter_mut().for_each(|x| *x = 0);
+            s.stamp = 1;
+        }
+        let mut best: Option<Nearest> = None;
+        for q in &s.order[split..] {
+            for &a in &self.postings[usize::from(q.bucket)] {
+                let seen = &mut s.stamps[a as usize];
+                if *seen == s.stamp {
+                    continue;
+                }
+                *seen = s.stamp;
+                let action = &self.actions[a as usize];
+                let dot: f64 = action
+                    .centroid
+                    .iter()
+                    .map(|c| s.query[usize::from(c.bucket)] * c.sum)
+                    .sum();
+                let similarity = dot / (qn * action.norm_sq.sqrt());
+                let better = match best {
+                    None => true,
+                    Some(b) => {
+                        similarity > b.similarity || (similarity == b.similarity && a < b.action.0)
+                    }
+                };
+                if better {
+                    best = Some(Nearest {
+                        action: ActionId(a),
+                        similarity,
+                    });
+                }
+            }
+        }
+        for e in vector.entries() {
+            s.query[usize::from(e.bucket)] = 0.0;
+        }
+        best
+    }
+
+    fn found(&mut self, path: Arc<str>, vector: &SparseVector) -> ActionId {
+        let id = u32::try_from(self.actions.len()).unwrap_or(u32::MAX);
+        self.actions.push(Action {
+            founding_path: path,
+            centroid: Vec::with_capacity(vector.entries().len()),
+            norm_sq: 0.0,
+            links: 1,
+            paths: 1,
+        });
+        self.scratch.stamps.push(0);
+        self.add_to_centroid(ActionId(id), vector);
+        ActionId(id)
+    }
+
+    fn add_to_centroid(&mut self, action: ActionId, vector: &SparseVector) {
+        let a = action.0 as usize;
+        let centroid = &mut self.actions[a].centroid;
+        for e in vector.entries() {
+            match centroid.binary_search_by_key(&e.bucket, |c| c.bucket) {
+                Ok(i) => centroid[i].sum += f64::from(e.value),
+                Err(i) => {
+                    centroid.insert(
+                        i,
+                        CentroidEntry {
+                            bucket: e.bucket,
+                            sum: f64::from(e.value),
+                        },
+                    );
+                    self.postings[usize::from(e.bucket)].push(action.0);
+                }
+            }
+        }
+        let norm_sq: f64 = centroid.iter().map(|c| c.sum * c.sum).sum();
+        self.actions[a].norm_sq = norm_sq;
+        // Sums only grow, so the norm only grows: weights outside `vector` can only
+        // fall, and the per-bucket maxima stay upper bounds by raising these alone.
+        let norm = norm_sq.sqrt();
+        if norm > 0.0 {
+            for e in vector.entries() {
+                let b = usize::from(e.bucket);
+                if let Ok(i) = self.actions[a]
+                    .centroid
+                    .binary_search_by_key(&e.bucket, |c| c.bucket)
+                {
+                    let w = self.actions[a].centroid[i].sum / norm;
+                    if w > self.max_weight[b] {
+                        self.max_weight[b] = w;
+                    }
+                }
+            }
+        }
+    }
+
+    fn reset_derived(&mut self) {
+        self.postings = vec![Vec::new(); DIMENSIONS];
+        self.max_weight = vec![0.0; DIMENSIONS];
+        self.scratch = SearchScratch {
+            query: vec![0.0; DIMENSIONS],
+            stamps: vec![0; self.actions.len()],
+            stamp: 0,
+            order: Vec::new(),
+        };
+    }
+
+    /// Rebuild everything derived from the stored fields.
+    fn rebuild(&mut self) -> Result<(), String> {
+        self.reset_derived();
+        for (id, action) in self.actions.iter().enumerate() {
+            let norm = action.norm_sq.sqrt();
+            let mut previous: Option<u16> = None;
+            for c in &action.centroid {
+                let b = usize::from(c.bucket);
+                if b >= DIMENSIONS || previous.is_some_and(|p| p >= c.bucket) {
+                    return Err(format!(
+                        "action {id}: centroid buckets out of order or range"
+                    ));
+                }
+                if !c.sum.is_finite() || c.sum <= 0.0 {
+                    return Err(format!("action {id}: invalid centroid value {}", c.sum));
+                }
+                previous = Some(c.bucket);
+                self.postings[b].push(id as u32);
+                if norm > 0.0 {
+                    self.max_weight[b] = self.max_weight[b].max(c.sum / norm);
+                }
+            }
+        }
+        self.lookup = HashMap::with_capacity(self.known.len());
+        self.vectors = Vec::with_capacity(self.known.len());
+        for (slot, known) in self.known.iter().enumerate() {
+            if known.action.0 as usize >= self.actions.len() {
+                return Err(format!("tag path {:?} names a missing action", known.path));
+            }
+            let vector = self
+                .vectorizer
+                .vectorize_known(&known.path)
+                .ok_or_else(|| {
+                    format!(
+                        "tag path {:?} uses terms missing from the vocabulary",
+                        known.path
+                    )
+                })?;
+            self.vectors.push(vector);
+            if self
+                .lookup
+                .insert(known.path.clone(), slot as u32)
+                .is_some()
+            {
+                return Err(format!("tag path {:?} stored twice", known.path));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What is stored: the vocabulary, the actions and the memo (configuration is not).
+#[derive(Serialize)]
+struct StoredIndexRef<'a> {
+    vectorizer: &'a PathVectorizer,
+    actions: &'a [Action],
+    known: &'a [KnownPath],
+}
+
+#[derive(Deserialize)]
+struct StoredIndex {
+    vectorizer: PathVectorizer,
+    actions: Vec<Action>,
+    known: Vec<KnownPath>,
+}
+
+impl Serialize for ActionIndex {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        StoredIndexRef {
+            vectorizer: &self.vectorizer,
+            actions: &self.actions,
+            known: &self.known,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ActionIndex {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let stored = StoredIndex::deserialize(d)?;
+        let mut index = ActionIndex {
+            config: ActionConfig::default(),
+            vectorizer: stored.vectorizer,
+            actions: stored.actions,
+            known: stored.known,
+            ..Default::default()
+        };
+        index.rebuild().map_err(serde::de::Error::custom)?;
+        Ok(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec;
+    use proptest::prelude::*;
+
+    /// Brute force: cosine against every centroid, ties to the lowest id.
+    fn brute_nearest(index: &ActionIndex, v: &SparseVector) -> Option<Nearest> {
+        let qn = v.norm();
+        let mut dense = vec![0.0f64; DIMENSIONS];
+        for e in v.entries() {
+            dense[usize::from(e.bucket)] = f64::from(e.value);
+        }
+        let mut best: Option<Nearest> = None;
+        for (id, a) in index.actions.iter().enumerate() {
+            let dot: f64 = a
+                .centroid
+                .iter()
+                .map(|c| dense[usize::from(c.bucket)] * c.sum)
+                .sum();
+            let sim = dot / (qn * a.norm_sq.sqrt());
+            if best.is_none_or(|b| sim > b.similarity) {
+                best = Some(Nearest {
+                    action: ActionId(id as u32),
+                    similarity: sim,
+                });
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn similar_paths_share_an_action_and_different_ones_do_not() {
+        let mut idx = ActionIndex::new(ActionConfig::default());
+        let first = "/html/body/div.main/div.c/div.d/div.e/ul.files/li/a.download";
+        let a = idx.assign(first);
+        assert!(a.founded);
+        assert_eq!(a.action, ActionId(0));
+        // Same path: memo hit, same action.
+        let b = idx.assign(first);
+        assert_eq!(
+            b,
+            Assignment {
+                action: ActionId(0),
+                founded: false
+            }
+        );
+        // The last element differs: 8 of 10 2-grams shared, cos = 0.8 ≥ θ → joins.
+        let c = idx.assign("/html/body/div.main/div.c/div.d/div.e/ul.files/li/a.other");
+        assert_eq!(c.action, ActionId(0), "cos ≥ θ joins");
+        assert!(!c.founded);
+        let d = idx.assign("/html/body/footer/p/span/a");
+        assert!(d.founded);
+        assert_eq!(d.action, ActionId(1));
+        assert_eq!(idx.len(), 2);
+        assert_eq!(idx.links(ActionId(0)), 3);
+        assert_eq!(idx.paths(ActionId(0)), 2);
+        assert_eq!(idx.founding_path(ActionId(0)), Some(first));
+        assert_eq!(idx.peek("/html/body/footer/p/span/a"), Some(ActionId(1)));
+    }
+
+    #[test]
+    fn threshold_decides_between_joining_and_founding() {
+        // Two paths of 4 2-grams sharing 2: cos = 0.5.
+        let p = "/html/body/a";
+        let q = "/html/body/b";
+        let mut strict = ActionIndex::new(ActionConfig { threshold: 0.75 });
+        strict.assign(p);
+        assert!(strict.assign(q).founded);
+        let mut loose = ActionIndex::new(ActionConfig { threshold: 0.4 });
+        loose.assign(p);
+        assert!(!loose.assign(q).founded);
+    }
+
+    #[test]
+    fn centroid_is_the_running_mean_of_links() {
+        let mut idx = ActionIndex::new(ActionConfig { threshold: 0.4 });
+        idx.assign("/html/body/a");
+        idx.assign("/html/body/a");
+        idx.assign("/html/body/b");
+        let a = &idx.actions[0];
+        // Sum of 3 vectors: [SOS]/html, html/body 3 × 0.25; body/a, a/[EOS] 2 × 0.25; body/b, b/[EOS] 0.25.
+        let mut sums: Vec<f64> = a.centroid.iter().map(|c| c.sum).collect();
+        sums.sort_by(f64::total_cmp);
+        assert_eq!(sums, vec![0.25, 0.25, 0.5, 0.5, 0.75, 0.75]);
+        assert_eq!(a.links, 3);
+    }
+
+    fn arb_path() -> impl Strategy<Value = String> {
+        let tags = prop::sample::select(vec![
+            "div", "div.a", "div.b", "ul", "li", "span", "p", "td", "tr", "table.x", "nav#top",
+            "section",
+        ]);
+        prop::collection::vec(tags, 1..9).prop_map(|t| format!("/html/body/{}/a", t.join("/")))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn pruned_search_equals_brute_force(paths in prop::collection::vec(arb_path(), 1..80), probe in arb_path()) {
+            let mut idx = ActionIndex::new(ActionConfig::default());
+            for p in &paths {
+                idx.assign(p);
+            }
+            let v = idx.vectorizer.vectorize(&probe);
+            let fast = idx.nearest(&v).filter(|n| n.similarity >= 0.75);
+            let slow = brute_nearest(&idx, &v).filter(|n| n.similarity >= 0.75);
+            prop_assert_eq!(fast.map(|n| n.action), slow.map(|n| n.action));
+        }
+
+        #[test]
+        fn restore_gives_the_same_assignments(paths in prop::collection::vec(arb_path(), 1..60), later in prop::collection::vec(arb_path(), 1..30)) {
+            let mut a = ActionIndex::new(ActionConfig::default());
+            for p in &paths {
+                a.assign(p);
+            }
+            let bytes = codec::encode(&a);
+            let mut b: ActionIndex = codec::decode(&bytes).unwrap();
+            b.set_config(a.config());
+            prop_assert_eq!(codec::encode(&b), bytes);
+            for p in &later {
+                prop_assert_eq!(a.assign(p), b.assign(p));
+            }
+            prop_assert_eq!(codec::encode(&a), codec::encode(&b));
+        }
+    }
+
+    #[test]
+    fn corrupt_state_is_rejected() {
+        let mut a = ActionIndex::new(ActionConfig::default());
+        a.assign("/html/body/a");
+        a.known[0].action = ActionId(7);
+        assert!(codec::decode::<ActionIndex>(&codec::encode(&a)).is_err());
+    }
+}

@@ -1,0 +1,187 @@
+//! Hashed URL features for the URL classifier (DESIGN §3, LDCOC §4.2–4.3).
+//!
+//! A URL gives binary features, each hashed with MurmurHash3 into a space of
+//! 2^22 ids, one hash seed per namespace so `s:` `https` and `h:` `https` differ:
+//! - a bias feature (the model's intercept);
+//! - every character 2-gram of the lower-cased URL (the sb-classifier's features);
+//! - LDCOC's URL parts, lower-cased: scheme, host, each path segment, the
+//!   extension of the last segment, and each query key.
+//!
+//! Features are binary (a repeated 2-gram counts once): FTRL's per-coordinate
+//! learning rates assume it, and the sb-classifier paper found no gain in richer encodings.
+
+use super::hash::murmur3_32;
+use url::{Position, Url};
+
+/// log2 of the size of the feature space.
+pub const FEATURE_BITS: u32 = 22;
+const FEATURE_MASK: u32 = (1 << FEATURE_BITS) - 1;
+/// Longest extension taken as one (`.tar.gz` gives `gz`; a dotted slug gives nothing).
+const MAX_EXTENSION_LEN: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Namespace {
+    Bias = 1,
+    Bigram,
+    Scheme,
+    Host,
+    Segment,
+    Extension,
+    QueryKey,
+}
+
+impl Namespace {
+    fn seed(self) -> u32 {
+        // Distinct, well-spread seeds per namespace (golden-ratio multiples).
+        (self as u32).wrapping_mul(0x9e37_79b1)
+    }
+
+    fn feature(self, bytes: &[u8]) -> u32 {
+        murmur3_32(bytes, self.seed()) & FEATURE_MASK
+    }
+}
+
+/// The features of one URL: sorted, unique ids in `0..2^22`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UrlFeatures {
+    ids: Vec<u32>,
+}
+
+impl UrlFeatures {
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Features from raw ids (tests, other learners); sorted and deduplicated here.
+    pub fn from_ids(mut ids: Vec<u32>) -> Self {
+        ids.iter_mut().for_each(|i| *i &= FEATURE_MASK);
+        ids.sort_unstable();
+        ids.dedup();
+        UrlFeatures { ids }
+    }
+
+    /// The features of `url`.
+    pub fn of_url(url: &Url) -> Self {
+        let full = url.as_str();
+        let mut lower = Vec::with_capacity(full.len());
+        lower.extend(full.bytes().map(|b| b.to_ascii_lowercase()));
+        let mut ids = Vec::with_capacity(lower.len() + 12);
+        ids.push(Namespace::Bias.feature(b""));
+        for gram in lower.windows(2) {
+            ids.push(Namespace::Bigram.feature(gram));
+        }
+        // Url positions index its ASCII serialisation, so they index `lower` too.
+        let part = |from: Position, to: Position| &lower[range(url, from, to)];
+        ids.push(Namespace::Scheme.feature(part(Position::BeforeScheme, Position::AfterScheme)));
+        let host = part(Position::BeforeHost, Position::AfterHost);
+        if !host.is_empty() {
+            ids.push(Namespace::Host.feature(host));
+        }
+        let path = part(Position::BeforePath, Position::AfterPath);
+        let mut last_segment: &[u8] = b"";
+        for segment in path.split(|&b| b == b'/').filter(|s| !s.is_empty()) {
+            ids.push(Namespace::Segment.feature(segment));
+            last_segment = segment;
+        }
+        if let Some(ext) = extension(last_segment) {
+            ids.push(Namespace::Extension.feature(ext));
+        }
+        let query = part(Position::BeforeQuery, Position::AfterQuery);
+        for pair in query.split(|&b| b == b'&') {
+            let key = pair.split(|&b| b == b'=').next().unwrap_or(b"");
+            if !key.is_empty() {
+                ids.push(Namespace::QueryKey.feature(key));
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        UrlFeatures { ids }
+    }
+}
+
+/// The byte range of `url`'s serialisation between two positions.
+fn range(url: &Url, from: Position, to: Position) -> std::ops::Range<usize> {
+    let full = url.as_str();
+    let whole = &url[from..to];
+    // Slicing by Position returns a substring of the serialisation: recover its offset.
+    let start = whole.as_ptr() as usize - full.as_ptr() as usize;
+    start..start + whole.len()
+}
+
+/// `csv` for `data.csv`; `None` without a short alphanumeric extension.
+fn extension(segment: &[u8]) -> Option<&[u8]> {
+    let dot = segment.iter().rposition(|&b| b == b'.')?;
+    let ext = &segment[dot + 1..];
+    (dot > 0
+        && !ext.is_empty()
+        && ext.len() <= MAX_EXTENSION_LEN
+        && ext.iter().all(u8::is_ascii_alphanumeric))
+    .then_some(ext)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(u: &str) -> UrlFeatures {
+        UrlFeatures::of_url(&Url::parse(u).unwrap())
+    }
+
+    fn has(f: &UrlFeatures, ns: Namespace, bytes: &[u8]) -> bool {
+        f.ids().binary_search(&ns.feature(bytes)).is_ok()
+    }
+
+    #[test]
+    fn parts_and_bigrams_are_present() {
+        let f = features("HTTPS://Data.Example.org:8443/Stats/2024/Table.CSV?Year=1&fmt#frag");
+        assert!(has(&f, Namespace::Bias, b""));
+        assert!(has(&f, Namespace::Scheme, b"https"));
+        assert!(has(&f, Namespace::Host, b"data.example.org"));
+        assert!(has(&f, Namespace::Segment, b"stats"));
+        assert!(has(&f, Namespace::Segment, b"2024"));
+        assert!(has(&f, Namespace::Segment, b"table.csv"));
+        assert!(has(&f, Namespace::Extension, b"csv"));
+        assert!(has(&f, Namespace::QueryKey, b"year"));
+        assert!(has(&f, Namespace::QueryKey, b"fmt"));
+        assert!(has(&f, Namespace::Bigram, b"cs"));
+        assert!(has(&f, Namespace::Bigram, b"ht"));
+        // Namespaces keep equal strings apart.
+        assert!(!has(&f, Namespace::Host, b"https"));
+        assert!(f.ids().windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+        assert!(f.ids().iter().all(|&i| i <= FEATURE_MASK));
+    }
+
+    #[test]
+    fn extensions_only_when_they_look_like_one() {
+        assert_eq!(extension(b"file.csv"), Some(&b"csv"[..]));
+        assert_eq!(extension(b"archive.tar.gz"), Some(&b"gz"[..]));
+        assert_eq!(extension(b".hidden"), None);
+        assert_eq!(extension(b"v1.2-release-notes"), None);
+        assert_eq!(extension(b"page"), None);
+        assert_eq!(extension(b"x.averyverylongext"), None);
+    }
+
+    #[test]
+    fn repeated_bigrams_count_once_and_urls_differ() {
+        let a = features("https://a.org/aaaa");
+        let b = features("https://a.org/aaab");
+        assert_ne!(a, b);
+        assert_eq!(
+            a.ids()
+                .iter()
+                .filter(|&&i| i == Namespace::Bigram.feature(b"aa"))
+                .count(),
+            1
+        );
+        let c = UrlFeatures::from_ids(vec![5, 3, 5, u32::MAX]);
+        assert_eq!(c.ids(), &[3, 5, FEATURE_MASK]);
+    }
+}

@@ -1,0 +1,310 @@
+//! FTRL-proximal logistic regression (McMahan et al., KDD 2013, Algorithm 1).
+//!
+//! Per coordinate i with state (z_i, n_i):
+//! `w_i = 0` if `|z_i| ≤ λ1`, else `-(z_i - sgn(z_i)·λ1) / ((β + √n_i)/α + λ2)`;
+//! `p = σ(Σ w_i)` over the example's (binary) features; training with label y
+//! and importance weight ω uses the gradient `g = ω·(p - y)`:
+//! `σ_i = (√(n_i + g²) - √n_i)/α`, `z_i += g - σ_i·w_i`, `n_i += g²`.
+//!
+//! Only trained features get a state, so an idle model is empty and a model's
+//! size follows what it has seen. The state is stored sorted by feature id so
+//! that the same model always encodes to the same bytes.
+
+use super::features::UrlFeatures;
+use super::hash::IntHashBuilder;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::HashMap;
+
+/// Logits are clamped so that σ never saturates to exactly 0 or 1.
+const MAX_LOGIT: f64 = 35.0;
+
+/// Hyper-parameters (DESIGN §3 defaults: α = 0.1, β = 1, λ1 = 1, λ2 = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FtrlConfig {
+    pub alpha: f64,
+    pub beta: f64,
+    pub l1: f64,
+    pub l2: f64,
+}
+
+impl Default for FtrlConfig {
+    fn default() -> Self {
+        FtrlConfig {
+            alpha: 0.1,
+            beta: 1.0,
+            l1: 1.0,
+            l2: 1.0,
+        }
+    }
+}
+
+/// State of one coordinate. f32 halves the memory of a large model; the
+/// arithmetic is done in f64.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Coordinate {
+    z: f32,
+    n: f32,
+}
+
+/// A binary FTRL-proximal model over hashed features.
+#[derive(Clone, Debug, Default)]
+pub struct FtrlModel {
+    config: FtrlConfig,
+    coordinates: HashMap<u32, Coordinate, IntHashBuilder>,
+    examples: u64,
+}
+
+impl FtrlModel {
+    pub fn new(config: FtrlConfig) -> Self {
+        FtrlModel {
+            config,
+            ..Default::default()
+        }
+    }
+
+    pub fn config(&self) -> FtrlConfig {
+        self.config
+    }
+
+    /// Change the hyper-parameters (configuration is not stored).
+    pub fn set_config(&mut self, config: FtrlConfig) {
+        self.config = config;
+    }
+
+    /// Examples trained on.
+    pub fn examples(&self) -> u64 {
+        self.examples
+    }
+
+    /// Features with a state (touched by training).
+    pub fn touched(&self) -> usize {
+        self.coordinates.len()
+    }
+
+    /// Features whose weight is not zero.
+    pub fn nonzero(&self) -> usize {
+        self.coordinates
+            .values()
+            .filter(|c| f64::from(c.z).abs() > self.config.l1)
+            .count()
+    }
+
+    fn weight_of(&self, c: Coordinate) -> f64 {
+        let z = f64::from(c.z);
+        if z.abs() <= self.config.l1 {
+            return 0.0;
+        }
+        let cfg = &self.config;
+        -(z - z.signum() * cfg.l1) / ((cfg.beta + f64::from(c.n).sqrt()) / cfg.alpha + cfg.l2)
+    }
+
+    /// The current weight of one feature.
+    pub fn weight(&self, feature: u32) -> f64 {
+        self.coordinates
+            .get(&feature)
+            .map_or(0.0, |&c| self.weight_of(c))
+    }
+
+    /// Probability of the positive class.
+    pub fn predict(&self, features: &UrlFeatures) -> f64 {
+        let logit: f64 = features.ids().iter().map(|&f| self.weight(f)).sum();
+        sigmoid(logit)
+    }
+
+    /// One online update with label `positive` and importance weight `weight` (> 0).
+    pub fn train(&mut self, features: &UrlFeatures, positive: bool, weight: f64) {
+        if !(weight.is_finite() && weight > 0.0) {
+            return;
+        }
+        let p = self.predict(features);
+        let y = if positive { 1.0 } else { 0.0 };
+        let g = weight * (p - y);
+        let g2 = g * g;
+        let alpha = self.config.alpha;
+        for &f in features.ids() {
+            let c = self.coordinates.get(&f).copied().unwrap_or_default();
+            let w = self.weight_of(c);
+            let n = f64::from(c.n);
+            let sigma = ((n + g2).sqrt() - n.sqrt()) / alpha;
+            let updated = Coordinate {
+                z: (f64::from(c.z) + g - sigma * w) as f32,
+                n: (n + g2) as f32,
+            };
+            self.coordinates.insert(f, updated);
+        }
+        self.examples += 1;
+    }
+}
+
+fn sigmoid(logit: f64) -> f64 {
+    1.0 / (1.0 + (-logit.clamp(-MAX_LOGIT, MAX_LOGIT)).exp())
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredCoordinate {
+    feature: u32,
+    state: Coordinate,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredModel {
+    examples: u64,
+    coordinates: Vec<StoredCoordinate>,
+}
+
+impl Serialize for FtrlModel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut coordinates: Vec<StoredCoordinate> = self
+            .coordinates
+            .iter()
+            .map(|(&feature, &state)| StoredCoordinate { feature, state })
+            .collect();
+        coordinates.sort_unstable_by_key(|c| c.feature);
+        StoredModel {
+            examples: self.examples,
+            coordinates,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for FtrlModel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let stored = StoredModel::deserialize(d)?;
+        let mut coordinates =
+            HashMap::with_capacity_and_hasher(stored.coordinates.len(), IntHashBuilder);
+        for c in stored.coordinates {
+            if !(c.state.z.is_finite() && c.state.n.is_finite() && c.state.n >= 0.0) {
+                return Err(serde::de::Error::custom(format!(
+                    "FTRL feature {} has an invalid state",
+                    c.feature
+                )));
+            }
+            coordinates.insert(c.feature, c.state);
+        }
+        Ok(FtrlModel {
+            config: FtrlConfig::default(),
+            coordinates,
+            examples: stored.examples,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec;
+    use url::Url;
+
+    fn f(u: &str) -> UrlFeatures {
+        UrlFeatures::of_url(&Url::parse(u).unwrap())
+    }
+
+    fn toy_examples(count: usize) -> Vec<(UrlFeatures, bool)> {
+        (0..count)
+            .map(|i| {
+                if i % 2 == 0 {
+                    (
+                        f(&format!("https://stats.example.org/files/t{i}.csv")),
+                        true,
+                    )
+                } else {
+                    (f(&format!("https://stats.example.org/page/{i}/")), false)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_single_update_matches_the_formulas() {
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        let x = UrlFeatures::from_ids(vec![7]);
+        assert_eq!(m.predict(&x), 0.5);
+        m.train(&x, true, 1.0);
+        // g = 0.5 - 1 = -0.5; σ = (√0.25 - 0)/0.1 = 5; z = -0.5 - 5·0 = -0.5; n = 0.25.
+        let c = m.coordinates[&7];
+        assert_eq!((c.z, c.n), (-0.5, 0.25));
+        assert_eq!(m.weight(7), 0.0, "|z| ≤ λ1 keeps the weight at zero");
+        m.train(&x, true, 4.0);
+        // g = 4·(0.5 - 1) = -2; σ = (√4.25 - √0.25)/0.1; w was 0: z = -2.5, n = 4.25.
+        let c = m.coordinates[&7];
+        assert_eq!((c.z, c.n), (-2.5, 4.25));
+        let expected = 1.5 / ((1.0 + 4.25f64.sqrt()) / 0.1 + 1.0);
+        assert!((m.weight(7) - expected).abs() < 1e-6);
+        assert!(m.predict(&x) > 0.5);
+    }
+
+    #[test]
+    fn learns_csv_versus_pages() {
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        for (x, y) in toy_examples(200) {
+            m.train(&x, y, 1.0);
+        }
+        assert!(m.predict(&f("https://stats.example.org/files/new-table.csv")) > 0.8);
+        assert!(m.predict(&f("https://stats.example.org/page/about/")) < 0.2);
+        let held_out = toy_examples(400).split_off(200);
+        let correct = held_out
+            .iter()
+            .filter(|(x, y)| (m.predict(x) > 0.5) == *y)
+            .count();
+        assert_eq!(correct, held_out.len());
+    }
+
+    #[test]
+    fn weights_stay_sparse() {
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        assert_eq!(m.touched(), 0);
+        let probe = f("https://elsewhere.net/never/trained/on.pdf");
+        m.predict(&probe);
+        assert_eq!(m.touched(), 0, "prediction never allocates");
+        let examples = toy_examples(100);
+        let distinct: std::collections::HashSet<u32> = examples
+            .iter()
+            .flat_map(|(x, _)| x.ids().iter().copied())
+            .collect();
+        for (x, y) in &examples {
+            m.train(x, *y, 1.0);
+        }
+        assert_eq!(m.touched(), distinct.len());
+        // L1 keeps rare features (a unique file name) at zero weight.
+        assert!(
+            m.nonzero() < m.touched() / 2,
+            "{} of {}",
+            m.nonzero(),
+            m.touched()
+        );
+    }
+
+    #[test]
+    fn importance_weight_scales_the_step() {
+        let x = UrlFeatures::from_ids(vec![1, 2, 3]);
+        let mut light = FtrlModel::new(FtrlConfig::default());
+        let mut heavy = FtrlModel::new(FtrlConfig::default());
+        for _ in 0..3 {
+            light.train(&x, true, 1.0);
+            heavy.train(&x, true, 1.0 / 0.17);
+        }
+        assert!(heavy.predict(&x) > light.predict(&x));
+        let before = heavy.clone();
+        heavy.train(&x, true, 0.0);
+        heavy.train(&x, true, f64::NAN);
+        assert_eq!(
+            heavy.examples(),
+            before.examples(),
+            "invalid weights are ignored"
+        );
+    }
+
+    #[test]
+    fn round_trips_to_identical_bytes() {
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        for (x, y) in toy_examples(50) {
+            m.train(&x, y, 1.0);
+        }
+        let bytes = codec::encode(&m);
+        let back: FtrlModel = codec::decode(&bytes).unwrap();
+        assert_eq!(codec::encode(&back), bytes);
+        let probe = f("https://stats.example.org/files/zzz.csv");
+        assert_eq!(back.predict(&probe), m.predict(&probe));
+    }
+}
