@@ -1,1 +1,22 @@
-//! extract (under construction in this commit series)
+//! Turning the bytes of a page into links the crawl can use (DESIGN §3, §5).
+//!
+//! Owns: streaming HTML link extraction with lol_html ([`links`]: links from
+//! `a`/`area`/`iframe`/`frame`/meta refresh, their tag paths, anchor text,
+//! `<base href>`, entity decoding, structured-data detection), URL
+//! normalisation and the URL trap rules ([`normalize`]: length, repeated path
+//! segments, session ids), and the job scope rules and politeness keys
+//! ([`scope`]).
+//!
+//! Must not touch: the network, the store, or learning. Everything here is
+//! pure and synchronous: bytes and URLs in, values out; the engine decides
+//! what to do with the links (scope check, seen set, classifier, frontier).
+
+pub mod links;
+pub mod normalize;
+pub mod scope;
+
+pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, PageLinks};
+pub use normalize::{
+    check_limits, normalize, resolve, LinkRejected, RejectCounts, UrlRules, DEFAULT_STRIP_PARAMS,
+};
+pub use scope::{politeness_key, Scope};

@@ -1,0 +1,1451 @@
+//! Streaming link extraction with tag paths (DESIGN §3).
+//!
+//! lol_html tokenises the page and calls us for every start tag; it gives no
+//! tree, so [`State`] keeps its own stack of open elements with HTML's implied
+//! end tags (a block start closes an open `p`, `li` closes `li`, …) and pops
+//! on the end-tag callbacks lol_html fires, which already close every element
+//! left open inside the one that ends. The stack is kept as one string of
+//! rendered segments (`/html/body/div.x`) plus offsets, so building a link's
+//! tag path costs nothing and an element costs no allocation of ours beyond
+//! what lol_html's API forces (its tag name and attribute values are `String`s).
+
+use super::normalize::{normalize, resolve_with_encoding, RejectCounts, UrlRules};
+use crate::link::TagPath;
+use encoding_rs::Encoding;
+use lol_html::html_content::{Element, EndTag, TextChunk, TextType};
+use lol_html::{
+    element, text, AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings,
+};
+use std::cell::RefCell;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use std::sync::Arc;
+use url::Url;
+
+/// Deepest element nesting tracked; deeper elements share their ancestor's path.
+const MAX_DEPTH: usize = 256;
+/// Longest tag path of an open element; longer ones are not pushed (hostile pages).
+const MAX_PATH_BYTES: usize = 2048;
+const MAX_TAG_BYTES: usize = 64;
+const MAX_CLASS_BYTES: usize = 256;
+const MAX_ID_BYTES: usize = 128;
+/// Anchor text kept per link, in characters.
+const MAX_ANCHOR_CHARS: usize = 200;
+/// Raw (whitespace-collapsed, not yet entity-decoded) anchor text buffered per link.
+const MAX_ANCHOR_RAW_BYTES: usize = 1024;
+/// lol_html's own buffers (one huge tag, its element stack); past this the
+/// page is cut and reported as truncated.
+const PARSER_MEMORY_LIMIT: usize = 32 << 20;
+
+/// Caps on what one page may produce.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtractLimits {
+    /// Links kept per page; the rest are dropped and [`PageLinks::truncated`] set.
+    pub max_links: usize,
+    pub url_rules: UrlRules,
+}
+
+impl Default for ExtractLimits {
+    fn default() -> Self {
+        ExtractLimits {
+            max_links: 10_000,
+            url_rules: UrlRules::default(),
+        }
+    }
+}
+
+/// One link found on a page.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtractedLink {
+    /// Absolute, normalised, http(s), fragment-free.
+    pub url: Url,
+    /// Path of the element that carried it; identical paths of one page share one string.
+    pub tag_path: TagPath,
+    /// Text inside the link element (and `alt` of images in it), whitespace
+    /// collapsed, entities decoded, at most 200 characters.
+    pub anchor: String,
+}
+
+/// Everything extracted from one HTML page.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PageLinks {
+    /// Unique links in document order (first occurrence wins).
+    pub links: Vec<ExtractedLink>,
+    /// The URL relative links were resolved against (`<base href>` or the page).
+    pub base: Url,
+    /// The page embeds JSON-LD, microdata or RDFa.
+    pub structured_data: bool,
+    /// Not every link of the page is in `links`: `max_links` was reached, or
+    /// the parser gave up on the page (memory limit).
+    pub truncated: bool,
+    /// Links refused by URL rules, per kind.
+    pub rejected: RejectCounts,
+}
+
+/// Extracts the links of a complete body (the engine calls this on a blocking thread).
+pub fn extract_links(
+    body: &[u8],
+    page_url: &Url,
+    content_type: Option<&str>,
+    limits: &ExtractLimits,
+) -> PageLinks {
+    let mut extractor = LinkExtractor::new(page_url, content_type, limits);
+    extractor.write(body);
+    extractor.finish()
+}
+
+/// Extracts links from a body fed in chunks as they arrive.
+///
+/// Not `Send` (lol_html handlers share state through `Rc`): create, feed and
+/// finish it on one thread.
+pub struct LinkExtractor {
+    rewriter: Option<HtmlRewriter<'static, NullSink>>,
+    state: Rc<RefCell<State>>,
+}
+
+impl LinkExtractor {
+    /// An extractor for the page at `page_url`, whose `Content-Type` header
+    /// (if any) may name its charset.
+    pub fn new(page_url: &Url, content_type: Option<&str>, limits: &ExtractLimits) -> Self {
+        let header_encoding = content_type.and_then(charset_from_content_type);
+        let query_encoding = header_encoding
+            .map(<&'static Encoding>::from)
+            .filter(|enc| *enc != encoding_rs::UTF_8);
+        let state = Rc::new(RefCell::new(State::new(page_url, limits, query_encoding)));
+
+        let on_element = Rc::clone(&state);
+        let on_text = Rc::clone(&state);
+        let settings = Settings::new()
+            .append_element_content_handler(element!("*", move |el| {
+                let this = &on_element;
+                // Handlers run one at a time inside `write`, so the state is
+                // never borrowed here; `try_` keeps that an invariant, not a panic.
+                if let Ok(mut state) = this.try_borrow_mut() {
+                    state.on_element(el, this);
+                }
+                Ok(())
+            }))
+            .append_element_content_handler(text!("a[href]", move |chunk| {
+                if let Ok(mut state) = on_text.try_borrow_mut() {
+                    state.on_text(chunk);
+                }
+                Ok(())
+            }))
+            .with_encoding(header_encoding.unwrap_or_else(AsciiCompatibleEncoding::utf_8))
+            // A charset in the header wins over `<meta charset>` (HTML spec).
+            .with_adjust_charset_on_meta_tag(header_encoding.is_none())
+            // We only read: markup that is ambiguous for a rewriter is fine here.
+            .with_strict(false)
+            .with_memory_settings(
+                MemorySettings::new().with_max_allowed_memory_usage(PARSER_MEMORY_LIMIT),
+            );
+        LinkExtractor {
+            rewriter: Some(HtmlRewriter::new(settings, NullSink)),
+            state,
+        }
+    }
+
+    /// Feeds the next chunk of the body. After a parser error (memory limit)
+    /// further chunks are ignored and the result is marked truncated.
+    pub fn write(&mut self, chunk: &[u8]) {
+        let Some(rewriter) = self.rewriter.as_mut() else {
+            return;
+        };
+        if rewriter.write(chunk).is_err() {
+            // A failed rewriter is poisoned: it must be dropped, never ended.
+            self.rewriter = None;
+            self.state.borrow_mut().truncated = true;
+        }
+    }
+
+    /// Ends the body and returns what was found.
+    pub fn finish(mut self) -> PageLinks {
+        if let Some(rewriter) = self.rewriter.take() {
+            if rewriter.end().is_err() {
+                self.state.borrow_mut().truncated = true;
+            }
+        }
+        let mut state = self.state.borrow_mut();
+        state.finish_anchor();
+        state.take_result()
+    }
+}
+
+/// lol_html is a rewriter; its output is not needed.
+struct NullSink;
+
+impl OutputSink for NullSink {
+    fn handle_chunk(&mut self, _chunk: &[u8]) {}
+}
+
+/// The charset parameter of a Content-Type, if lol_html can decode it.
+fn charset_from_content_type(content_type: &str) -> Option<AsciiCompatibleEncoding> {
+    content_type.split(';').skip(1).find_map(|param| {
+        let (name, value) = param.split_once('=')?;
+        if !name.trim().eq_ignore_ascii_case("charset") {
+            return None;
+        }
+        let label = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        AsciiCompatibleEncoding::new(Encoding::for_label_no_replacement(label.as_bytes())?)
+    })
+}
+
+/// The element kinds the implied-end-tag rules care about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    P,
+    Li,
+    /// `dd` and `dt` close each other.
+    DdDt,
+    Tr,
+    /// `td` and `th`.
+    Cell,
+    /// `tbody`, `thead`, `tfoot`.
+    TableSection,
+    Table,
+    Option,
+    OptGroup,
+    A,
+    /// `h1`–`h6`.
+    Heading,
+    Button,
+    Html,
+    Body,
+    /// `applet`, `caption`, `marquee`, `object`, `template`: they bound the
+    /// HTML spec's "default scope", so a `p` or `a` outside them stays open.
+    ScopeBoundary,
+    Other,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TagInfo {
+    kind: Kind,
+    /// A start tag of this element closes an open `p` (in button scope).
+    closes_p: bool,
+    /// HTML's "special" category minus `address`, `div`, `p`: stops the search
+    /// for an `li`/`dd`/`dt` to close.
+    stops_list_search: bool,
+}
+
+fn classify(name: &str) -> TagInfo {
+    let info = |kind, closes_p, stops_list_search| TagInfo {
+        kind,
+        closes_p,
+        stops_list_search,
+    };
+    match name {
+        "p" => info(Kind::P, true, false),
+        "div" | "address" => info(Kind::Other, true, false),
+        "li" => info(Kind::Li, true, true),
+        "dd" | "dt" => info(Kind::DdDt, true, true),
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => info(Kind::Heading, true, true),
+        "table" => info(Kind::Table, true, true),
+        "tr" => info(Kind::Tr, false, true),
+        "td" | "th" => info(Kind::Cell, false, true),
+        "tbody" | "thead" | "tfoot" => info(Kind::TableSection, false, true),
+        "option" => info(Kind::Option, false, false),
+        "optgroup" => info(Kind::OptGroup, false, false),
+        "a" => info(Kind::A, false, false),
+        "button" => info(Kind::Button, false, true),
+        "html" => info(Kind::Html, false, true),
+        "body" => info(Kind::Body, false, true),
+        "applet" | "caption" | "marquee" | "object" | "template" => {
+            info(Kind::ScopeBoundary, false, true)
+        }
+        "article" | "aside" | "blockquote" | "center" | "details" | "dialog" | "dir" | "dl"
+        | "fieldset" | "figcaption" | "figure" | "footer" | "form" | "header" | "hgroup" | "hr"
+        | "listing" | "main" | "menu" | "nav" | "ol" | "plaintext" | "pre" | "search"
+        | "section" | "summary" | "ul" | "xmp" => info(Kind::Other, true, true),
+        "area" | "base" | "basefont" | "bgsound" | "br" | "col" | "colgroup" | "embed"
+        | "frame" | "frameset" | "head" | "iframe" | "img" | "input" | "keygen" | "link"
+        | "meta" | "noembed" | "noframes" | "noscript" | "param" | "script" | "select"
+        | "source" | "style" | "textarea" | "title" | "track" | "wbr" => {
+            info(Kind::Other, false, true)
+        }
+        _ => info(Kind::Other, false, false),
+    }
+}
+
+/// One open element.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// Identifies the element in its end-tag callback.
+    id: u64,
+    kind: Kind,
+    stops_list_search: bool,
+    /// Length of the path string before this element's segment.
+    path_len: usize,
+}
+
+/// The link whose anchor text is being collected.
+#[derive(Clone, Copy, Debug)]
+struct OpenAnchor {
+    frame_id: u64,
+    link: usize,
+}
+
+/// Exact set of the URLs already kept on this page, without a second copy of
+/// each URL string: a 64-bit hash points at the link holding it; the rare
+/// different URL with the same hash goes to `collided`.
+#[derive(Default)]
+struct SeenUrls {
+    by_hash: HashMap<u64, usize>,
+    collided: HashSet<String>,
+}
+
+impl SeenUrls {
+    fn hash(url: &str) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        url.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    fn contains(&self, url: &str, links: &[ExtractedLink]) -> bool {
+        match self.by_hash.get(&Self::hash(url)) {
+            None => false,
+            Some(&i) => {
+                links.get(i).is_some_and(|l| l.url.as_str() == url) || self.collided.contains(url)
+            }
+        }
+    }
+
+    fn insert(&mut self, url: &str, index: usize) {
+        match self.by_hash.entry(Self::hash(url)) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.collided.insert(url.to_owned());
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(index);
+            }
+        }
+    }
+}
+
+struct State {
+    rules: UrlRules,
+    max_links: usize,
+    /// Encoding for non-ASCII query characters (legacy-encoded pages only).
+    query_encoding: Option<&'static Encoding>,
+    /// The page URL normalised: links equal to it are skipped.
+    page: Url,
+    base: Url,
+    /// A `<base href>` was seen (only the first counts).
+    base_seen: bool,
+    /// A link was resolved: a later `<base>` must not change earlier links' base.
+    base_frozen: bool,
+
+    stack: Vec<Frame>,
+    /// Concatenated segments of the open elements, e.g. `/html/body/div.x`.
+    path: String,
+    next_id: u64,
+
+    links: Vec<ExtractedLink>,
+    seen: SeenUrls,
+    paths: HashSet<Arc<str>>,
+    anchor: Option<OpenAnchor>,
+    anchor_raw: String,
+    anchor_space_pending: bool,
+
+    structured_data: bool,
+    truncated: bool,
+    rejected: RejectCounts,
+}
+
+impl State {
+    fn new(
+        page_url: &Url,
+        limits: &ExtractLimits,
+        query_encoding: Option<&'static Encoding>,
+    ) -> Self {
+        let mut page = page_url.clone();
+        normalize(&mut page, &limits.url_rules);
+        State {
+            rules: limits.url_rules.clone(),
+            max_links: limits.max_links,
+            query_encoding,
+            base: page_url.clone(),
+            page,
+            base_seen: false,
+            base_frozen: false,
+            stack: Vec::with_capacity(32),
+            path: String::with_capacity(256),
+            next_id: 0,
+            links: Vec::new(),
+            seen: SeenUrls::default(),
+            paths: HashSet::new(),
+            anchor: None,
+            anchor_raw: String::new(),
+            anchor_space_pending: false,
+            structured_data: false,
+            truncated: false,
+            rejected: RejectCounts::default(),
+        }
+    }
+
+    fn take_result(&mut self) -> PageLinks {
+        PageLinks {
+            links: std::mem::take(&mut self.links),
+            base: self.base.clone(),
+            structured_data: self.structured_data,
+            truncated: self.truncated,
+            rejected: self.rejected,
+        }
+    }
+
+    fn on_element(&mut self, el: &mut Element<'_, '_>, this: &Rc<RefCell<State>>) {
+        let name = el.tag_name();
+        if !self.structured_data {
+            self.structured_data = has_structured_data(el, &name);
+        }
+        let info = classify(&name);
+        // A second `<html>`/`<body>` only merges attributes in browsers.
+        match info.kind {
+            Kind::Html if !self.stack.is_empty() => return,
+            Kind::Body if self.stack.iter().any(|f| f.kind == Kind::Body) => return,
+            _ => {}
+        }
+        self.close_implied(info);
+
+        let path_len = self.path.len();
+        self.push_segment(&name, el);
+
+        let mut new_link = None;
+        match name.as_str() {
+            "a" => {
+                if let Some(href) = el.get_attribute("href") {
+                    new_link = self.add_link(&href);
+                }
+            }
+            // An image-map area has no content: its `alt` is its anchor text.
+            "area" => {
+                if let Some(href) = el.get_attribute("href") {
+                    if let Some(index) = self.add_link(&href) {
+                        if let (Some(alt), Some(link)) =
+                            (el.get_attribute("alt"), self.links.get_mut(index))
+                        {
+                            link.anchor = anchor_text(&alt);
+                        }
+                    }
+                }
+            }
+            "iframe" | "frame" => {
+                if let Some(src) = el.get_attribute("src") {
+                    new_link = self.add_link(&src);
+                }
+            }
+            "base" => self.on_base(el),
+            "meta" => {
+                let is_refresh = el
+                    .get_attribute("http-equiv")
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh"));
+                if is_refresh {
+                    if let Some(content) = el.get_attribute("content") {
+                        if let Some(target) = refresh_target(&content) {
+                            self.add_link(target);
+                        }
+                    }
+                }
+            }
+            "img" if self.anchor.is_some() => {
+                if let Some(alt) = el.get_attribute("alt") {
+                    self.push_anchor_text(" ");
+                    self.push_anchor_text(&alt);
+                    self.push_anchor_text(" ");
+                }
+            }
+            _ => {}
+        }
+
+        let frame_id = if self.stack.len() < MAX_DEPTH && self.path.len() <= MAX_PATH_BYTES {
+            self.push_frame(el, info, path_len, this)
+        } else {
+            None
+        };
+        if frame_id.is_none() {
+            self.path.truncate(path_len);
+        }
+
+        if info.kind == Kind::A {
+            // An `a` inside an `a` ends the first one's text in browsers.
+            self.finish_anchor();
+            if let (Some(link), Some(frame_id)) = (new_link, frame_id) {
+                self.anchor = Some(OpenAnchor { frame_id, link });
+                self.anchor_raw.clear();
+                self.anchor_space_pending = false;
+            }
+        }
+    }
+
+    /// Pushes the element as open and asks lol_html to tell us when it ends;
+    /// void elements (no end-tag handlers) are never pushed.
+    fn push_frame(
+        &mut self,
+        el: &mut Element<'_, '_>,
+        info: TagInfo,
+        path_len: usize,
+        this: &Rc<RefCell<State>>,
+    ) -> Option<u64> {
+        let handlers = el.end_tag_handlers()?;
+        let id = self.next_id;
+        self.next_id += 1;
+        let state = Rc::clone(this);
+        handlers.push(Box::new(move |_end: &mut EndTag<'_>| {
+            if let Ok(mut state) = state.try_borrow_mut() {
+                state.on_end(id);
+            }
+            Ok(())
+        }));
+        self.stack.push(Frame {
+            id,
+            kind: info.kind,
+            stops_list_search: info.stops_list_search,
+            path_len,
+        });
+        Some(id)
+    }
+
+    /// The element `id` ended (or an ancestor did): pop it and everything above.
+    /// Already closed by an implied end tag: nothing to do.
+    fn on_end(&mut self, id: u64) {
+        if let Some(i) = self.stack.iter().rposition(|f| f.id == id) {
+            self.pop_to(i);
+        }
+    }
+
+    fn pop_to(&mut self, index: usize) {
+        let Some(frame) = self.stack.get(index).copied() else {
+            return;
+        };
+        if let Some(anchor) = self.anchor {
+            if self.stack[index..].iter().any(|f| f.id == anchor.frame_id) {
+                self.finish_anchor();
+            }
+        }
+        self.stack.truncate(index);
+        self.path.truncate(frame.path_len);
+    }
+
+    /// Index of the nearest open element matching `wanted`, searching down
+    /// from the current node and giving up at the first `stop` element.
+    fn find_open(
+        &self,
+        wanted: impl Fn(&Frame) -> bool,
+        stop: impl Fn(&Frame) -> bool,
+    ) -> Option<usize> {
+        for (i, frame) in self.stack.iter().enumerate().rev() {
+            if wanted(frame) {
+                return Some(i);
+            }
+            if stop(frame) {
+                return None;
+            }
+        }
+        None
+    }
+
+    fn close_matching(&mut self, wanted: impl Fn(&Frame) -> bool, stop: impl Fn(&Frame) -> bool) {
+        if let Some(i) = self.find_open(wanted, stop) {
+            self.pop_to(i);
+        }
+    }
+
+    /// Closes every element above the nearest open one matching `context`.
+    fn close_above(&mut self, context: impl Fn(&Frame) -> bool) {
+        if let Some(i) = self.find_open(context, |f| f.kind == Kind::Html) {
+            self.pop_to(i + 1);
+        }
+    }
+
+    fn pop_current_if(&mut self, kind: Kind) {
+        if self.stack.last().is_some_and(|f| f.kind == kind) {
+            self.pop_to(self.stack.len() - 1);
+        }
+    }
+
+    /// HTML's implied end tags for a start tag of `info` (the "in body" and
+    /// table insertion modes, simplified to what changes a tag path).
+    fn close_implied(&mut self, info: TagInfo) {
+        match info.kind {
+            Kind::Li => self.close_matching(|f| f.kind == Kind::Li, |f| f.stops_list_search),
+            Kind::DdDt => self.close_matching(|f| f.kind == Kind::DdDt, |f| f.stops_list_search),
+            _ => {}
+        }
+        if info.closes_p {
+            self.close_matching(
+                |f| f.kind == Kind::P,
+                |f| {
+                    matches!(
+                        f.kind,
+                        Kind::Html | Kind::Table | Kind::Cell | Kind::Button | Kind::ScopeBoundary
+                    )
+                },
+            );
+        }
+        match info.kind {
+            Kind::Heading => self.pop_current_if(Kind::Heading),
+            // Row, cell and section starts close whatever is open inside the
+            // nearest table context ("clear the stack back to a table ... context").
+            Kind::Tr => self.close_above(|f| matches!(f.kind, Kind::Table | Kind::TableSection)),
+            Kind::Cell => {
+                self.close_above(|f| matches!(f.kind, Kind::Table | Kind::TableSection | Kind::Tr))
+            }
+            Kind::TableSection => self.close_above(|f| f.kind == Kind::Table),
+            Kind::Option => self.pop_current_if(Kind::Option),
+            Kind::OptGroup => {
+                self.pop_current_if(Kind::Option);
+                self.pop_current_if(Kind::OptGroup);
+            }
+            Kind::A => self.close_matching(
+                |f| f.kind == Kind::A,
+                |f| matches!(f.kind, Kind::Cell | Kind::ScopeBoundary | Kind::Html),
+            ),
+            Kind::Button => self.close_matching(
+                |f| f.kind == Kind::Button,
+                |f| {
+                    matches!(
+                        f.kind,
+                        Kind::Html | Kind::Table | Kind::Cell | Kind::ScopeBoundary
+                    )
+                },
+            ),
+            _ => {}
+        }
+    }
+
+    /// Appends `/tag.class1 class2#id` for `el` to the path.
+    fn push_segment(&mut self, name: &str, el: &Element<'_, '_>) {
+        self.path.push('/');
+        push_capped(&mut self.path, name, MAX_TAG_BYTES);
+        if let Some(class) = el.get_attribute("class") {
+            let class = decode_attribute(&class);
+            let mut used = 0;
+            for token in class.split(is_html_whitespace).filter(|t| !t.is_empty()) {
+                if used >= MAX_CLASS_BYTES {
+                    break;
+                }
+                self.path.push(if used == 0 { '.' } else { ' ' });
+                used += 1;
+                used += push_capped(&mut self.path, token, MAX_CLASS_BYTES - used);
+            }
+        }
+        if let Some(id) = el.get_attribute("id") {
+            if !id.is_empty() {
+                self.path.push('#');
+                push_capped(&mut self.path, &decode_attribute(&id), MAX_ID_BYTES);
+            }
+        }
+    }
+
+    /// Resolves an attribute value and records it as a link of the current
+    /// path; returns its index when it is new on this page.
+    fn add_link(&mut self, raw: &str) -> Option<usize> {
+        if self.truncated {
+            return None;
+        }
+        self.base_frozen = true;
+        let raw = decode_attribute(raw);
+        let url = match resolve_with_encoding(&self.base, &raw, &self.rules, self.query_encoding) {
+            Ok(url) => url,
+            Err(kind) => {
+                self.rejected.add(kind);
+                return None;
+            }
+        };
+        if url.as_str() == self.page.as_str() || self.seen.contains(url.as_str(), &self.links) {
+            return None;
+        }
+        if self.links.len() >= self.max_links {
+            self.truncated = true;
+            return None;
+        }
+        let index = self.links.len();
+        self.seen.insert(url.as_str(), index);
+        let tag_path = self.intern_path();
+        self.links.push(ExtractedLink {
+            url,
+            tag_path,
+            anchor: String::new(),
+        });
+        Some(index)
+    }
+
+    /// The current path as a string shared by every link of the page with it.
+    fn intern_path(&mut self) -> TagPath {
+        if let Some(shared) = self.paths.get(self.path.as_str()) {
+            return TagPath::new(Arc::clone(shared));
+        }
+        let shared: Arc<str> = Arc::from(self.path.as_str());
+        self.paths.insert(Arc::clone(&shared));
+        TagPath::new(shared)
+    }
+
+    /// The first `<base href>` sets the base, unless a link was already
+    /// resolved against the page URL (we cannot re-resolve it when streaming).
+    fn on_base(&mut self, el: &Element<'_, '_>) {
+        if self.base_seen {
+            return;
+        }
+        let Some(href) = el.get_attribute("href") else {
+            return;
+        };
+        self.base_seen = true;
+        if self.base_frozen {
+            return;
+        }
+        let href = decode_attribute(&href);
+        let parsed = Url::options()
+            .base_url(Some(&self.base))
+            .parse(href.trim_matches(is_html_whitespace));
+        if let Ok(base) = parsed {
+            if matches!(base.scheme(), "http" | "https") {
+                self.base = base;
+            }
+        }
+    }
+
+    fn on_text(&mut self, chunk: &TextChunk<'_>) {
+        if self.anchor.is_some() && chunk.text_type() == TextType::Data {
+            self.push_anchor_text(chunk.as_str());
+        }
+    }
+
+    /// Buffers anchor text with whitespace runs collapsed as it arrives, so
+    /// indentation does not eat the buffer.
+    fn push_anchor_text(&mut self, text: &str) {
+        for c in text.chars() {
+            if self.anchor_raw.len() >= MAX_ANCHOR_RAW_BYTES {
+                return;
+            }
+            if c.is_whitespace() {
+                self.anchor_space_pending = !self.anchor_raw.is_empty();
+            } else {
+                if self.anchor_space_pending {
+                    self.anchor_raw.push(' ');
+                    self.anchor_space_pending = false;
+                }
+                self.anchor_raw.push(c);
+            }
+        }
+    }
+
+    /// Stores the collected text of the open anchor in its link.
+    fn finish_anchor(&mut self) {
+        let Some(anchor) = self.anchor.take() else {
+            return;
+        };
+        let text = anchor_text(&self.anchor_raw);
+        if let Some(link) = self.links.get_mut(anchor.link) {
+            link.anchor = text;
+        }
+        self.anchor_raw.clear();
+        self.anchor_space_pending = false;
+    }
+}
+
+/// Entity-decoded anchor text, whitespace collapsed (again: `&nbsp;` decodes
+/// to a space), at most [`MAX_ANCHOR_CHARS`] characters.
+fn anchor_text(raw: &str) -> String {
+    let decoded = htmlize::unescape(raw);
+    let mut out = String::with_capacity(decoded.len().min(MAX_ANCHOR_CHARS * 2));
+    let mut chars = 0;
+    for word in decoded.split_whitespace() {
+        if chars > 0 {
+            if chars + 1 > MAX_ANCHOR_CHARS {
+                break;
+            }
+            out.push(' ');
+            chars += 1;
+        }
+        for c in word.chars() {
+            if chars >= MAX_ANCHOR_CHARS {
+                return out;
+            }
+            out.push(c);
+            chars += 1;
+        }
+    }
+    out
+}
+
+/// lol_html hands attribute values over with their character references
+/// untouched; decode them as the HTML spec does for attributes
+/// (`&copy=1` in a query stays as it is).
+fn decode_attribute(raw: &str) -> std::borrow::Cow<'_, str> {
+    if raw.contains('&') {
+        htmlize::unescape_attribute(raw)
+    } else {
+        std::borrow::Cow::Borrowed(raw)
+    }
+}
+
+fn is_html_whitespace(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\x0C' | '\r' | ' ')
+}
+
+/// Appends at most `max` bytes of `text` (cut on a character boundary);
+/// returns the number of bytes appended.
+fn push_capped(out: &mut String, text: &str, max: usize) -> usize {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.push_str(&text[..end]);
+    end
+}
+
+/// Open Graph and its relatives use RDFa's `property` on `<meta>` on most
+/// pages of the web; counting them would make every page "structured".
+const OPEN_GRAPH_PREFIXES: [&str; 9] = [
+    "og:", "fb:", "article:", "book:", "profile:", "music:", "video:", "product:", "twitter:",
+];
+
+/// JSON-LD, microdata or RDFa on this element.
+fn has_structured_data(el: &Element<'_, '_>, name: &str) -> bool {
+    if name == "script" {
+        return el.get_attribute("type").is_some_and(|t| {
+            let media_type = t.split(';').next().unwrap_or_default().trim();
+            media_type.eq_ignore_ascii_case("application/ld+json")
+        });
+    }
+    if el.has_attribute("itemscope")
+        || el.has_attribute("itemtype")
+        || el.has_attribute("typeof")
+        || el.has_attribute("vocab")
+    {
+        return true;
+    }
+    match el.get_attribute("property") {
+        None => false,
+        Some(_) if name != "meta" => true,
+        Some(property) => {
+            let property = property.trim().to_ascii_lowercase();
+            !property.is_empty() && !OPEN_GRAPH_PREFIXES.iter().any(|p| property.starts_with(p))
+        }
+    }
+}
+
+/// The URL of a `<meta http-equiv=refresh content="5; url=...">`, following
+/// the HTML spec's declarative-refresh parsing; `None` when it reloads the page.
+fn refresh_target(content: &str) -> Option<&str> {
+    let s = content.trim_start_matches(is_html_whitespace);
+    let s = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let s = s.trim_start_matches(is_html_whitespace);
+    let s = s.strip_prefix([';', ',']).unwrap_or(s);
+    let s = s.trim_start_matches(is_html_whitespace);
+    let s = match s.get(..3) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("url") => {
+            let rest = s[3..].trim_start_matches(is_html_whitespace);
+            match rest.strip_prefix('=') {
+                Some(rest) => rest.trim_start_matches(is_html_whitespace),
+                None => s,
+            }
+        }
+        _ => s,
+    };
+    let url = match s.chars().next() {
+        Some(quote @ ('"' | '\'')) => {
+            let inner = &s[1..];
+            inner.split(quote).next().unwrap_or(inner)
+        }
+        _ => s,
+    };
+    let url = url.trim_matches(is_html_whitespace);
+    (!url.is_empty()).then_some(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extract::normalize::LinkRejected;
+    use proptest::prelude::*;
+
+    const PAGE: &str = "http://example.com/dir/page.html";
+
+    fn extract(html: &str) -> PageLinks {
+        extract_links(
+            html.as_bytes(),
+            &Url::parse(PAGE).unwrap(),
+            None,
+            &ExtractLimits::default(),
+        )
+    }
+
+    /// (url, tag path) of each link.
+    fn paths(html: &str) -> Vec<(String, String)> {
+        extract(html)
+            .links
+            .into_iter()
+            .map(|l| (l.url.to_string(), l.tag_path.to_string()))
+            .collect()
+    }
+
+    fn only_path(html: &str) -> String {
+        let p = paths(html);
+        assert_eq!(p.len(), 1, "{p:?}");
+        p[0].1.clone()
+    }
+
+    #[test]
+    fn design_example_path() {
+        let html = r#"<!doctype html><html><head><title>t</title></head><body>
+            <div class="content   main" id="x"><ul>
+            <li><a class="download" href="/f.csv">CSV</a></li></ul></div></body></html>"#;
+        assert_eq!(
+            paths(html),
+            vec![(
+                "http://example.com/f.csv".to_string(),
+                "/html/body/div.content main#x/ul/li/a.download".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn class_whitespace_and_empty_attributes() {
+        assert_eq!(
+            only_path("<div class=\"\n a\tb  \" id=\"\"><a href=x class=\"  \">x</a></div>"),
+            "/div.a b/a"
+        );
+        assert_eq!(
+            only_path("<DIV ID=Main CLASS=Big><A HREF=x>x</A></DIV>"),
+            "/div.Big#Main/a"
+        );
+        assert_eq!(
+            only_path("<div class=\"a&amp;b\" id=\"i&lt;\"><a href=x></a></div>"),
+            "/div.a&b#i</a"
+        );
+    }
+
+    #[test]
+    fn block_start_closes_p() {
+        assert_eq!(
+            only_path("<body><p>intro<div><a href=x>x</a></div></body>"),
+            "/body/div/a"
+        );
+        assert_eq!(
+            paths("<body><p>one<p><a href=1>1</a><p><a href=2>2</a></body>"),
+            vec![
+                ("http://example.com/dir/1".into(), "/body/p/a".into()),
+                ("http://example.com/dir/2".into(), "/body/p/a".into())
+            ]
+        );
+        // Inline elements do not close `p`.
+        assert_eq!(only_path("<p>a <span><a href=x>x</a></span>"), "/p/span/a");
+        // A `p` outside a scope boundary stays open inside it; `table` closes it.
+        assert_eq!(
+            only_path("<p>x<object><div><a href=x>x</a></div></object>"),
+            "/p/object/div/a"
+        );
+        assert_eq!(
+            only_path("<p>x<table><tr><td><a href=x>x</a></table>"),
+            "/table/tr/td/a"
+        );
+    }
+
+    #[test]
+    fn li_dd_dt_close_siblings() {
+        let html = "<ul><li>one<li><a href=1>1</a><li><b><a href=2>2</a></ul><a href=3>3</a>";
+        let got: Vec<String> = paths(html).into_iter().map(|p| p.1).collect();
+        assert_eq!(got, ["/ul/li/a", "/ul/li/b/a", "/a"]);
+        // A nested list does not close the outer item.
+        assert_eq!(
+            only_path("<ul><li>x<ul><li><a href=1>1</a></ul></ul>"),
+            "/ul/li/ul/li/a"
+        );
+        let html = "<dl><dt>term<dd><a href=1>1</a><dt><a href=2>2</a></dl>";
+        let got: Vec<String> = paths(html).into_iter().map(|p| p.1).collect();
+        assert_eq!(got, ["/dl/dd/a", "/dl/dt/a"]);
+    }
+
+    #[test]
+    fn table_cells_and_rows_close() {
+        let html = "<table><tr><td>a<td><a href=1>1</a><tr><th>h<td><a href=2>2</a>\
+                    <tbody><tr><td><a href=3>3</a></table>";
+        let got: Vec<String> = paths(html).into_iter().map(|p| p.1).collect();
+        assert_eq!(
+            got,
+            ["/table/tr/td/a", "/table/tr/td/a", "/table/tbody/tr/td/a"]
+        );
+        // Unclosed content of a cell is closed by the next row.
+        assert_eq!(
+            only_path("<table><tr><td><div><span>x<tr><td><a href=4>4</a></table>"),
+            "/table/tr/td/a"
+        );
+        // Nested tables keep their own rows.
+        assert_eq!(
+            only_path("<table><tr><td><table><tr><td>x<tr><td><a href=1>1</a></table></table>"),
+            "/table/tr/td/table/tr/td/a"
+        );
+    }
+
+    #[test]
+    fn void_elements_are_not_pushed() {
+        assert_eq!(
+            only_path("<div><br><img src=a.png><input type=text><hr/><a href=x>x</a></div>"),
+            "/div/a"
+        );
+        assert_eq!(
+            only_path("<p><br/><wbr><span><a href=x>x</a></span></p>"),
+            "/p/span/a"
+        );
+    }
+
+    #[test]
+    fn unclosed_misnested_and_stray_tags() {
+        let html = "<div><span><a href=1>1</a></div><a href=2>2</a>";
+        let got: Vec<String> = paths(html).into_iter().map(|p| p.1).collect();
+        assert_eq!(got, ["/div/span/a", "/a"]);
+        let html = "</span></div><section><b><i></b><a href=1>1</a></i></section><a href=2>2</a>";
+        let got: Vec<String> = paths(html).into_iter().map(|p| p.1).collect();
+        assert_eq!(got, ["/section/a", "/a"]);
+        // Never closed at all.
+        assert_eq!(only_path("<div><div><div><a href=x>x"), "/div/div/div/a");
+    }
+
+    #[test]
+    fn nested_anchor_closes_the_first() {
+        let links = extract("<div><a href=1>one <a href=2>two</a> after</div>").links;
+        let got: Vec<(&str, &str)> = links
+            .iter()
+            .map(|l| (l.tag_path.as_str(), l.anchor.as_str()))
+            .collect();
+        assert_eq!(got, [("/div/a", "one"), ("/div/a", "two")]);
+    }
+
+    #[test]
+    fn duplicate_html_and_body_tags_ignored() {
+        assert_eq!(
+            only_path("<html><body><html lang=en><body class=x><div><a href=1>1</a>"),
+            "/html/body/div/a"
+        );
+    }
+
+    #[test]
+    fn iframe_frame_area_and_meta_refresh() {
+        let html = r#"<html><head><meta http-equiv="Refresh" content="0; URL='/moved'"></head>
+            <body><map name=m><area class=r href="/area.pdf" alt=" Annual &amp;  report "></map>
+            <iframe id=f src="/frame.html"></iframe>
+            <frameset><frame src="left.html"></frameset></body></html>"#;
+        assert_eq!(
+            paths(html),
+            vec![
+                ("http://example.com/moved".into(), "/html/head/meta".into()),
+                (
+                    "http://example.com/area.pdf".into(),
+                    "/html/body/map/area.r".into()
+                ),
+                (
+                    "http://example.com/frame.html".into(),
+                    "/html/body/iframe#f".into()
+                ),
+                (
+                    "http://example.com/dir/left.html".into(),
+                    "/html/body/frameset/frame".into()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn area_alt_is_its_anchor() {
+        let html =
+            "<map><area href=\"/a.pdf\" alt=\" Annual &amp;\n report \"><area href=/b></map>";
+        let anchors: Vec<String> = extract(html).links.into_iter().map(|l| l.anchor).collect();
+        assert_eq!(anchors, ["Annual & report", ""]);
+    }
+
+    #[test]
+    fn refresh_content_parsing() {
+        assert_eq!(refresh_target("0; url=/a"), Some("/a"));
+        assert_eq!(refresh_target("5;URL = \"/b c\" trailing"), Some("/b c"));
+        assert_eq!(refresh_target("1, /c"), Some("/c"));
+        assert_eq!(refresh_target("3.5 ; url='/d"), Some("/d"));
+        assert_eq!(refresh_target("10"), None);
+        assert_eq!(refresh_target(" 0 ; "), None);
+        assert_eq!(refresh_target("0; urlx"), Some("urlx"));
+        assert_eq!(refresh_target("é; url=é"), Some("é; url=é"));
+    }
+
+    #[test]
+    fn base_href_first_only_and_only_before_links() {
+        let html = r#"<head><base href="https://cdn.example.org/files/"><base href="/other/"></head>
+            <a href="a.csv">a</a>"#;
+        let page = extract(html);
+        assert_eq!(page.base.as_str(), "https://cdn.example.org/files/");
+        assert_eq!(
+            page.links[0].url.as_str(),
+            "https://cdn.example.org/files/a.csv"
+        );
+
+        let html =
+            r#"<a href="a.csv">a</a><base href="https://cdn.example.org/"><a href="b.csv">b</a>"#;
+        let page = extract(html);
+        assert_eq!(page.base.as_str(), PAGE);
+        assert_eq!(page.links[1].url.as_str(), "http://example.com/dir/b.csv");
+
+        // Relative base, and a non-http base ignored.
+        let page = extract(r#"<base href="../up/"><a href=x>x</a>"#);
+        assert_eq!(page.links[0].url.as_str(), "http://example.com/up/x");
+        let page = extract(r#"<base href="javascript:alert(1)"><a href=x>x</a>"#);
+        assert_eq!(page.links[0].url.as_str(), "http://example.com/dir/x");
+    }
+
+    #[test]
+    fn entities_in_href_are_decoded() {
+        let got = paths(r#"<a href="/p?a=1&amp;b=2&copy=3&#x26;c=&#52;&lt;">x</a>"#);
+        assert_eq!(got[0].0, "http://example.com/p?a=1&b=2&copy=3&c=4%3C");
+        let got = paths("<a href=\"&#104;ttp://other.org/&quot;q\">x</a>");
+        assert_eq!(got[0].0, "http://other.org/%22q");
+    }
+
+    #[test]
+    fn anchors_collapsed_decoded_truncated() {
+        let html =
+            "<a href=1>\n   Download\n <b>the</b>&nbsp;CSV &amp; <img alt='icon'> more  </a>\
+                    <a href=2><img src=i.png alt=\"Logo &amp; name\"></a>\
+                    <a href=3><script>var x = 1;</script>text</a>";
+        let links = extract(html).links;
+        let anchors: Vec<&str> = links.iter().map(|l| l.anchor.as_str()).collect();
+        assert_eq!(
+            anchors,
+            ["Download the CSV & icon more", "Logo & name", "text"]
+        );
+
+        let long = format!("<a href=1>{}</a>", "word ".repeat(100));
+        let anchor = &extract(&long).links[0].anchor;
+        assert_eq!(anchor.chars().count(), 200);
+        assert!(anchor.starts_with("word word"));
+
+        let wide = format!("<a href=1>{}</a>", "é".repeat(300));
+        assert_eq!(extract(&wide).links[0].anchor.chars().count(), 200);
+    }
+
+    #[test]
+    fn duplicates_self_links_and_fragments() {
+        let html = r##"<a href="/a#one">first</a><a href="#top">top</a><a href="">self</a>
+            <a href="page.html?#x">self again</a><div><a href="/a#two">second</a></div>
+            <a href="HTTP://EXAMPLE.COM/a">third</a>"##;
+        let links = extract(html).links;
+        assert_eq!(links.len(), 1);
+        assert_eq!(links[0].url.as_str(), "http://example.com/a");
+        assert_eq!(links[0].anchor, "first");
+        assert_eq!(links[0].tag_path.as_str(), "/a");
+    }
+
+    #[test]
+    fn rejected_links_are_counted_by_kind() {
+        let long = "x".repeat(3000);
+        let html = format!(
+            "<a href='mailto:a@b.c'>m</a><a href='javascript:void(0)'>j</a><a href='http://[::1'>b</a>\
+             <a href='/{long}'>l</a><a href='/a/a/a/a/a'>t</a><a href='/ok'>ok</a>"
+        );
+        let page = extract(&html);
+        assert_eq!(page.links.len(), 1);
+        assert_eq!(page.rejected.get(LinkRejected::Scheme), 2);
+        assert_eq!(page.rejected.get(LinkRejected::BadUrl), 1);
+        assert_eq!(page.rejected.get(LinkRejected::TooLong), 1);
+        assert_eq!(page.rejected.get(LinkRejected::RepeatedSegments), 1);
+    }
+
+    #[test]
+    fn max_links_truncates() {
+        let html: String = (0..10).map(|i| format!("<a href=/{i}>{i}</a>")).collect();
+        let limits = ExtractLimits {
+            max_links: 4,
+            ..ExtractLimits::default()
+        };
+        let page = extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits);
+        assert_eq!(page.links.len(), 4);
+        assert!(page.truncated);
+        assert_eq!(page.links[3].url.as_str(), "http://example.com/3");
+        assert!(!extract(&html).truncated);
+        // Duplicates at the limit do not count as truncation.
+        let html = "<a href=/0>0</a><a href=/0>0</a>";
+        let limits = ExtractLimits {
+            max_links: 1,
+            ..ExtractLimits::default()
+        };
+        assert!(
+            !extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits).truncated
+        );
+    }
+
+    #[test]
+    fn identical_paths_share_one_string() {
+        let links =
+            extract("<ul><li><a href=1>1</a><li><a href=2>2</a></ul><p><a href=3>3</a>").links;
+        let ptr = |i: usize| links[i].tag_path.as_str().as_ptr();
+        assert_eq!(links[0].tag_path, links[1].tag_path);
+        assert_eq!(ptr(0), ptr(1));
+        assert_ne!(ptr(0), ptr(2));
+    }
+
+    #[test]
+    fn structured_data_detection() {
+        let cases = [
+            (
+                r#"<script type="application/ld+json">{"@type":"Dataset"}</script>"#,
+                true,
+            ),
+            (
+                r#"<script type=" Application/LD+JSON ; charset=utf-8">{}</script>"#,
+                true,
+            ),
+            (r#"<script type="text/javascript">var a;</script>"#, false),
+            (
+                r#"<div itemscope itemtype="https://schema.org/Dataset"></div>"#,
+                true,
+            ),
+            (r#"<span itemtype="x"></span>"#, true),
+            (r#"<body vocab="https://schema.org/"></body>"#, true),
+            (r#"<div typeof="Dataset"></div>"#, true),
+            (r#"<span property="name">x</span>"#, true),
+            (r#"<meta property="dc:title" content="x">"#, true),
+            (
+                r#"<meta property="og:title" content="x"><meta property="twitter:card">"#,
+                false,
+            ),
+            (r#"<div class="itemscope">no</div>"#, false),
+        ];
+        for (html, expected) in cases {
+            assert_eq!(extract(html).structured_data, expected, "{html}");
+        }
+    }
+
+    #[test]
+    fn charset_from_header_and_meta() {
+        // "Скачать" in windows-1251.
+        let mut body = b"<a href=/x>".to_vec();
+        body.extend_from_slice(&[0xD1, 0xEA, 0xE0, 0xF7, 0xE0, 0xF2, 0xFC]);
+        body.extend_from_slice(b"</a>");
+        let page_url = Url::parse(PAGE).unwrap();
+        let limits = ExtractLimits::default();
+        let page = extract_links(
+            &body,
+            &page_url,
+            Some("text/html; charset=\"windows-1251\""),
+            &limits,
+        );
+        assert_eq!(page.links[0].anchor, "Скачать");
+
+        let mut with_meta = b"<meta charset=windows-1251>".to_vec();
+        with_meta.extend_from_slice(&body);
+        let page = extract_links(&with_meta, &page_url, Some("text/html"), &limits);
+        assert_eq!(page.links[0].anchor, "Скачать");
+
+        // Unsupported charsets fall back to UTF-8 and do not fail.
+        let page = extract_links(
+            b"<a href=/y>y</a>",
+            &page_url,
+            Some("text/html; charset=utf-16"),
+            &limits,
+        );
+        assert_eq!(page.links[0].url.as_str(), "http://example.com/y");
+        assert_eq!(charset_from_content_type("text/html;charset=bogus"), None);
+    }
+
+    #[test]
+    fn invalid_utf8_and_binary_do_not_panic() {
+        let page_url = Url::parse(PAGE).unwrap();
+        let limits = ExtractLimits::default();
+        let mut body = b"<a href=\"/\xff\xfe\">\xc3\x28 x</a>".to_vec();
+        let page = extract_links(&body, &page_url, None, &limits);
+        assert_eq!(page.links.len(), 1);
+        assert_eq!(
+            page.links[0].url.as_str(),
+            "http://example.com/%EF%BF%BD%EF%BF%BD"
+        );
+
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        body.clear();
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            body.push((x >> 24) as u8);
+        }
+        let _ = extract_links(&body, &page_url, None, &limits);
+        let _ = extract_links(
+            b"<<<a href=<a =a><//a><!-- <a href=1>",
+            &page_url,
+            None,
+            &limits,
+        );
+        let _ = extract_links(b"", &page_url, None, &limits);
+    }
+
+    #[test]
+    fn deep_nesting_is_capped() {
+        let html = format!("{}<a href=x>x</a>", "<div class=level>".repeat(100_000));
+        let page = extract(&html);
+        assert_eq!(page.links.len(), 1);
+        let path = page.links[0].tag_path.as_str();
+        assert!(path.len() <= MAX_PATH_BYTES + 10, "{}", path.len());
+        assert!(path.ends_with("/div.level/a"));
+        // Long class and id values are capped.
+        let html = format!(
+            "<div class=\"{}\" id=\"{}\"><a href=x>x</a>",
+            "c".repeat(5000),
+            "i".repeat(5000)
+        );
+        let path = only_path(&html);
+        assert_eq!(
+            path.len(),
+            "/div.".len() + MAX_CLASS_BYTES - 1 + 1 + MAX_ID_BYTES + "/a".len()
+        );
+    }
+
+    #[test]
+    fn streaming_matches_one_shot() {
+        let html = r#"<html><body class="b"><base href="/root/"><ul><li><a href="x&amp;y">A &amp; B</a>
+            <li><a href='/z'>Z<img alt=zz></a></ul><table><tr><td><a href=t>T</a></table></body>"#;
+        let page_url = Url::parse(PAGE).unwrap();
+        let limits = ExtractLimits::default();
+        let whole = extract_links(html.as_bytes(), &page_url, None, &limits);
+        let mut ex = LinkExtractor::new(&page_url, None, &limits);
+        for b in html.as_bytes() {
+            ex.write(std::slice::from_ref(b));
+        }
+        assert_eq!(ex.finish(), whole);
+        assert_eq!(whole.links.len(), 3);
+    }
+
+    #[test]
+    fn extract_links_runs_on_another_thread() {
+        let page = std::thread::spawn(|| extract("<a href=/t>t</a>"))
+            .join()
+            .unwrap();
+        assert_eq!(page.links.len(), 1);
+    }
+
+    /// Random tag soup built from the pieces the stack logic reacts to.
+    fn soup() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(vec![
+            "<p>",
+            "</p>",
+            "<div class='a b'>",
+            "</div>",
+            "<li>",
+            "</li>",
+            "<ul>",
+            "</ul>",
+            "<td>",
+            "<tr>",
+            "<table>",
+            "</table>",
+            "<br>",
+            "<img alt=i>",
+            "<a href=/x>",
+            "<a href='/y?a&amp;b'>",
+            "</a>",
+            "<area href=/z>",
+            "<iframe src=/f>",
+            "</iframe>",
+            "text ",
+            "&amp;",
+            "<b>",
+            "</i>",
+            "<base href=/b/>",
+            "<html>",
+            "<body>",
+            "<svg><a href=/s/></svg>",
+            "<dd>",
+            "<dt>",
+            "<option>",
+            "<h1>",
+            "<h2>",
+            "<button>",
+            "<script>",
+            "</script>",
+            "<!--",
+            "-->",
+            "<select>",
+            "<template>",
+            "</template>",
+            "<a href='#f'>",
+            "<a href='mailto:x'>",
+        ]);
+        prop::collection::vec(piece, 0..60).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn paths_are_well_formed_and_links_unique(html in soup(), split in 0usize..400) {
+            let page_url = Url::parse(PAGE).unwrap();
+            let limits = ExtractLimits { max_links: 5, ..ExtractLimits::default() };
+            let whole = extract_links(html.as_bytes(), &page_url, None, &limits);
+            prop_assert!(whole.links.len() <= 5);
+            let mut seen = HashSet::new();
+            for link in &whole.links {
+                let path = link.tag_path.as_str();
+                prop_assert!(path.starts_with('/'));
+                let last = path.rsplit('/').next().unwrap_or_default();
+                let tag = last.split(['.', '#']).next().unwrap_or_default();
+                prop_assert!(matches!(tag, "a" | "area" | "iframe"), "{}", path);
+                prop_assert!(link.url.fragment().is_none());
+                prop_assert!(seen.insert(link.url.clone()));
+                prop_assert!(link.anchor.chars().count() <= MAX_ANCHOR_CHARS);
+            }
+            // Chunk boundaries do not change the result.
+            let cut = split.min(html.len());
+            let mut ex = LinkExtractor::new(&page_url, None, &limits);
+            ex.write(&html.as_bytes()[..cut]);
+            ex.write(&html.as_bytes()[cut..]);
+            prop_assert_eq!(ex.finish(), whole);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(body in prop::collection::vec(any::<u8>(), 0..2000)) {
+            let page_url = Url::parse(PAGE).unwrap();
+            let page = extract_links(&body, &page_url, Some("text/html; charset=shift_jis"), &ExtractLimits::default());
+            prop_assert!(page.links.len() <= 10_000);
+        }
+    }
+
+    /// `cargo test --release --lib extract:: -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn throughput_one_mib() {
+        let mut html = String::from(
+            "<!doctype html><html><head><title>Stats</title>\
+            <script type=\"application/ld+json\">{}</script></head><body class=\"page\">",
+        );
+        let mut i = 0;
+        while html.len() < 1 << 20 {
+            html.push_str(&format!(
+                "<div class=\"section row\" id=\"s{i}\"><h2>Section {i}</h2><p>Some text about the \
+                 data &amp; the methods, with <b>bold</b> and <i>italic</i> words.<br>\
+                 <img src=\"/img/{i}.png\" alt=\"chart\"></p><ul class=\"files\">\
+                 <li><a class=\"download\" href=\"/data/{i}/table.csv?v=1&amp;lang=en\">CSV table {i}</a>\
+                 <li><a href=\"../reports/{i}.pdf\">Report</a><li><a href=\"#top\">top</a></ul>\
+                 <table><tr><td>{i}<td><a href=\"/p/{i}.html\">page</a></table></div>\n"
+            ));
+            i += 1;
+        }
+        let page_url = Url::parse(PAGE).unwrap();
+        let limits = ExtractLimits {
+            max_links: usize::MAX,
+            ..ExtractLimits::default()
+        };
+        let mib = html.len() as f64 / (1 << 20) as f64;
+        let _warm = extract_links(html.as_bytes(), &page_url, None, &limits);
+        let runs = 20;
+        let start = std::time::Instant::now();
+        let mut links = 0;
+        for _ in 0..runs {
+            links = extract_links(html.as_bytes(), &page_url, None, &limits)
+                .links
+                .len();
+        }
+        let secs = start.elapsed().as_secs_f64() / runs as f64;
+        println!(
+            "extract_links: {mib:.2} MiB, {links} links: {:.2} ms/page = {:.1} ms/MiB = {:.0} MiB/s",
+            secs * 1e3,
+            secs * 1e3 / mib,
+            mib / secs
+        );
+    }
+}
