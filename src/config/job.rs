@@ -1,0 +1,615 @@
+//! Job specifications (DESIGN §2): one TOML file per job in the jobs folder.
+
+use std::path::Path;
+use std::time::Duration;
+
+use toml::de::DeValue;
+use url::Url;
+
+use super::error::{quote, ConfigError};
+use super::reader::{Located, Node, Reader, Table};
+use super::{first, read_config_file, ScopeKind};
+use crate::mime::{Preset, TargetSet};
+use crate::strategy::StrategyKind;
+
+/// The user agent of a job that names none.
+pub const DEFAULT_USER_AGENT: &str = concat!(
+    "forager/",
+    env!("CARGO_PKG_VERSION"),
+    " (+https://github.com/forager-crawler/forager)"
+);
+
+/// Longest politeness delay accepted: beyond an hour a crawl is not a crawl, and the value is surely a typo.
+pub const MAX_DELAY: Duration = Duration::from_secs(3600);
+
+/// Longest job name.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Longest user agent accepted (servers cut long header values).
+const MAX_USER_AGENT_LEN: usize = 512;
+
+/// Range of `limits.max_url_len`: shorter than 16 refuses every real URL, longer than 64 KiB no server answers.
+const URL_LEN_RANGE: (u64, u64) = (16, 65_536);
+
+/// Range of `limits.max_links_per_page`: 0 would follow nothing; a million links is already a trap.
+const LINKS_PER_PAGE_RANGE: (u64, u64) = (1, 1_000_000);
+
+const TOP_FIELDS: &[&str] = &[
+    "name",
+    "seeds",
+    "scope",
+    "strategy",
+    "seed",
+    "targets",
+    "budget",
+    "politeness",
+    "limits",
+];
+const TARGETS_FIELDS: &[&str] = &["preset", "mime", "block_mime", "block_ext"];
+const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop"];
+const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent"];
+const LIMITS_FIELDS: &[&str] = &[
+    "max_body",
+    "max_depth",
+    "max_links_per_page",
+    "max_url_len",
+    "strip_params",
+];
+
+const SCOPES: &[(&str, ScopeKind)] = &[
+    ("site", ScopeKind::Site),
+    ("host", ScopeKind::Host),
+    ("any", ScopeKind::Any),
+];
+const PRESETS: &[(&str, Preset)] = &[
+    ("statistics", Preset::Statistics),
+    ("documents", Preset::Documents),
+    ("archives", Preset::Archives),
+    ("none", Preset::None),
+];
+
+/// MIME types a job never downloads unless it says otherwise.
+pub const DEFAULT_BLOCK_MIME: &[&str] = &["image/", "audio/", "video/"];
+
+/// Extensions whose links are never followed unless the job says otherwise:
+/// images, audio, video, fonts, style sheets and scripts — none is a target of any preset.
+pub const DEFAULT_BLOCK_EXT: &[&str] = &[
+    // images
+    "jpg", "jpeg", "png", "gif", "bmp", "svg", "webp", "ico", "tif", "tiff", "avif", "heic",
+    // audio
+    "mp3", "wav", "ogg", "oga", "flac", "m4a", "aac", "opus", "wma", // video
+    "mp4", "m4v", "avi", "mov", "mkv", "webm", "wmv", "flv", "mpg", "mpeg", "ogv", "3gp",
+    // style, fonts, scripts
+    "css", "woff", "woff2", "ttf", "eot", "otf", "js", "mjs",
+];
+
+/// Query keys that carry session ids: dropped from URLs so one page is not crawled once per session.
+pub const DEFAULT_STRIP_PARAMS: &[&str] = &[
+    "jsessionid",
+    "phpsessid",
+    "sid",
+    "sessionid",
+    "sessid",
+    "cfid",
+    "cftoken",
+    "aspsessionid",
+];
+
+/// One job: what to crawl, how, and within which limits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobSpec {
+    /// Unique job name, `[a-z0-9_-]{1,64}`; names the job's state and output folders.
+    pub name: String,
+    /// Where the crawl starts (http/https only, never empty).
+    pub seeds: Vec<Url>,
+    pub scope: ScopeKind,
+    pub strategy: StrategyKind,
+    /// RNG seed: the same seed on the same site gives the same crawl.
+    pub seed: u64,
+    pub targets: TargetsSpec,
+    pub budget: BudgetSpec,
+    pub politeness: PolitenessSpec,
+    pub limits: LimitsSpec,
+}
+
+impl JobSpec {
+    /// A job with every optional field at its default (for tests, bench and `forager crawl URL`).
+    pub fn new(name: impl Into<String>, seeds: Vec<Url>) -> Self {
+        JobSpec {
+            name: name.into(),
+            seeds,
+            scope: ScopeKind::default(),
+            strategy: StrategyKind::Sb,
+            seed: 1,
+            targets: TargetsSpec::default(),
+            budget: BudgetSpec::default(),
+            politeness: PolitenessSpec::default(),
+            limits: LimitsSpec::default(),
+        }
+    }
+}
+
+/// The `[targets]` table: what the job harvests and what it never downloads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetsSpec {
+    pub preset: Preset,
+    /// Extra target MIME patterns (exact, or a prefix ending in `/`), lower-cased.
+    pub mime: Vec<String>,
+    /// MIME patterns never downloaded (the body is not read), lower-cased.
+    pub block_mime: Vec<String>,
+    /// Extensions (lower-case, no dot) whose links are never fetched.
+    pub block_ext: Vec<String>,
+}
+
+impl Default for TargetsSpec {
+    fn default() -> Self {
+        TargetsSpec {
+            preset: Preset::Statistics,
+            mime: Vec::new(),
+            block_mime: DEFAULT_BLOCK_MIME.iter().map(|s| s.to_string()).collect(),
+            block_ext: DEFAULT_BLOCK_EXT.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+impl TargetsSpec {
+    /// The MIME classifier of this job.
+    pub fn target_set(&self) -> TargetSet {
+        TargetSet::new(self.preset, &self.mime, &self.block_mime)
+    }
+
+    /// Whether the last path segment of `url` ends in a blocked extension (case-insensitive).
+    pub fn blocks_extension(&self, url: &Url) -> bool {
+        let Some(last) = url.path_segments().and_then(|mut s| s.next_back()) else {
+            return false;
+        };
+        let Some((_, ext)) = last.rsplit_once('.') else {
+            return false;
+        };
+        !ext.is_empty() && self.block_ext.iter().any(|b| b.eq_ignore_ascii_case(ext))
+    }
+}
+
+/// The `[budget]` table: when a job stops by itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetSpec {
+    /// GET + HEAD requests (redirect hops count); 0 = unlimited.
+    pub requests: u64,
+    /// Bytes downloaded; 0 = unlimited.
+    pub bytes: u64,
+    /// Stop when new targets stop coming (DESIGN §3, early stopping).
+    pub early_stop: bool,
+}
+
+impl Default for BudgetSpec {
+    fn default() -> Self {
+        BudgetSpec {
+            requests: 100_000,
+            bytes: 20 << 30,
+            early_stop: true,
+        }
+    }
+}
+
+/// The `[politeness]` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolitenessSpec {
+    /// Minimum gap between two requests to one host (at most [`MAX_DELAY`]).
+    pub delay: Duration,
+    /// Obey robots.txt, including Crawl-delay.
+    pub robots: bool,
+    /// Sent on every request; printable ASCII, never empty.
+    pub user_agent: String,
+}
+
+impl Default for PolitenessSpec {
+    fn default() -> Self {
+        PolitenessSpec {
+            delay: Duration::from_secs(1),
+            robots: true,
+            user_agent: DEFAULT_USER_AGENT.to_owned(),
+        }
+    }
+}
+
+/// The `[limits]` table: caps on what servers control.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitsSpec {
+    /// Largest body read per response (after decompression); larger ones are cut. Never 0.
+    pub max_body: u64,
+    /// Largest link depth from a seed; 0 = none.
+    pub max_depth: u32,
+    /// Links kept from one page.
+    pub max_links_per_page: usize,
+    /// Longer URLs are dropped.
+    pub max_url_len: usize,
+    /// Query keys removed from every URL, lower-cased (compare case-insensitively).
+    pub strip_params: Vec<String>,
+}
+
+impl Default for LimitsSpec {
+    fn default() -> Self {
+        LimitsSpec {
+            max_body: 512 << 20,
+            max_depth: 0,
+            max_links_per_page: 10_000,
+            max_url_len: 2048,
+            strip_params: DEFAULT_STRIP_PARAMS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// Parse and validate a job file's text; `origin` names the file in errors.
+///
+/// Returns the first problem in file order; see [`parse_job_all`] for all of them.
+pub fn parse_job(text: &str, origin: &Path) -> Result<JobSpec, ConfigError> {
+    parse_job_all(text, origin).map_err(first)
+}
+
+/// Parse and validate a job file's text, reporting every problem found (in file order, never empty).
+pub fn parse_job_all(text: &str, origin: &Path) -> Result<JobSpec, Vec<ConfigError>> {
+    let mut r = Reader::new(origin, text);
+    let doc = r.parse_document().map_err(|e| vec![e])?;
+    let root = r.root(&doc, TOP_FIELDS);
+    let job = read_job(&mut r, &root);
+    r.finish()?;
+    // The reader recorded an error for every field it could not read, so `job` is complete here.
+    job.ok_or_else(|| vec![ConfigError::new(origin, None, "", "invalid job file")])
+}
+
+/// Read, parse and validate a job file.
+pub fn load_job(path: &Path) -> Result<JobSpec, ConfigError> {
+    let text = read_config_file(path)?;
+    parse_job(&text, path)
+}
+
+/// Whether `name` is a valid job name: 1 to 64 of `a-z`, `0-9`, `_`, `-`.
+pub fn is_valid_job_name(name: &str) -> bool {
+    (1..=MAX_NAME_LEN).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
+    let name = match root.get("name") {
+        Some(n) => r.string("name", n).and_then(|s| {
+            if is_valid_job_name(s) {
+                Some(s.to_owned())
+            } else {
+                r.invalid(
+                    "name",
+                    n,
+                    format!(
+                        "invalid job name {}: use 1 to {MAX_NAME_LEN} characters among a-z, 0-9, '_' and '-'",
+                        quote(s)
+                    ),
+                );
+                None
+            }
+        }),
+        None => {
+            r.error(None, "name", "missing required field");
+            None
+        }
+    };
+    let seeds = match root.get("seeds") {
+        Some(n) => read_seeds(r, n),
+        None => {
+            r.error(None, "seeds", "missing required field");
+            None
+        }
+    };
+    let scope = optional(root, "scope", |n| r.choice("scope", n, SCOPES));
+    let strategies: Vec<(&str, StrategyKind)> =
+        StrategyKind::ALL.iter().map(|k| (k.name(), *k)).collect();
+    let strategy = optional(root, "strategy", |n| r.choice("strategy", n, &strategies));
+    let seed = optional(root, "seed", |n| r.u64("seed", n));
+    let targets = sub_table(r, root, "targets", TARGETS_FIELDS, read_targets);
+    let budget = sub_table(r, root, "budget", BUDGET_FIELDS, read_budget);
+    let politeness = sub_table(r, root, "politeness", POLITENESS_FIELDS, read_politeness);
+    let limits = sub_table(r, root, "limits", LIMITS_FIELDS, read_limits);
+
+    let seeds = seeds?;
+    let limits = limits?;
+    for seed in &seeds {
+        if seed.value.as_str().len() > limits.max_url_len {
+            r.invalid(
+                &seed.path,
+                seed.node,
+                format!(
+                    "URL is {} bytes long, over limits.max_url_len ({})",
+                    seed.value.as_str().len(),
+                    limits.max_url_len
+                ),
+            );
+        }
+    }
+    Some(JobSpec {
+        name: name?,
+        seeds: seeds.into_iter().map(|s| s.value).collect(),
+        scope: scope.unwrap_or(Some(ScopeKind::default()))?,
+        strategy: strategy.unwrap_or(Some(StrategyKind::Sb))?,
+        seed: seed.unwrap_or(Some(1))?,
+        targets: targets?,
+        budget: budget?,
+        politeness: politeness?,
+        limits,
+    })
+}
+
+/// `Some(read(value))` when `key` is present, `None` when absent (the caller's default applies).
+fn optional<'v, T>(
+    table: &Table<'v>,
+    key: &str,
+    read: impl FnOnce(Node<'v>) -> Option<T>,
+) -> Option<Option<T>> {
+    table.get(key).map(read)
+}
+
+/// Read the sub-table `key` with `read`, or its defaults when absent; `None` when it had errors.
+fn sub_table<'v, T: Default>(
+    r: &mut Reader<'_>,
+    root: &Table<'v>,
+    key: &str,
+    fields: &[&str],
+    read: impl FnOnce(&mut Reader<'_>, &Table<'v>) -> Option<T>,
+) -> Option<T> {
+    match root.get(key) {
+        None => Some(T::default()),
+        Some(node) => {
+            let table = r.table(key, node, fields)?;
+            read(r, &table)
+        }
+    }
+}
+
+fn read_seeds<'v>(r: &mut Reader<'_>, node: Node<'v>) -> Option<Vec<Located<'v, Url>>> {
+    let seeds = r.strings_located("seeds", node, check_seed)?;
+    if seeds.is_empty() && matches!(node.value, DeValue::Array(a) if a.is_empty()) {
+        r.invalid("seeds", node, "must list at least one URL");
+        return None;
+    }
+    Some(seeds)
+}
+
+fn check_seed(s: &str) -> Result<Url, String> {
+    let url = Url::parse(s.trim()).map_err(|e| format!("invalid URL {}: {e}", quote(s)))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(format!("not an http(s) URL: {}", quote(s)));
+    }
+    Ok(url)
+}
+
+fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
+    let d = TargetsSpec::default();
+    let preset_node = t.get("preset");
+    let preset = match preset_node {
+        Some(n) => r.choice(&t.child("preset"), n, PRESETS),
+        None => Some(d.preset),
+    };
+    let mime = match t.get("mime") {
+        Some(n) => r.strings_located(&t.child("mime"), n, check_mime_pattern),
+        None => Some(Vec::new()),
+    };
+    let block_mime_given = t.get("block_mime").is_some();
+    let block_mime = match t.get("block_mime") {
+        Some(n) => r.strings_with(&t.child("block_mime"), n, check_mime_pattern),
+        None => Some(d.block_mime),
+    };
+    let block_ext = match t.get("block_ext") {
+        Some(n) => r.strings_with(&t.child("block_ext"), n, check_extension),
+        None => Some(d.block_ext),
+    };
+    let (preset, mime, block_mime, block_ext) = (preset?, mime?, block_mime?, block_ext?);
+
+    // A target type that is also blocked would never be downloaded: say so now, not after a silent crawl.
+    let mut ok = true;
+    for m in &mime {
+        if let Some(b) = block_mime.iter().find(|b| covers(b, &m.value)) {
+            let whose = if block_mime_given {
+                ""
+            } else {
+                " (a default: set targets.block_mime to change it)"
+            };
+            r.invalid(
+                &m.path,
+                m.node,
+                format!(
+                    "{} is also blocked by targets.block_mime entry {}{whose}",
+                    quote(&m.value),
+                    quote(b)
+                ),
+            );
+            ok = false;
+        }
+    }
+    // Only when `mime` is truly empty: bad entries were reported already.
+    let mime_listed = t
+        .get("mime")
+        .is_some_and(|n| matches!(n.value, DeValue::Array(a) if !a.is_empty()));
+    if preset == Preset::None && !mime_listed {
+        let field = t.child("mime");
+        let why = "preset \"none\" and no mime types: the job would harvest nothing";
+        match preset_node {
+            Some(n) => r.invalid(&field, n, why),
+            None => r.error(None, &field, why),
+        }
+        ok = false;
+    }
+    ok.then(|| TargetsSpec {
+        preset,
+        mime: mime.into_iter().map(|m| m.value).collect(),
+        block_mime,
+        block_ext,
+    })
+}
+
+/// Whether blocking pattern `block` blocks every type of pattern `target`.
+fn covers(block: &str, target: &str) -> bool {
+    if block.ends_with('/') {
+        target.starts_with(block)
+    } else {
+        block == target
+    }
+}
+
+/// A MIME pattern: `type/subtype` or `type/` (a whole top-level type), lower-cased.
+pub fn check_mime_pattern(s: &str) -> Result<String, String> {
+    let p = s.trim().to_ascii_lowercase();
+    let Some((ty, sub)) = p.split_once('/') else {
+        return Err(format!(
+            "invalid MIME pattern {}: expected \"type/subtype\" or \"type/\"",
+            quote(s)
+        ));
+    };
+    if sub == "*" {
+        return Err(format!(
+            "invalid MIME pattern {}: write \"{ty}/\" for every {ty} type",
+            quote(s)
+        ));
+    }
+    // RFC 6838 restricted names.
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.len() <= 127
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    };
+    if !token(ty) || !(sub.is_empty() || token(sub)) {
+        return Err(format!(
+            "invalid MIME pattern {}: expected \"type/subtype\" or \"type/\"",
+            quote(s)
+        ));
+    }
+    Ok(p)
+}
+
+/// A file extension without the dot, lower-cased.
+pub fn check_extension(s: &str) -> Result<String, String> {
+    let e = s.trim();
+    if e.contains('.') {
+        return Err(format!(
+            "invalid extension {}: write extensions without dots (\"{}\")",
+            quote(s),
+            e.rsplit('.').next().unwrap_or_default()
+        ));
+    }
+    if e.is_empty()
+        || e.len() > 32
+        || !e
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'+' || b == b'~')
+    {
+        return Err(format!(
+            "invalid extension {}: use 1 to 32 letters, digits, '_', '-', '+' or '~'",
+            quote(s)
+        ));
+    }
+    Ok(e.to_ascii_lowercase())
+}
+
+fn read_budget(r: &mut Reader<'_>, t: &Table<'_>) -> Option<BudgetSpec> {
+    let d = BudgetSpec::default();
+    let requests = optional(t, "requests", |n| r.u64(&t.child("requests"), n));
+    let bytes = optional(t, "bytes", |n| r.size(&t.child("bytes"), n));
+    let early_stop = optional(t, "early_stop", |n| r.bool(&t.child("early_stop"), n));
+    Some(BudgetSpec {
+        requests: requests.unwrap_or(Some(d.requests))?,
+        bytes: bytes.unwrap_or(Some(d.bytes))?,
+        early_stop: early_stop.unwrap_or(Some(d.early_stop))?,
+    })
+}
+
+fn read_politeness(r: &mut Reader<'_>, t: &Table<'_>) -> Option<PolitenessSpec> {
+    let d = PolitenessSpec::default();
+    let delay = optional(t, "delay", |n| {
+        r.duration_in(&t.child("delay"), n, Duration::ZERO, MAX_DELAY)
+    });
+    let robots = optional(t, "robots", |n| r.bool(&t.child("robots"), n));
+    let user_agent = optional(t, "user_agent", |n| {
+        let field = t.child("user_agent");
+        let s = r.string(&field, n)?;
+        match check_user_agent(s) {
+            Ok(ua) => Some(ua),
+            Err(why) => {
+                r.invalid(&field, n, why);
+                None
+            }
+        }
+    });
+    Some(PolitenessSpec {
+        delay: delay.unwrap_or(Some(d.delay))?,
+        robots: robots.unwrap_or(Some(d.robots))?,
+        user_agent: user_agent.unwrap_or(Some(d.user_agent))?,
+    })
+}
+
+/// A user agent: non-empty printable ASCII (it goes into an HTTP header as is).
+pub fn check_user_agent(s: &str) -> Result<String, String> {
+    let ua = s.trim();
+    if ua.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if ua.len() > MAX_USER_AGENT_LEN {
+        return Err(format!("longer than {MAX_USER_AGENT_LEN} characters"));
+    }
+    if let Some(c) = ua.chars().find(|c| !(' '..='~').contains(c)) {
+        return Err(format!(
+            "must be printable ASCII, found {:?} in {}",
+            c,
+            quote(ua)
+        ));
+    }
+    Ok(ua.to_owned())
+}
+
+fn read_limits(r: &mut Reader<'_>, t: &Table<'_>) -> Option<LimitsSpec> {
+    let d = LimitsSpec::default();
+    let max_body = optional(t, "max_body", |n| {
+        let field = t.child("max_body");
+        match r.size(&field, n)? {
+            0 => {
+                r.invalid(&field, n, "must be larger than 0");
+                None
+            }
+            b => Some(b),
+        }
+    });
+    let max_depth = optional(t, "max_depth", |n| {
+        r.u64_in(&t.child("max_depth"), n, 0, u64::from(u32::MAX))
+            .and_then(|v| u32::try_from(v).ok())
+    });
+    let max_links = optional(t, "max_links_per_page", |n| {
+        let (lo, hi) = LINKS_PER_PAGE_RANGE;
+        r.u64_in(&t.child("max_links_per_page"), n, lo, hi)
+            .and_then(|v| usize::try_from(v).ok())
+    });
+    let max_url_len = optional(t, "max_url_len", |n| {
+        let (lo, hi) = URL_LEN_RANGE;
+        r.u64_in(&t.child("max_url_len"), n, lo, hi)
+            .and_then(|v| usize::try_from(v).ok())
+    });
+    let strip_params = optional(t, "strip_params", |n| {
+        r.strings_with(&t.child("strip_params"), n, check_param)
+    });
+    Some(LimitsSpec {
+        max_body: max_body.unwrap_or(Some(d.max_body))?,
+        max_depth: max_depth.unwrap_or(Some(d.max_depth))?,
+        max_links_per_page: max_links.unwrap_or(Some(d.max_links_per_page))?,
+        max_url_len: max_url_len.unwrap_or(Some(d.max_url_len))?,
+        strip_params: strip_params.unwrap_or(Some(d.strip_params))?,
+    })
+}
+
+/// A query key to strip: non-empty, no separators or spaces; lower-cased.
+fn check_param(s: &str) -> Result<String, String> {
+    let p = s.trim();
+    if p.is_empty() || p.len() > 128 || p.chars().any(|c| "=&#?; ".contains(c) || c.is_control()) {
+        return Err(format!(
+            "invalid query key {}: 1 to 128 characters, none of '=', '&', '#', '?', ';' or spaces",
+            quote(s)
+        ));
+    }
+    Ok(p.to_ascii_lowercase())
+}
