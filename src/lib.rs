@@ -9,6 +9,7 @@
 //! [`mime`] (what a response is: HTML, target or neither).
 
 pub mod bench;
+pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod engine;

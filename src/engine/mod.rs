@@ -1,1 +1,89 @@
-//! engine (under construction in this commit series)
+//! The job runner: the crawl loop of DESIGN §3, shared by `forager crawl`, the
+//! daemon and the benchmark.
+//!
+//! Owns: one job's in-memory state (link records, seen set, counters), the
+//! order of operations of a crawl step, budgets, and checkpoints (it builds
+//! the deltas the store commits). Must not own: HTTP details ([`crate::fetch`]),
+//! HTML parsing ([`crate::extract`]), crawl policy ([`crate::strategy`]) or
+//! storage layout ([`crate::store`]) — it calls them.
+//!
+//! A job is sequential: one request at a time, which keeps a crawl a pure
+//! function of its seed and the site (the politeness delay dominates anyway).
+//! Concurrency comes from running many jobs.
+
+mod observer;
+mod runner;
+
+pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
+pub use runner::{JobOutcome, Runner};
+
+use crate::fetch::Fetcher;
+use crate::learn::{MimeFilterConfig, MimeFilters};
+use crate::store::Store;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What every job of a process shares.
+#[derive(Clone)]
+pub struct Engine {
+    pub fetcher: Fetcher,
+    pub store: Store,
+    /// The MIME Bloom filters: what any job learned of a URL's type, for all jobs.
+    pub filters: Arc<Mutex<MimeFilters>>,
+    pub state_dir: PathBuf,
+    pub checkpoint_interval: Duration,
+}
+
+/// How to open an [`Engine`].
+pub struct EngineConfig {
+    pub state_dir: PathBuf,
+    pub fetch: crate::fetch::FetchConfig,
+    pub checkpoint_interval: Duration,
+    /// redb page cache.
+    pub cache_bytes: usize,
+}
+
+impl Engine {
+    /// Open the state database under `state_dir` and build the shared HTTP client.
+    pub fn open(config: EngineConfig) -> anyhow::Result<Engine> {
+        use anyhow::Context;
+        std::fs::create_dir_all(&config.state_dir)
+            .with_context(|| format!("creating state directory {}", config.state_dir.display()))?;
+        let store = Store::open(&config.state_dir, config.cache_bytes)?;
+        let fetcher = Fetcher::new(config.fetch).context("building the HTTP client")?;
+        Ok(Engine {
+            fetcher,
+            store,
+            filters: Arc::new(Mutex::new(MimeFilters::new(MimeFilterConfig::default()))),
+            state_dir: config.state_dir,
+            checkpoint_interval: config.checkpoint_interval,
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("job {job}: target folder: {source}")]
+    Output {
+        job: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("job {job}: stored state does not decode: {source}")]
+    Restore {
+        job: String,
+        #[source]
+        source: crate::store::codec::CodecError,
+    },
+    #[error("job {job}: stored state belongs to strategy {stored} (seed {stored_seed}); the job file now says {wanted} (seed {wanted_seed}). Run `forager purge {job}` to start it again")]
+    StrategyChanged {
+        job: String,
+        stored: String,
+        stored_seed: u64,
+        wanted: String,
+        wanted_seed: u64,
+    },
+}

@@ -76,7 +76,10 @@ mod tests {
     #[test]
     fn rejects_other_versions_and_garbage() {
         assert!(matches!(decode::<u32>(&[]), Err(CodecError::Empty)));
-        assert!(matches!(decode::<u32>(&[99, 1]), Err(CodecError::Version { found: 99 })));
+        assert!(matches!(
+            decode::<u32>(&[99, 1]),
+            Err(CodecError::Version { found: 99 })
+        ));
         assert!(decode::<Vec<u64>>(&[FORMAT_VERSION, 0xff, 0xff, 0xff, 0xff, 0xff]).is_err());
     }
 

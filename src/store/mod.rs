@@ -126,7 +126,7 @@ pub struct CommitReport {
 }
 
 enum WriterMsg {
-    Commit(JobDelta, oneshot::Sender<Result<CommitReport, String>>),
+    Commit(Box<JobDelta>, oneshot::Sender<Result<CommitReport, String>>),
     Purge(String, oneshot::Sender<Result<(), String>>),
 }
 
@@ -179,15 +179,16 @@ impl Store {
         txn.set_durability(redb::Durability::Immediate)?;
         {
             let mut meta = txn.open_table(META)?;
-            let found = match meta.get("schema_version")? {
-                Some(v) => Some(codec::decode::<u32>(v.value()).map_err(|source| {
-                    StoreError::Corrupt {
-                        table: "meta",
-                        source,
-                    }
-                })?),
-                None => None,
-            };
+            let found =
+                match meta.get("schema_version")? {
+                    Some(v) => Some(codec::decode::<u32>(v.value()).map_err(|source| {
+                        StoreError::Corrupt {
+                            table: "meta",
+                            source,
+                        }
+                    })?),
+                    None => None,
+                };
             match found {
                 Some(v) if v != SCHEMA_VERSION => {
                     return Err(StoreError::Schema {
@@ -215,7 +216,7 @@ impl Store {
     pub async fn commit(&self, delta: JobDelta) -> Result<CommitReport, StoreError> {
         let (ack, done) = oneshot::channel();
         self.tx
-            .send(WriterMsg::Commit(delta, ack))
+            .send(WriterMsg::Commit(Box::new(delta), ack))
             .map_err(|_| StoreError::WriterGone)?;
         match done.await {
             Ok(Ok(report)) => Ok(report),
@@ -228,7 +229,7 @@ impl Store {
     pub fn commit_blocking(&self, delta: JobDelta) -> Result<CommitReport, StoreError> {
         let (ack, done) = oneshot::channel();
         self.tx
-            .send(WriterMsg::Commit(delta, ack))
+            .send(WriterMsg::Commit(Box::new(delta), ack))
             .map_err(|_| StoreError::WriterGone)?;
         match done.blocking_recv() {
             Ok(Ok(report)) => Ok(report),
@@ -337,7 +338,7 @@ fn writer_loop(db: &Database, rx: mpsc::Receiver<WriterMsg>) {
             continue;
         }
         let started = Instant::now();
-        let deltas: Vec<&JobDelta> = commits.iter().map(|(d, _)| d).collect();
+        let deltas: Vec<&JobDelta> = commits.iter().map(|(d, _)| d.as_ref()).collect();
         let result = write_deltas(db, &deltas);
         let report = CommitReport {
             duration: started.elapsed(),
@@ -394,10 +395,116 @@ fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
     {
         txn.open_table(JOBS)?.remove(job)?;
         let range = (job, 0u64)..=(job, u64::MAX);
-        txn.open_table(FRONTIER)?.retain_in(range.clone(), |_, _| false)?;
-        txn.open_table(SEEN)?.retain_in(range.clone(), |_, _| false)?;
+        txn.open_table(FRONTIER)?
+            .retain_in(range.clone(), |_, _| false)?;
+        txn.open_table(SEEN)?
+            .retain_in(range.clone(), |_, _| false)?;
         txn.open_table(MANIFEST)?.retain_in(range, |_, _| false)?;
     }
     txn.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::Link;
+    use crate::strategy::QueueKey;
+
+    fn entry(path: &str) -> FrontierEntry {
+        FrontierEntry {
+            link: Link::seed(url::Url::parse(&format!("http://a.test/{path}")).unwrap()),
+            key: QueueKey {
+                slot: 3,
+                score: 0.5,
+            },
+        }
+    }
+
+    fn row(n: u64) -> ManifestRow {
+        ManifestRow {
+            url: format!("http://a.test/{n}.csv"),
+            final_url: format!("http://a.test/{n}.csv"),
+            mime: "text/csv".into(),
+            bytes: n,
+            sha256: "00".repeat(32),
+            file: format!("{n}.csv"),
+            referrer: None,
+            tag_path: "/html/body/a".into(),
+            fetched_at: "2026-11-22T00:00:00Z".into(),
+            truncated: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn deltas_accumulate_per_job_and_purge_removes_one_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        for job in ["a", "b"] {
+            let mut d = JobDelta::new(job);
+            d.frontier_added = (0..5)
+                .map(|i| (LinkId(i), entry(&format!("{job}{i}"))))
+                .collect();
+            d.seen_added = vec![1, 2, 3];
+            d.manifest_added = vec![(0, row(0))];
+            d.record = Some(JobRecord {
+                strategy: "bfs".into(),
+                next_link_id: 5,
+                ..Default::default()
+            });
+            store.commit(d).await.unwrap();
+        }
+        let mut d = JobDelta::new("a");
+        d.frontier_removed = vec![LinkId(0), LinkId(3)];
+        d.seen_added = vec![4];
+        store.commit(d).await.unwrap();
+
+        let a = store.load_job("a").unwrap();
+        let ids: Vec<u64> = a.frontier.iter().map(|(id, _)| id.0).collect();
+        assert_eq!(ids, vec![1, 2, 4]);
+        assert_eq!(a.frontier[0].1, entry("a1"));
+        assert_eq!(a.seen, vec![1, 2, 3, 4]);
+        assert_eq!(a.manifest, vec![(0, row(0))]);
+        assert_eq!(a.record.unwrap().next_link_id, 5);
+
+        store.purge("a").await.unwrap();
+        let a = store.load_job("a").unwrap();
+        assert!(a.record.is_none() && a.frontier.is_empty() && a.seen.is_empty());
+        let b = store.load_job("b").unwrap();
+        assert_eq!(b.frontier.len(), 5);
+        assert_eq!(store.job_names().unwrap(), vec!["b".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn state_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path(), 1 << 20).unwrap();
+            let mut d = JobDelta::new("j");
+            d.seen_added = vec![42];
+            store.commit(d).await.unwrap();
+        }
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(store.load_job("j").unwrap().seen, vec![42]);
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_with_a_way_out() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::create(dir.path().join("forager.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("schema_version", codec::encode(&99u32).as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        let err = Store::open(dir.path(), 1 << 20).err().unwrap();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("schema version 99") && msg.contains("forager purge"),
+            "{msg}"
+        );
+    }
 }

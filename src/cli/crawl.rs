@@ -1,0 +1,145 @@
+//! `forager crawl JOB.toml`: one job in the foreground.
+
+use super::progress::ProgressObserver;
+use crate::config;
+use crate::engine::{Engine, EngineConfig, JobOutcome, Runner};
+use crate::fetch::FetchConfig;
+use anyhow::Context;
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use tokio::sync::watch;
+
+#[derive(Args)]
+pub struct CrawlArgs {
+    /// The job file (TOML, see config/jobs.d/).
+    job: PathBuf,
+    /// Where state and targets live (default: the daemon config's state_dir, else ./forager-state).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Daemon config to take state_dir, allow_private and resolve from.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Allow loopback and private destinations (local test sites).
+    #[arg(long)]
+    allow_private: bool,
+    /// Map a host name to an address, e.g. `--resolve site.test=127.0.0.1:8080` (repeatable).
+    #[arg(long, value_parser = parse_resolve)]
+    resolve: Vec<(String, SocketAddr)>,
+    /// Checkpoint interval.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    checkpoint_interval: Duration,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+fn parse_resolve(s: &str) -> Result<(String, SocketAddr), String> {
+    let (host, addr) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected HOST=IP:PORT, found {s:?}"))?;
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|e| format!("{addr:?} is not IP:PORT: {e}"))?;
+    Ok((host.to_ascii_lowercase(), addr))
+}
+
+pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
+    let spec = config::load_job(&args.job)?;
+    let daemon = match &args.config {
+        Some(p) => Some(config::load_daemon(p)?),
+        None => None,
+    };
+    let state_dir = match (&args.state_dir, &daemon) {
+        (Some(d), _) => d.clone(),
+        (None, Some(d)) => d.state_dir.clone(),
+        (None, None) => super::default_state_dir(None)?,
+    };
+    let mut fetch = FetchConfig {
+        allow_private: args.allow_private || daemon.as_ref().is_some_and(|d| d.allow_private),
+        ..FetchConfig::default()
+    };
+    if let Some(d) = &daemon {
+        fetch
+            .resolve
+            .extend(d.resolve.iter().map(|(h, a)| (h.clone(), *a)));
+    }
+    fetch.resolve.extend(args.resolve.iter().cloned());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let outcome = runtime.block_on(async {
+        let engine = Engine::open(EngineConfig {
+            state_dir: state_dir.clone(),
+            fetch,
+            checkpoint_interval: args.checkpoint_interval,
+            cache_bytes: 64 << 20,
+        })?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("forager: stopping after the current request (Ctrl-C again to abort)");
+                let _ = stop_tx.send(true);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            }
+        });
+        let mut progress =
+            ProgressObserver::new(!args.no_progress, &spec.name, spec.budget.requests);
+        let runner = Runner::new(&engine, &spec, &mut progress)?;
+        let outcome = runner.run(stop_rx).await?;
+        anyhow::Ok(outcome)
+    })?;
+    print_summary(&spec.name, spec.strategy.name(), &state_dir, &outcome);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(job: &str, strategy: &str, state_dir: &std::path::Path, o: &JobOutcome) {
+    let c = &o.counters;
+    let stop = o
+        .stop
+        .map_or("interrupted (resume with the same command)", |r| r.as_str());
+    println!("job        {job} ({strategy})");
+    println!("stopped    {stop}");
+    println!(
+        "requests   {} ({} GET, {} HEAD, {} redirects; {} robots.txt)",
+        c.requests,
+        c.requests - c.heads,
+        c.heads,
+        c.redirects,
+        c.robots_fetches
+    );
+    println!("pages      {}", c.pages);
+    println!(
+        "targets    {} ({})",
+        c.targets,
+        bytesize::ByteSize::b(c.target_bytes)
+    );
+    println!("bytes      {}", bytesize::ByteSize::b(c.bytes));
+    println!(
+        "errors     {} HTTP, {} network",
+        c.http_errors, c.fetch_errors
+    );
+    println!(
+        "skipped    {} robots, {} out of scope, {} blocked, {} rejected, {} dropped",
+        c.robots_disallowed, c.out_of_scope, c.blocked, c.rejected_links, c.dropped
+    );
+    if let Some(acc) = o.stats.classifier_accuracy() {
+        println!(
+            "classifier {:.1} % online accuracy ({} predictions), {} actions",
+            acc * 100.0,
+            o.stats.classifier_predictions,
+            o.stats.actions
+        );
+    }
+    println!("frontier   {} links left", o.frontier_left);
+    println!("duration   {:.1} s", o.duration.as_secs_f64());
+    println!(
+        "output     {}",
+        state_dir.join("targets").join(job).display()
+    );
+}

@@ -1,0 +1,140 @@
+//! `forager check`, `forager explain`, `forager purge`: look at files and stored state.
+
+use crate::config;
+use crate::store::{codec, Store};
+use crate::strategy::{StrategyKind, StrategyStats};
+use anyhow::Context;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Validate files; one line per problem, exit 1 when any file is invalid.
+pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
+    let mut ok = true;
+    for f in files {
+        let result = if daemon {
+            config::load_daemon(f).map(|_| ())
+        } else {
+            config::load_job(f).map(|_| ())
+        };
+        match result {
+            Ok(()) => println!("{}: ok", f.display()),
+            Err(e) => {
+                ok = false;
+                println!("{e}");
+            }
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[derive(Args)]
+pub struct ExplainArgs {
+    /// Job name.
+    job: String,
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// How many actions to show.
+    #[arg(long, default_value_t = 15)]
+    top: usize,
+}
+
+#[derive(Args)]
+pub struct PurgeArgs {
+    /// Job name.
+    job: String,
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+fn open_store(state_dir: Option<PathBuf>, config: Option<&Path>) -> anyhow::Result<Store> {
+    let dir = match state_dir {
+        Some(d) => d,
+        None => super::default_state_dir(config)?,
+    };
+    anyhow::ensure!(
+        dir.join("forager.redb").exists(),
+        "no state database in {} (give --state-dir)",
+        dir.display()
+    );
+    Ok(Store::open(&dir, 16 << 20)?)
+}
+
+pub fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(args.state_dir, args.config.as_deref())?;
+    let record = store
+        .job_record(&args.job)?
+        .with_context(|| format!("no stored state for job {:?}", args.job))?;
+    let kind = StrategyKind::parse(&record.strategy)
+        .with_context(|| format!("unknown stored strategy {:?}", record.strategy))?;
+    let mut strategy = kind.build(record.seed);
+    strategy
+        .restore(&record.strategy_state)
+        .map_err(|e| anyhow::anyhow!("stored learner state: {e}"))?;
+    let loaded = store.load_job(&args.job)?;
+    for (id, entry) in loaded.frontier {
+        strategy.push(id, entry.key);
+    }
+    let stats = strategy.stats();
+    print_explain(
+        &args.job,
+        &record.strategy,
+        &record.counters,
+        &stats,
+        args.top,
+    );
+    let _ = codec::FORMAT_VERSION;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_explain(
+    job: &str,
+    strategy: &str,
+    c: &crate::store::JobCounters,
+    s: &StrategyStats,
+    top: usize,
+) {
+    println!(
+        "job {job} ({strategy}): {} requests, {} pages, {} targets",
+        c.requests, c.pages, c.targets
+    );
+    match s.classifier_accuracy() {
+        Some(a) => println!(
+            "URL classifier: {:.1} % online accuracy over {} predictions",
+            a * 100.0,
+            s.classifier_predictions
+        ),
+        None => println!("URL classifier: no predictions yet"),
+    }
+    if s.top_actions.is_empty() {
+        println!("no actions (strategy {strategy} does not group links)");
+        return;
+    }
+    println!("{} actions; best first:", s.actions);
+    println!(
+        "{:>6} {:>8} {:>6} {:>8} {:>7}  tag path",
+        "action", "links", "picks", "reward", "left"
+    );
+    for a in s.top_actions.iter().take(top) {
+        println!(
+            "{:>6} {:>8} {:>6} {:>8.3} {:>7}  {}",
+            a.id, a.links_seen, a.selections, a.mean_reward, a.links_left, a.tag_path
+        );
+    }
+}
+
+pub fn purge(args: PurgeArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(args.state_dir, args.config.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    runtime.block_on(store.purge(&args.job))?;
+    println!("purged stored state of job {}", args.job);
+    Ok(ExitCode::SUCCESS)
+}

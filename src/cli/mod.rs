@@ -1,0 +1,98 @@
+//! Command-line interface: one submodule per command.
+//!
+//! Owns: argument parsing, logging set-up, human-readable output and exit
+//! codes. Must not own crawl logic: every command calls into the library.
+
+mod crawl;
+mod inspect;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "forager",
+    version,
+    about = "A focused harvesting crawler: learns which links lead to data files and fetches those first"
+)]
+struct Cli {
+    /// Log filter (tracing syntax, e.g. `info`, `forager=debug`); RUST_LOG works too.
+    #[arg(long, global = true)]
+    log: Option<String>,
+    /// Log lines as JSON.
+    #[arg(long, global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one job in the foreground until it finishes (frontier empty, budget, early stop) or Ctrl-C.
+    Crawl(crawl::CrawlArgs),
+    /// Validate job files (or a daemon config with --daemon); prints FILE:LINE: FIELD: REASON on errors.
+    Check {
+        /// The files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The files are daemon configs, not job files.
+        #[arg(long)]
+        daemon: bool,
+    },
+    /// Show why a job crawls where it does: its top actions and the classifier's accuracy.
+    Explain(inspect::ExplainArgs),
+    /// Delete everything stored for a job (frontier, learned state, manifest rows; target files stay).
+    Purge(inspect::PurgeArgs),
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log.as_deref(), cli.log_json);
+    let result = match cli.command {
+        Command::Crawl(args) => crawl::run(args),
+        Command::Check { files, daemon } => inspect::check(&files, daemon),
+        Command::Explain(args) => inspect::explain(args),
+        Command::Purge(args) => inspect::purge(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("forager: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(filter: Option<&str>, json: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match filter {
+        Some(f) => EnvFilter::new(f),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(progress::LogWriter::default);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Where state lives when the command line does not say: the daemon config's
+/// `state_dir` when one is given or installed, else `./forager-state`.
+pub(crate) fn default_state_dir(config: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
+    let installed = std::path::Path::new("/etc/forager/forager.toml");
+    let path = match config {
+        Some(p) => Some(p.to_path_buf()),
+        None if installed.exists() => Some(installed.to_path_buf()),
+        None => None,
+    };
+    match path {
+        Some(p) => Ok(crate::config::load_daemon(&p)?.state_dir),
+        None => Ok(PathBuf::from("forager-state")),
+    }
+}

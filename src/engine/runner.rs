@@ -1,0 +1,767 @@
+//! One job's crawl loop.
+
+use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
+use crate::config::JobSpec;
+use crate::extract::{self, ExtractLimits, PageLinks, Scope, UrlRules};
+use crate::fetch::{FetchError, Method, Politeness, Response};
+use crate::learn::{EarlyStop, EarlyStopConfig};
+use crate::link::{Link, LinkId};
+use crate::mime::{essence, Label, MimeFamily, TargetSet};
+use crate::output::TargetDir;
+use crate::store::{
+    codec, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason,
+};
+use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+use url::Url;
+
+/// Redirect hops followed for one link (DESIGN §5).
+const MAX_REDIRECTS: usize = 10;
+
+/// How a job run ended.
+#[derive(Debug, Clone)]
+pub struct JobOutcome {
+    /// `None` when the run was interrupted (stop signal) before the job finished.
+    pub stop: Option<StopReason>,
+    pub counters: JobCounters,
+    pub stats: StrategyStats,
+    pub frontier_left: usize,
+    pub duration: Duration,
+}
+
+/// What one GET produced.
+enum Fetched {
+    /// An HTML page and the links on it.
+    Page { url: Url, links: Box<PageLinks> },
+    /// A target, saved.
+    Target,
+    /// Neither, an error, or nothing fetched (disallowed, out of scope, already seen).
+    Nothing,
+}
+
+/// Runs one job: restore, loop, checkpoint.
+pub struct Runner<'a> {
+    engine: &'a Engine,
+    spec: &'a JobSpec,
+    targets: TargetSet,
+    scope: Scope,
+    limits: Arc<ExtractLimits>,
+    politeness: Politeness,
+    strategy: Box<dyn Strategy>,
+    /// Frontier link records by id (the strategy holds only ids).
+    links: HashMap<LinkId, FrontierEntry>,
+    /// Hashes of every URL discovered (queued, fetched, dropped).
+    seen: HashSet<u64>,
+    next_link_id: u64,
+    next_manifest_row: u64,
+    counters: JobCounters,
+    early_stop: EarlyStop,
+    delta: JobDelta,
+    /// Manifest rows in `delta`, appended to `manifest.jsonl` once committed.
+    uncommitted_rows: Vec<ManifestRow>,
+    out: TargetDir,
+    observer: &'a mut (dyn CrawlObserver + Send),
+    last_checkpoint: Instant,
+}
+
+impl<'a> Runner<'a> {
+    /// Prepare a job: load its stored state if any, else start from its seeds.
+    pub fn new(
+        engine: &'a Engine,
+        spec: &'a JobSpec,
+        observer: &'a mut (dyn CrawlObserver + Send),
+    ) -> Result<Runner<'a>, EngineError> {
+        let out = TargetDir::create(&engine.state_dir, &spec.name).map_err(|source| {
+            EngineError::Output {
+                job: spec.name.clone(),
+                source,
+            }
+        })?;
+        let limits = Arc::new(ExtractLimits {
+            max_links: spec.limits.max_links_per_page,
+            url_rules: UrlRules {
+                max_len: spec.limits.max_url_len,
+                strip_params: spec.limits.strip_params.clone(),
+                ..UrlRules::default()
+            },
+        });
+        let early_stop_config = EarlyStopConfig::default();
+        let mut runner = Runner {
+            engine,
+            spec,
+            targets: spec.targets.target_set(),
+            scope: Scope::new(spec.scope, &spec.seeds),
+            limits,
+            politeness: Politeness {
+                delay: spec.politeness.delay,
+                robots: spec.politeness.robots,
+                user_agent: spec.politeness.user_agent.clone(),
+            },
+            strategy: spec.strategy.build(spec.seed),
+            links: HashMap::new(),
+            seen: HashSet::new(),
+            next_link_id: 0,
+            next_manifest_row: 0,
+            counters: JobCounters::default(),
+            early_stop: EarlyStop::new(early_stop_config),
+            delta: JobDelta::new(&spec.name),
+            uncommitted_rows: Vec::new(),
+            out,
+            observer,
+            last_checkpoint: Instant::now(),
+        };
+        runner.restore_or_seed()?;
+        Ok(runner)
+    }
+
+    fn restore_or_seed(&mut self) -> Result<(), EngineError> {
+        let job = self.spec.name.clone();
+        let loaded = self.engine.store.load_job(&job)?;
+        let restore_err = |source| EngineError::Restore {
+            job: job.clone(),
+            source,
+        };
+        if let Err(e) = self.out.clean_partial() {
+            warn!(job = %job, error = %e, "could not clean partial target files");
+        }
+        let Some(record) = loaded.record else {
+            self.seed_frontier();
+            return Ok(());
+        };
+        if record.strategy != self.spec.strategy.name() || record.seed != self.spec.seed {
+            return Err(EngineError::StrategyChanged {
+                job: job.clone(),
+                stored: record.strategy,
+                stored_seed: record.seed,
+                wanted: self.spec.strategy.name().to_string(),
+                wanted_seed: self.spec.seed,
+            });
+        }
+        self.strategy
+            .restore(&record.strategy_state)
+            .map_err(restore_err)?;
+        self.early_stop = codec::decode(&record.early_stop_state).map_err(restore_err)?;
+        self.counters = record.counters;
+        self.next_link_id = record.next_link_id;
+        self.next_manifest_row = record.next_manifest_row;
+        self.seen = loaded.seen.into_iter().collect();
+        for (id, entry) in loaded.frontier {
+            self.strategy.push(id, entry.key);
+            self.links.insert(id, entry);
+        }
+        let rows: Vec<ManifestRow> = loaded.manifest.into_iter().map(|(_, r)| r).collect();
+        self.out
+            .rewrite_manifest(&rows)
+            .map_err(|source| EngineError::Output {
+                job: job.clone(),
+                source,
+            })?;
+        info!(
+            job = %job,
+            frontier = self.links.len(),
+            seen = self.seen.len(),
+            targets = rows.len(),
+            "resumed from checkpoint"
+        );
+        Ok(())
+    }
+
+    fn seed_frontier(&mut self) {
+        for seed in &self.spec.seeds {
+            let mut url = seed.clone();
+            extract::normalize(&mut url, &self.limits.url_rules);
+            if !self.seen.insert(url_hash(&url)) {
+                continue;
+            }
+            self.delta.seen_added.push(url_hash(&url));
+            let link = Link::seed(url);
+            // Seeds are pages by assumption: the strategy only chooses their queue.
+            let key = match self.strategy.triage(&link, Some(Label::Html)) {
+                Triage::Enqueue(key) => key,
+                _ => Default::default(),
+            };
+            self.enqueue(link, key);
+        }
+    }
+
+    fn enqueue(&mut self, link: Link, key: crate::strategy::QueueKey) {
+        let id = LinkId(self.next_link_id);
+        self.next_link_id += 1;
+        let entry = FrontierEntry { link, key };
+        self.delta.frontier_added.push((id, entry.clone()));
+        self.links.insert(id, entry);
+        self.strategy.push(id, key);
+    }
+
+    /// Crawl until the job finishes or `stop` turns true; checkpoint on the way out.
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) -> Result<JobOutcome, EngineError> {
+        let started = Instant::now();
+        let job = self.spec.name.clone();
+        let mut reason = self.stored_stop_reason()?;
+        if reason.is_none() {
+            info!(job = %job, strategy = self.spec.strategy.name(), "crawl started");
+        }
+        while reason.is_none() {
+            if *stop.borrow() {
+                break;
+            }
+            reason = tokio::select! {
+                biased;
+                _ = stop.changed() => None,
+                r = self.step() => r?,
+            };
+            if started.elapsed() > Duration::ZERO
+                && self.last_checkpoint.elapsed() >= self.engine.checkpoint_interval
+            {
+                self.checkpoint(None).await?;
+            }
+        }
+        self.checkpoint(reason).await?;
+        let stats = self.strategy.stats();
+        self.observer.finished(&self.counters, reason);
+        match reason {
+            Some(r) => {
+                info!(job = %job, reason = r.as_str(), requests = self.counters.requests, targets = self.counters.targets, "crawl finished")
+            }
+            None => {
+                info!(job = %job, requests = self.counters.requests, "crawl interrupted; state saved")
+            }
+        }
+        Ok(JobOutcome {
+            stop: reason,
+            counters: self.counters.clone(),
+            stats,
+            frontier_left: self.strategy.len(),
+            duration: started.elapsed(),
+        })
+    }
+
+    /// A job that already finished stays finished unless its budget grew.
+    fn stored_stop_reason(&self) -> Result<Option<StopReason>, EngineError> {
+        if self.strategy.is_empty() && self.counters.requests > 0 {
+            return Ok(Some(StopReason::FrontierEmpty));
+        }
+        Ok(self.budget_exhausted())
+    }
+
+    fn budget_exhausted(&self) -> Option<StopReason> {
+        let b = &self.spec.budget;
+        if b.requests > 0 && self.counters.requests >= b.requests {
+            Some(StopReason::RequestBudget)
+        } else if b.bytes > 0 && self.counters.bytes >= b.bytes {
+            Some(StopReason::ByteBudget)
+        } else {
+            None
+        }
+    }
+
+    /// One selection of the strategy: fetch the page, handle its links, reward.
+    async fn step(&mut self) -> Result<Option<StopReason>, EngineError> {
+        if let Some(r) = self.budget_exhausted() {
+            return Ok(Some(r));
+        }
+        if self.spec.budget.early_stop && self.early_stop.should_stop() {
+            return Ok(Some(StopReason::EarlyStop));
+        }
+        let Some((id, key)) = self.strategy.pop() else {
+            return Ok(Some(StopReason::FrontierEmpty));
+        };
+        self.delta.frontier_removed.push(id);
+        let Some(entry) = self.links.remove(&id) else {
+            warn!(job = %self.spec.name, link = %id, "frontier id without a link record; skipped");
+            return Ok(None);
+        };
+        let targets_before = self.counters.targets;
+        let requests_before = self.counters.requests;
+        let mut work = vec![entry.link];
+        while let Some(link) = work.pop() {
+            if self.budget_exhausted().is_some() {
+                // Keep what could not be fetched: it stays in the frontier for a larger budget.
+                self.requeue(link);
+                continue;
+            }
+            if let Fetched::Page { url, links } = self.get(&link).await? {
+                let now = self.admit_links(&link, &url, *links).await?;
+                // Fetch predicted targets in page order.
+                work.extend(now.into_iter().rev());
+            }
+        }
+        let reward = (self.counters.targets - targets_before) as u32;
+        self.strategy.reward(key, reward);
+        self.early_stop
+            .record(self.counters.requests - requests_before, u64::from(reward));
+        Ok(None)
+    }
+
+    fn requeue(&mut self, link: Link) {
+        if let Triage::Enqueue(key) = self.strategy.triage(&link, Some(Label::Html)) {
+            self.enqueue(link, key);
+        } else {
+            self.enqueue(link, Default::default());
+        }
+    }
+
+    /// Triage every new in-scope link of a page; returns the links to fetch now.
+    async fn admit_links(
+        &mut self,
+        page: &Link,
+        page_url: &Url,
+        found: PageLinks,
+    ) -> Result<Vec<Link>, EngineError> {
+        let r = &found.rejected;
+        self.counters.rejected_links += r.bad_url + r.scheme + r.too_long + r.repeated_segments;
+        let depth = page.depth + 1;
+        let mut fetch_now = Vec::new();
+        for l in found.links {
+            if !self.scope.contains(&l.url) {
+                self.counters.out_of_scope += 1;
+                continue;
+            }
+            if self.spec.targets.blocks_extension(&l.url) {
+                self.counters.blocked += 1;
+                continue;
+            }
+            if self.spec.limits.max_depth > 0 && depth > self.spec.limits.max_depth {
+                self.counters.rejected_links += 1;
+                continue;
+            }
+            let h = url_hash(&l.url);
+            if !self.seen.insert(h) {
+                continue;
+            }
+            self.delta.seen_added.push(h);
+            let link = Link {
+                url: l.url,
+                tag_path: l.tag_path,
+                anchor: l.anchor,
+                depth,
+                referrer: Some(page_url.clone()),
+            };
+            let mut known = self.known_label(&link.url);
+            let mut asked = false;
+            loop {
+                match self.strategy.triage(&link, known) {
+                    Triage::Enqueue(key) => {
+                        self.enqueue(link, key);
+                        break;
+                    }
+                    Triage::FetchNow => {
+                        fetch_now.push(link);
+                        break;
+                    }
+                    Triage::Drop => {
+                        self.counters.dropped += 1;
+                        break;
+                    }
+                    Triage::Head if asked || self.budget_exhausted().is_some() => {
+                        // Already asked once, or no budget left to ask: let a GET tell.
+                        known = Some(Label::Html);
+                        asked = true;
+                    }
+                    Triage::Head => {
+                        asked = true;
+                        match self.head(&link).await? {
+                            HeadAnswer::Label(label) => known = Some(label),
+                            HeadAnswer::Broken => {
+                                self.counters.dropped += 1;
+                                break;
+                            }
+                            HeadAnswer::Unknown => known = Some(Label::Html),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(fetch_now)
+    }
+
+    /// The label the shared MIME filters know for a URL, if certain for this job.
+    fn known_label(&self, url: &Url) -> Option<Label> {
+        let family = lock(&self.engine.filters).lookup(url)?;
+        self.targets.label_of_family(family)
+    }
+
+    fn remember_family(&self, url: &Url, content_type: Option<&str>) {
+        let family = MimeFamily::of(&essence(content_type.unwrap_or("")));
+        lock(&self.engine.filters).insert(url, family);
+    }
+
+    fn host_key(&self, url: &Url) -> String {
+        extract::politeness_key(url, self.spec.scope)
+    }
+
+    /// robots.txt check for one URL (fetches the file when needed).
+    async fn robots_allow(&mut self, url: &Url) -> bool {
+        if !self.politeness.robots {
+            return true;
+        }
+        let key = self.host_key(url);
+        match self
+            .engine
+            .fetcher
+            .robots_counted(url, &self.politeness, &key)
+            .await
+        {
+            Ok(verdict) => {
+                self.counters.robots_fetches += u64::from(verdict.requests);
+                let ok = verdict.rules.allowed(url);
+                if !ok {
+                    self.counters.robots_disallowed += 1;
+                    debug!(job = %self.spec.name, url = %url, "disallowed by robots.txt");
+                }
+                ok
+            }
+            Err(e) => {
+                debug!(job = %self.spec.name, url = %url, error = %e, "robots.txt unavailable; not fetching");
+                self.counters.robots_disallowed += 1;
+                false
+            }
+        }
+    }
+
+    /// Send one request, counting it; `None` when it failed (already logged and counted).
+    async fn send(&mut self, method: Method, url: &Url) -> Option<Response> {
+        let key = self.host_key(url);
+        self.counters.requests += 1;
+        if method == Method::Head {
+            self.counters.heads += 1;
+        }
+        match self
+            .engine
+            .fetcher
+            .send(method, url, &self.politeness, &key)
+            .await
+        {
+            Ok(resp) => Some(resp),
+            Err(e) => {
+                self.counters.fetch_errors += 1;
+                self.fetch_failed(method, url, &e);
+                None
+            }
+        }
+    }
+
+    fn fetch_failed(&mut self, method: Method, url: &Url, e: &FetchError) {
+        warn!(job = %self.spec.name, url = %url, error = %e, "request failed");
+        let event = RequestEvent {
+            kind: kind_of(method),
+            url,
+            status: None,
+            bytes: 0,
+            label: None,
+            saved_target: false,
+            counters: &self.counters,
+        };
+        self.observer.request(&event);
+    }
+
+    /// Follow one redirect hop: the next URL, if it may be fetched.
+    fn redirect_target(&mut self, location: Option<&Url>, mark_seen: bool) -> Option<Url> {
+        self.counters.redirects += 1;
+        let mut next = location?.clone();
+        extract::normalize(&mut next, &self.limits.url_rules);
+        if !self.scope.contains(&next) {
+            self.counters.out_of_scope += 1;
+            return None;
+        }
+        if mark_seen {
+            let h = url_hash(&next);
+            if !self.seen.insert(h) {
+                return None;
+            }
+            self.delta.seen_added.push(h);
+        }
+        Some(next)
+    }
+
+    /// HEAD a link (following redirects) to learn its label.
+    async fn head(&mut self, link: &Link) -> Result<HeadAnswer, EngineError> {
+        let mut url = link.url.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            if !self.robots_allow(&url).await {
+                return Ok(HeadAnswer::Broken);
+            }
+            let Some(resp) = self.send(Method::Head, &url).await else {
+                return Ok(HeadAnswer::Unknown);
+            };
+            let status = resp.status;
+            self.emit(RequestKind::Head, &url, Some(status), 0, None, false);
+            match status {
+                300..=399 => match self.redirect_target(resp.location.as_ref(), false) {
+                    Some(next) => url = next,
+                    None => return Ok(HeadAnswer::Broken),
+                },
+                200..=299 => {
+                    let label = self.targets.classify(resp.content_type.as_deref());
+                    self.remember_family(&link.url, resp.content_type.as_deref());
+                    self.strategy.observe(link, label, LabelSource::Head);
+                    return Ok(HeadAnswer::Label(label));
+                }
+                // Servers that do not implement HEAD still answer GET.
+                405 | 501 => return Ok(HeadAnswer::Unknown),
+                _ => {
+                    self.counters.http_errors += 1;
+                    return Ok(HeadAnswer::Broken);
+                }
+            }
+        }
+        Ok(HeadAnswer::Broken)
+    }
+
+    /// GET a link, following redirects by hand; parse pages, save targets.
+    async fn get(&mut self, link: &Link) -> Result<Fetched, EngineError> {
+        let mut url = link.url.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            if !self.robots_allow(&url).await {
+                return Ok(Fetched::Nothing);
+            }
+            let Some(resp) = self.send(Method::Get, &url).await else {
+                return Ok(Fetched::Nothing);
+            };
+            let status = resp.status;
+            match status {
+                300..=399 => {
+                    self.emit(RequestKind::Get, &url, Some(status), 0, None, false);
+                    match self.redirect_target(resp.location.as_ref(), true) {
+                        Some(next) => {
+                            url = next;
+                            continue;
+                        }
+                        None => return Ok(Fetched::Nothing),
+                    }
+                }
+                200..=299 => return self.got(link, url, resp).await,
+                _ => {
+                    self.counters.http_errors += 1;
+                    self.emit(RequestKind::Get, &url, Some(status), 0, None, false);
+                    debug!(job = %self.spec.name, url = %url, status, "HTTP error");
+                    return Ok(Fetched::Nothing);
+                }
+            }
+        }
+        warn!(job = %self.spec.name, url = %link.url, "too many redirects");
+        Ok(Fetched::Nothing)
+    }
+
+    /// A 2xx answer to a GET: decide from its type whether to read the body.
+    async fn got(&mut self, link: &Link, url: Url, resp: Response) -> Result<Fetched, EngineError> {
+        let content_type = resp.content_type.clone();
+        let label = self.targets.classify(content_type.as_deref());
+        self.remember_family(&link.url, content_type.as_deref());
+        if url != link.url {
+            self.remember_family(&url, content_type.as_deref());
+        }
+        self.strategy.observe(link, label, LabelSource::Get);
+        match label {
+            Label::Html => {
+                let body = match resp.read_capped(self.spec.limits.max_body).await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.counters.fetch_errors += 1;
+                        self.fetch_failed(Method::Get, &url, &e);
+                        return Ok(Fetched::Nothing);
+                    }
+                };
+                self.counters.pages += 1;
+                self.counters.bytes += body.bytes.len() as u64;
+                if body.truncated {
+                    self.counters.truncated += 1;
+                }
+                self.emit(
+                    RequestKind::Get,
+                    &url,
+                    Some(200),
+                    body.bytes.len() as u64,
+                    Some(label),
+                    false,
+                );
+                let limits = self.limits.clone();
+                let page_url = url.clone();
+                let links = tokio::task::spawn_blocking(move || {
+                    extract::extract_links(&body.bytes, &page_url, content_type.as_deref(), &limits)
+                })
+                .await;
+                match links {
+                    Ok(links) => Ok(Fetched::Page {
+                        url,
+                        links: Box::new(links),
+                    }),
+                    Err(e) => {
+                        warn!(job = %self.spec.name, url = %url, error = %e, "link extraction failed");
+                        Ok(Fetched::Nothing)
+                    }
+                }
+            }
+            Label::Target => self.save_target(link, url, resp, content_type).await,
+            Label::Neither => {
+                // Not read: a blocked or useless type costs no download.
+                self.counters.neither += 1;
+                self.emit(RequestKind::Get, &url, Some(200), 0, Some(label), false);
+                Ok(Fetched::Nothing)
+            }
+        }
+    }
+
+    async fn save_target(
+        &mut self,
+        link: &Link,
+        url: Url,
+        mut resp: Response,
+        content_type: Option<String>,
+    ) -> Result<Fetched, EngineError> {
+        let mime = essence(content_type.as_deref().unwrap_or(""));
+        let job = self.spec.name.clone();
+        let out_err = |source| EngineError::Output {
+            job: job.clone(),
+            source,
+        };
+        let mut file = self.out.begin(&mime).map_err(out_err)?;
+        let cap = self.spec.limits.max_body;
+        let mut truncated = false;
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = cap.saturating_sub(file.bytes()) as usize;
+                    let take = chunk.len().min(room);
+                    if let Err(e) = file.write(&chunk[..take]) {
+                        file.abandon();
+                        return Err(out_err(e));
+                    }
+                    if take < chunk.len() {
+                        truncated = true;
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    self.counters.bytes += file.bytes();
+                    file.abandon();
+                    self.counters.fetch_errors += 1;
+                    self.fetch_failed(Method::Get, &url, &e);
+                    return Ok(Fetched::Nothing);
+                }
+            }
+        }
+        drop(resp);
+        let saved = file.finish().map_err(out_err)?;
+        self.counters.bytes += saved.bytes;
+        self.counters.target_bytes += saved.bytes;
+        self.counters.targets += 1;
+        if truncated {
+            self.counters.truncated += 1;
+        }
+        let row = ManifestRow {
+            url: link.url.to_string(),
+            final_url: url.to_string(),
+            mime,
+            bytes: saved.bytes,
+            sha256: saved.sha256,
+            file: saved.file,
+            referrer: link.referrer.as_ref().map(|u| u.to_string()),
+            tag_path: link.tag_path.to_string(),
+            fetched_at: rfc3339_now(),
+            truncated,
+        };
+        info!(job = %self.spec.name, url = %url, bytes = saved.bytes, "target saved");
+        self.emit(
+            RequestKind::Get,
+            &url,
+            Some(200),
+            saved.bytes,
+            Some(Label::Target),
+            true,
+        );
+        self.delta
+            .manifest_added
+            .push((self.next_manifest_row, row.clone()));
+        self.next_manifest_row += 1;
+        self.uncommitted_rows.push(row);
+        Ok(Fetched::Target)
+    }
+
+    fn emit(
+        &mut self,
+        kind: RequestKind,
+        url: &Url,
+        status: Option<u16>,
+        bytes: u64,
+        label: Option<Label>,
+        saved_target: bool,
+    ) {
+        let event = RequestEvent {
+            kind,
+            url,
+            status,
+            bytes,
+            label,
+            saved_target,
+            counters: &self.counters,
+        };
+        self.observer.request(&event);
+    }
+
+    /// Commit everything since the last checkpoint, atomically.
+    async fn checkpoint(&mut self, stop: Option<StopReason>) -> Result<(), EngineError> {
+        let record = JobRecord {
+            strategy: self.spec.strategy.name().to_string(),
+            seed: self.spec.seed,
+            counters: self.counters.clone(),
+            strategy_state: self.strategy.save(),
+            early_stop_state: codec::encode(&self.early_stop),
+            next_link_id: self.next_link_id,
+            next_manifest_row: self.next_manifest_row,
+            stop,
+            updated_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        };
+        let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(&self.spec.name));
+        delta.record = Some(record);
+        let report = self.engine.store.commit(delta).await?;
+        debug!(job = %self.spec.name, ms = report.duration.as_millis() as u64, grouped = report.deltas, "checkpoint committed");
+        let rows = std::mem::take(&mut self.uncommitted_rows);
+        if let Err(e) = self.out.append_manifest(&rows) {
+            // The store holds the rows; manifest.jsonl is rebuilt from it on the next start.
+            warn!(job = %self.spec.name, error = %e, "could not append to manifest.jsonl");
+        }
+        self.last_checkpoint = Instant::now();
+        let stats = self.strategy.stats();
+        self.observer.checkpoint(&self.counters, &stats);
+        Ok(())
+    }
+}
+
+enum HeadAnswer {
+    Label(Label),
+    /// 4xx/5xx, disallowed, or redirected out of scope: never fetch it.
+    Broken,
+    /// The server would not say (no HEAD support, network error): let a GET tell.
+    Unknown,
+}
+
+fn kind_of(method: Method) -> RequestKind {
+    match method {
+        Method::Get => RequestKind::Get,
+        Method::Head => RequestKind::Head,
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the filters cannot leave them inconsistent (inserts are idempotent).
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Stable 64-bit hash of a normalised URL (MurmurHash3 x64/128, low half): the seen-set key.
+pub fn url_hash(url: &Url) -> u64 {
+    let mut cursor = std::io::Cursor::new(url.as_str().as_bytes());
+    murmur3::murmur3_x64_128(&mut cursor, 0x666f_7261).map_or(0, |h| h as u64)
+}
+
+fn rfc3339_now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
