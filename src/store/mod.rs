@@ -126,6 +126,7 @@ pub struct CommitReport {
 }
 
 enum WriterMsg {
+    Shutdown,
     Commit(Box<JobDelta>, oneshot::Sender<Result<CommitReport, String>>),
     Purge(String, oneshot::Sender<Result<(), String>>),
 }
@@ -140,12 +141,27 @@ pub struct LoadedJob {
     pub manifest: Vec<(u64, ManifestRow)>,
 }
 
-/// Handle to the state database; cheap to clone.
+/// Handle to the state database; cheap to clone. The database closes (the
+/// writer drains its queue and stops) when the last handle is dropped.
 #[derive(Clone)]
 pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     db: Arc<Database>,
     tx: mpsc::Sender<WriterMsg>,
+    writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     path: PathBuf,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.tx.send(WriterMsg::Shutdown);
+        if let Some(handle) = self.writer.lock().ok().and_then(|mut h| h.take()) {
+            let _ = handle.join();
+        }
+    }
 }
 
 impl Store {
@@ -163,15 +179,22 @@ impl Store {
         Self::check_schema(&db, &path)?;
         let (tx, rx) = mpsc::channel();
         let writer_db = db.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || writer_loop(&writer_db, rx))
             .map_err(|e| StoreError::Db(redb::StorageError::Io(e).into()))?;
-        Ok(Store { db, tx, path })
+        Ok(Store {
+            inner: Arc::new(Inner {
+                db,
+                tx,
+                writer: std::sync::Mutex::new(Some(writer)),
+                path,
+            }),
+        })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.inner.path
     }
 
     fn check_schema(db: &Database, path: &Path) -> Result<(), StoreError> {
@@ -215,7 +238,8 @@ impl Store {
     /// Commit a delta (group-committed with other jobs' deltas); resolves when durable.
     pub async fn commit(&self, delta: JobDelta) -> Result<CommitReport, StoreError> {
         let (ack, done) = oneshot::channel();
-        self.tx
+        self.inner
+            .tx
             .send(WriterMsg::Commit(Box::new(delta), ack))
             .map_err(|_| StoreError::WriterGone)?;
         match done.await {
@@ -228,7 +252,8 @@ impl Store {
     /// Blocking variant of [`Store::commit`] for code outside the async runtime.
     pub fn commit_blocking(&self, delta: JobDelta) -> Result<CommitReport, StoreError> {
         let (ack, done) = oneshot::channel();
-        self.tx
+        self.inner
+            .tx
             .send(WriterMsg::Commit(Box::new(delta), ack))
             .map_err(|_| StoreError::WriterGone)?;
         match done.blocking_recv() {
@@ -241,7 +266,8 @@ impl Store {
     /// Delete everything stored for a job.
     pub async fn purge(&self, job: &str) -> Result<(), StoreError> {
         let (ack, done) = oneshot::channel();
-        self.tx
+        self.inner
+            .tx
             .send(WriterMsg::Purge(job.to_string(), ack))
             .map_err(|_| StoreError::WriterGone)?;
         match done.await {
@@ -253,7 +279,7 @@ impl Store {
 
     /// Names of every job with stored state.
     pub fn job_names(&self) -> Result<Vec<String>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.inner.db.begin_read()?;
         let jobs = txn.open_table(JOBS)?;
         let mut names = Vec::new();
         for row in jobs.iter()? {
@@ -265,7 +291,7 @@ impl Store {
 
     /// A job's small record only (for status and explain).
     pub fn job_record(&self, job: &str) -> Result<Option<JobRecord>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.inner.db.begin_read()?;
         let jobs = txn.open_table(JOBS)?;
         let Some(v) = jobs.get(job)? else {
             return Ok(None);
@@ -279,14 +305,14 @@ impl Store {
 
     /// A process-wide blob.
     pub fn shared(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.inner.db.begin_read()?;
         let t = txn.open_table(SHARED)?;
         Ok(t.get(name)?.map(|v| v.value().to_vec()))
     }
 
     /// Everything stored for a job, to resume it.
     pub fn load_job(&self, job: &str) -> Result<LoadedJob, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.inner.db.begin_read()?;
         let mut loaded = LoadedJob {
             record: self.job_record(job)?,
             ..Default::default()
@@ -320,12 +346,15 @@ impl Store {
 }
 
 fn writer_loop(db: &Database, rx: mpsc::Receiver<WriterMsg>) {
-    while let Ok(first) = rx.recv() {
+    let mut open = true;
+    while open {
+        let Ok(first) = rx.recv() else { break };
         let mut commits = Vec::new();
         let mut msg = Some(first);
         // Group commit: take everything already queued into this transaction.
         while let Some(m) = msg.take() {
             match m {
+                WriterMsg::Shutdown => open = false,
                 WriterMsg::Commit(delta, ack) => commits.push((delta, ack)),
                 WriterMsg::Purge(job, ack) => {
                     let r = purge_job(db, &job).map_err(|e| e.to_string());
