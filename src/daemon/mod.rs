@@ -1,1 +1,145 @@
-//! daemon (under construction in this commit series)
+//! The daemon (`forager daemon --config FILE`): a watched folder of job files,
+//! many jobs at once on one tokio runtime, signals, systemd notification, and
+//! the admin API (status JSON, Prometheus metrics).
+//!
+//! Owns: the job lifecycle — which file declares which job ([`jobs`]), when
+//! a job starts, is restarted with a changed file, stops, waits for a slot —
+//! the jobs-folder watcher ([`watch`], [`scan`]), signal handling
+//! ([`signals`]), the systemd protocol ([`notify`]), live per-job numbers
+//! ([`live`]), the status report and its table ([`report`]), `/metrics`
+//! ([`metrics`]) and the admin HTTP server and client ([`admin`]).
+//!
+//! Must not touch: the crawl itself (it runs [`crate::engine::Runner`]s and
+//! only observes them), the store's layout (it calls [`crate::store::Store`]),
+//! or the config formats (it calls [`crate::config`]).
+//!
+//! # What a change to a job file does
+//!
+//! A changed file is applied at a safe point: the job's runner is stopped (it
+//! writes a checkpoint) and a new runner starts with the new file, resuming
+//! from that checkpoint. So:
+//!
+//! - `budget`, `politeness`, `limits`, `targets`, `scope`: applied, all
+//!   learned state, the frontier and the seen set are kept. A job that was done
+//!   because of its budget resumes when the budget grows. New limits and
+//!   targets apply to links found from then on; links already queued stay.
+//! - `seeds`: new seeds are not added to a resumed frontier (the stored state
+//!   wins); purge the job to start from the new seeds.
+//! - `strategy` or `seed`: the stored learned state belongs to the old ones,
+//!   so the job is marked failed with the reason until it is purged
+//!   (`forager purge NAME`) or the old values are put back.
+//! - `name`: a different job — the old name stops (its state is kept), the
+//!   new one starts fresh.
+//!
+//! An invalid file is reported (log, `/status`, with `FILE:LINE`) and the last
+//! valid version of its job keeps running. A removed file stops its job and
+//! keeps its state until it is purged.
+//!
+//! # What SIGHUP reloads
+//!
+//! `max_jobs` (more slots at once; fewer as running jobs finish),
+//! `checkpoint_interval` (runs started afterwards), `watch` and
+//! `poll_interval`. Everything else — `jobs_dir`, `state_dir`,
+//! `admin_listen`, `admin_public`, `allow_private`, `resolve`, `cache_size`,
+//! `log_format` — needs a restart; a reload that changes them says so in the
+//! log and in `/status` (`restart_required`). A config that does not parse is
+//! refused and the running one stays.
+
+pub mod admin;
+pub mod jobs;
+pub mod live;
+pub mod metrics;
+pub mod notify;
+pub mod report;
+pub mod scan;
+pub mod signals;
+pub mod watch;
+
+pub use admin::{job_of, purge_via, status_of as status};
+pub use report::{format_status, print_status, JobStatus, StatusReport};
+
+use admin::Command;
+use jobs::JobTable;
+use report::DaemonInfo;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// What the main loop, the runner tasks and the admin API share.
+pub struct Shared {
+    table: Mutex<JobTable>,
+    info: Mutex<DaemonInfo>,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        table: JobTable,
+        info: DaemonInfo,
+        commands: mpsc::UnboundedSender<Command>,
+    ) -> Self {
+        Shared {
+            table: Mutex::new(table),
+            info: Mutex::new(info),
+            commands,
+        }
+    }
+
+    /// The job table. Hold it briefly; never across an await.
+    pub(crate) fn table(&self) -> MutexGuard<'_, JobTable> {
+        // Every table change is one call that leaves it consistent; a panic elsewhere cannot tear it.
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn info(&self) -> MutexGuard<'_, DaemonInfo> {
+        self.info.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A snapshot of everything, for `/status` and `/metrics`.
+    pub fn report(&self) -> StatusReport {
+        let info = self.info().clone();
+        let table = self.table();
+        report::build(&table, &info, Instant::now())
+    }
+}
+
+mod supervisor;
+
+pub use supervisor::run;
+
+/// Where the daemon's admin API listens when the user does not say:
+/// `admin_listen` of the given daemon config, else of the installed one
+/// (`/etc/forager/forager.toml`), else the default `127.0.0.1:7878`.
+pub fn admin_address(config: Option<&std::path::Path>) -> anyhow::Result<std::net::SocketAddr> {
+    let installed = std::path::Path::new(INSTALLED_CONFIG);
+    let path = match config {
+        Some(p) => Some(p),
+        None if installed.exists() => Some(installed),
+        None => None,
+    };
+    match path {
+        Some(p) => Ok(crate::config::load_daemon(p)?.admin_listen),
+        None => Ok(crate::config::DaemonConfig::default().admin_listen),
+    }
+}
+
+/// The daemon config a packaged install uses.
+pub const INSTALLED_CONFIG: &str = "/etc/forager/forager.toml";
+
+/// `forager daemon --config FILE`: run the daemon on its own multi-threaded
+/// runtime until SIGTERM/SIGINT; `Ok` means a clean stop (exit 0).
+///
+/// Logging is the caller's: set it up first (the config's `log_format` says
+/// text or JSON, see [`crate::config::DaemonConfig::log_format`]).
+pub fn main(config_path: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("forager")
+        .build()
+        .context("starting the async runtime")?;
+    let result = runtime.block_on(run(config_path));
+    // A blocking task stuck in a syscall must not hold the exit hostage.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    result
+}

@@ -1,0 +1,296 @@
+//! What a running job tells the status API: counters, request rate, response
+//! classes, checkpoints, last error. Updated by the job's observer on every
+//! request, read by `/status` and `/metrics`.
+//!
+//! One small mutex per job, so 1 000 jobs reporting at once never queue behind
+//! one lock and a status request only blocks a job for a copy of its numbers.
+
+use crate::store::{JobCounters, StopReason};
+use crate::strategy::StrategyStats;
+use serde::{Deserialize, Serialize};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Width of the request-rate window.
+const RATE_WINDOW_SECS: u64 = 60;
+
+/// Longest error text kept (a URL can be 2 KiB; the status table must stay readable).
+const MAX_ERROR_CHARS: usize = 300;
+
+/// A job's live numbers behind their own lock.
+#[derive(Debug, Default)]
+pub struct LiveJob {
+    inner: Mutex<LiveStats>,
+}
+
+impl LiveJob {
+    pub fn lock(&self) -> MutexGuard<'_, LiveStats> {
+        // Plain counters: a panic while holding them cannot leave them inconsistent.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Responses by HTTP status class, since the daemon started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusClasses {
+    pub informational: u64,
+    pub success: u64,
+    pub redirect: u64,
+    pub client_error: u64,
+    pub server_error: u64,
+    /// No status line: network error, timeout, refused by the SSRF guard.
+    pub failed: u64,
+}
+
+impl StatusClasses {
+    pub fn record(&mut self, status: Option<u16>) {
+        match status {
+            None => self.failed += 1,
+            Some(100..=199) => self.informational += 1,
+            Some(200..=299) => self.success += 1,
+            Some(300..=399) => self.redirect += 1,
+            Some(400..=499) => self.client_error += 1,
+            // Anything else a server sends is its fault.
+            Some(_) => self.server_error += 1,
+        }
+    }
+
+    /// `(label, count)` pairs as `/metrics` names them.
+    pub fn labelled(&self) -> [(&'static str, u64); 6] {
+        [
+            ("1xx", self.informational),
+            ("2xx", self.success),
+            ("3xx", self.redirect),
+            ("4xx", self.client_error),
+            ("5xx", self.server_error),
+            ("failed", self.failed),
+        ]
+    }
+}
+
+/// Requests per minute over a sliding window of one-second buckets.
+#[derive(Clone, Debug)]
+pub struct RateMeter {
+    origin: Instant,
+    buckets: [u32; RATE_WINDOW_SECS as usize],
+    /// Second (since `origin`) of the newest bucket.
+    newest: u64,
+    first_event: Option<Instant>,
+}
+
+impl Default for RateMeter {
+    fn default() -> Self {
+        RateMeter::new(Instant::now())
+    }
+}
+
+impl RateMeter {
+    pub fn new(origin: Instant) -> Self {
+        RateMeter {
+            origin,
+            buckets: [0; RATE_WINDOW_SECS as usize],
+            newest: 0,
+            first_event: None,
+        }
+    }
+
+    fn second(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.origin).as_secs()
+    }
+
+    /// Move the window to `now`, clearing the buckets it leaves behind.
+    fn advance(&mut self, now: Instant) {
+        let sec = self.second(now);
+        if sec <= self.newest {
+            return;
+        }
+        let gap = (sec - self.newest).min(RATE_WINDOW_SECS);
+        for s in (sec - gap + 1)..=sec {
+            self.buckets[(s % RATE_WINDOW_SECS) as usize] = 0;
+        }
+        self.newest = sec;
+    }
+
+    pub fn record(&mut self, now: Instant) {
+        self.advance(now);
+        let slot = (self.second(now).max(self.newest) % RATE_WINDOW_SECS) as usize;
+        self.buckets[slot] = self.buckets[slot].saturating_add(1);
+        self.first_event.get_or_insert(now);
+    }
+
+    /// Events per minute over the last minute (over the time since the first
+    /// event when that is shorter, so a job that just started is not under-reported).
+    pub fn per_minute(&mut self, now: Instant) -> f64 {
+        self.advance(now);
+        let Some(first) = self.first_event else {
+            return 0.0;
+        };
+        let total: u64 = self.buckets.iter().map(|&b| u64::from(b)).sum();
+        let seen = now.saturating_duration_since(first);
+        let window = seen
+            .clamp(
+                Duration::from_secs(1),
+                Duration::from_secs(RATE_WINDOW_SECS),
+            )
+            .as_secs_f64();
+        total as f64 * 60.0 / window
+    }
+}
+
+/// A job's numbers as its runner last reported them.
+#[derive(Clone, Debug, Default)]
+pub struct LiveStats {
+    pub counters: JobCounters,
+    pub stats: StrategyStats,
+    /// Links left in the frontier, known when a run ends.
+    pub frontier: Option<u64>,
+    pub responses: StatusClasses,
+    pub rate: RateMeter,
+    /// Checkpoints committed since the daemon started.
+    pub checkpoints: u64,
+    pub last_checkpoint: Option<SystemTime>,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<SystemTime>,
+    /// The stop reason the store or the last run recorded.
+    pub stop: Option<StopReason>,
+}
+
+impl LiveStats {
+    /// One GET or HEAD (or redirect hop) of the job.
+    pub fn on_request(
+        &mut self,
+        method: &str,
+        url: &str,
+        status: Option<u16>,
+        counters: &JobCounters,
+        now: Instant,
+    ) {
+        self.counters.clone_from(counters);
+        self.responses.record(status);
+        self.rate.record(now);
+        let error = match status {
+            None => Some("request failed (network error, timeout or refused)".to_string()),
+            Some(s) if s >= 400 => Some(format!("HTTP {s}")),
+            Some(_) => None,
+        };
+        if let Some(what) = error {
+            self.last_error = Some(clip(&format!("{method} {url}: {what}")));
+            self.last_error_at = Some(SystemTime::now());
+        }
+    }
+
+    pub fn on_checkpoint(&mut self, counters: &JobCounters, stats: &StrategyStats) {
+        self.counters.clone_from(counters);
+        self.stats.clone_from(stats);
+        self.checkpoints += 1;
+        self.last_checkpoint = Some(SystemTime::now());
+    }
+
+    pub fn on_finished(&mut self, counters: &JobCounters, stop: Option<StopReason>) {
+        self.counters.clone_from(counters);
+        self.stop = stop;
+    }
+
+    /// A run could not start or crashed.
+    pub fn on_failure(&mut self, error: &str) {
+        self.last_error = Some(clip(error));
+        self.last_error_at = Some(SystemTime::now());
+    }
+}
+
+/// `s` cut to [`MAX_ERROR_CHARS`] characters.
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(MAX_ERROR_CHARS) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn rate_counts_the_last_minute_only() {
+        let t0 = Instant::now();
+        let mut m = RateMeter::new(t0);
+        assert_eq!(m.per_minute(t0), 0.0);
+        for i in 0..120 {
+            m.record(t0 + Duration::from_millis(500 * i));
+        }
+        // 2 per second for 60 s.
+        let at = t0 + Duration::from_secs(60);
+        let r = m.per_minute(at);
+        assert!((r - 120.0).abs() <= 2.0, "{r}");
+        // Two minutes of silence later, nothing.
+        assert_eq!(m.per_minute(t0 + Duration::from_secs(200)), 0.0);
+    }
+
+    #[test]
+    fn a_young_job_is_rated_over_its_age() {
+        let t0 = Instant::now();
+        let mut m = RateMeter::new(t0);
+        for i in 0..10 {
+            m.record(t0 + Duration::from_millis(100 * i));
+        }
+        // 10 requests in ~1 s is ~600/min, not 10/min.
+        let r = m.per_minute(t0 + Duration::from_secs(1));
+        assert!((r - 600.0).abs() < 1.0, "{r}");
+    }
+
+    proptest! {
+        #[test]
+        fn rate_never_exceeds_events_in_window(gaps in proptest::collection::vec(0u64..3000, 1..300)) {
+            let t0 = Instant::now();
+            let mut m = RateMeter::new(t0);
+            let mut t = t0;
+            let mut times = Vec::new();
+            for g in gaps {
+                t += Duration::from_millis(g);
+                m.record(t);
+                times.push(t);
+            }
+            let r = m.per_minute(t);
+            // Every event of the last 61 s (bucket granularity) counted at most once.
+            let recent = times.iter().filter(|&&e| t.duration_since(e) <= Duration::from_secs(61)).count();
+            let age = t.duration_since(times[0]).clamp(Duration::from_secs(1), Duration::from_secs(60));
+            let bound = recent as f64 * 60.0 / age.as_secs_f64();
+            prop_assert!(r <= bound + 1e-9, "rate {} bound {}", r, bound);
+            prop_assert!(r >= 0.0);
+        }
+    }
+
+    #[test]
+    fn status_classes_and_last_error() {
+        let mut s = LiveStats::default();
+        let c = JobCounters {
+            requests: 3,
+            ..Default::default()
+        };
+        let now = Instant::now();
+        s.on_request("GET", "http://a.test/", Some(200), &c, now);
+        assert!(s.last_error.is_none());
+        s.on_request("GET", "http://a.test/x", Some(404), &c, now);
+        s.on_request("HEAD", "http://a.test/y", None, &c, now);
+        s.on_request("GET", "http://a.test/z", Some(302), &c, now);
+        assert_eq!(
+            s.responses,
+            StatusClasses {
+                success: 1,
+                redirect: 1,
+                client_error: 1,
+                failed: 1,
+                ..Default::default()
+            }
+        );
+        assert_eq!(s.counters.requests, 3);
+        let e = s.last_error.as_deref().unwrap();
+        assert!(e.starts_with("HEAD http://a.test/y: request failed"), "{e}");
+        s.on_failure(&"x".repeat(1000));
+        assert_eq!(
+            s.last_error.as_deref().unwrap().chars().count(),
+            MAX_ERROR_CHARS + 1
+        );
+    }
+}
