@@ -13,7 +13,12 @@
 //! both always see the same website.
 
 pub mod directory;
+pub mod fixture;
+pub mod groundtruth;
 pub mod server;
+pub mod synthetic;
+
+mod rng;
 
 pub use server::{
     Body, Chunk, ChunkSource, RequestRecord, Site, SiteRequest, SiteResponse, SiteServer,
