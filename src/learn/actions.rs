@@ -118,6 +118,15 @@ struct SearchScratch {
     stamps: Vec<u32>,
     stamp: u32,
     order: Vec<QueryBucket>,
+    stats: SearchStats,
+}
+
+/// Work done by the nearest-centroid searches (for benchmarks and tuning).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchStats {
+    pub searches: u64,
+    /// Centroids scored (the rest were pruned).
+    pub scored: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -159,6 +168,11 @@ impl ActionIndex {
     /// Number of distinct tag paths seen.
     pub fn known_paths(&self) -> usize {
         self.known.len()
+    }
+
+    /// Work done by searches since this index was built or restored.
+    pub fn search_stats(&self) -> SearchStats {
+        self.scratch.stats
     }
 
     /// The tag path that founded `action`.
@@ -222,15 +236,21 @@ impl ActionIndex {
         assignment
     }
 
-    /// The action `path` would join now, without changing anything (for explain and tests).
+    /// The action `path` would join now (`None`: it would found one), without
+    /// changing anything but search buffers (for explain and tests).
     pub fn peek(&mut self, path: &str) -> Option<ActionId> {
         if let Some(&slot) = self.lookup.get(path) {
             return Some(self.known[slot as usize].action);
         }
-        let vector = self.vectorizer.vectorize_known(path)?;
-        self.nearest(&vector)
+        self.nearest_path(path)
             .filter(|n| n.similarity >= self.config.threshold)
             .map(|n| n.action)
+    }
+
+    /// The nearest action of a tag path, searched as [`Self::assign`] would.
+    pub fn nearest_path(&mut self, path: &str) -> Option<Nearest> {
+        let vector = self.vectorizer.vectorize_preview(path);
+        self.nearest(&vector)
     }
 
     /// The nearest action of `vector` among those that can reach θ; `None` when
@@ -271,6 +291,7 @@ impl ActionIndex {
                 break;
             }
         }
+        s.stats.searches += 1;
         s.stamp = s.stamp.wrapping_add(1);
         if s.stamp == 0 {
             s.stamps.iter_mut().for_each(|x| *x = 0);
@@ -284,6 +305,7 @@ impl ActionIndex {
                     continue;
                 }
                 *seen = s.stamp;
+                s.stats.scored += 1;
                 let action = &self.actions[a as usize];
                 let dot: f64 = action
                     .centroid
@@ -372,6 +394,7 @@ impl ActionIndex {
             stamps: vec![0; self.actions.len()],
             stamp: 0,
             order: Vec::new(),
+            stats: SearchStats::default(),
         };
     }
 
@@ -526,6 +549,12 @@ mod tests {
         assert_eq!(idx.paths(ActionId(0)), 2);
         assert_eq!(idx.founding_path(ActionId(0)), Some(first));
         assert_eq!(idx.peek("/html/body/footer/p/span/a"), Some(ActionId(1)));
+        // Peeking at unseen paths predicts assign without changing the index.
+        let similar = "/html/body/div.main/div.c/div.d/div.e/ul.files/li/a.third";
+        assert_eq!(idx.peek(similar), Some(ActionId(0)));
+        assert_eq!(idx.peek("/html/body/form/select/option/a"), None);
+        assert_eq!(idx.known_paths(), 3);
+        assert_eq!(idx.assign(similar).action, ActionId(0));
     }
 
     #[test]
@@ -592,6 +621,20 @@ mod tests {
             }
             prop_assert_eq!(codec::encode(&a), codec::encode(&b));
         }
+    }
+
+    #[test]
+    fn search_stats_count_scored_centroids() {
+        let mut idx = ActionIndex::new(ActionConfig::default());
+        idx.assign("/html/body/a");
+        idx.assign("/html/body/footer/div.x/span/a");
+        let before = idx.search_stats();
+        assert_eq!(before.searches, 1, "the first path had nothing to search");
+        idx.nearest_path("/html/body/footer/div.x/span/b");
+        let after = idx.search_stats();
+        assert_eq!(after.searches, 2);
+        // Only the footer action shares a rare bucket; `/html/body/a` is pruned.
+        assert_eq!(after.scored - before.scored, 1);
     }
 
     #[test]

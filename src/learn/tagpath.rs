@@ -167,7 +167,7 @@ impl PathVectorizer {
 
     /// The vector of `path`, adding its unseen 2-grams to the vocabulary.
     pub fn vectorize(&mut self, path: &str) -> SparseVector {
-        let (counts, total) = self.count_terms(path, true);
+        let (counts, total) = self.count_terms(path);
         project(&counts, total)
     }
 
@@ -188,7 +188,34 @@ impl PathVectorizer {
         (!missing).then(|| project(&counts, total))
     }
 
-    fn count_terms(&mut self, path: &str, grow: bool) -> (Vec<TermCount>, u32) {
+    /// The vector `path` would get from [`Self::vectorize`], without touching
+    /// the vocabulary (unseen 2-grams get the indices they would be given).
+    pub fn vectorize_preview(&self, path: &str) -> SparseVector {
+        let mut scratch = String::new();
+        let mut counts = Vec::new();
+        let mut unseen: Vec<Box<str>> = Vec::new();
+        let mut total = 0;
+        for_each_bigram(path, &mut scratch, |gram| {
+            total += 1;
+            let term = match self.index.get(gram) {
+                Some(&t) => t,
+                None => {
+                    let pos = match unseen.iter().position(|u| &**u == gram) {
+                        Some(pos) => pos,
+                        None => {
+                            unseen.push(gram.into());
+                            unseen.len() - 1
+                        }
+                    };
+                    u32::try_from(self.terms.len() + pos).unwrap_or(u32::MAX)
+                }
+            };
+            add_count(&mut counts, term);
+        });
+        project(&counts, total)
+    }
+
+    fn count_terms(&mut self, path: &str) -> (Vec<TermCount>, u32) {
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut counts = Vec::with_capacity(16);
         let mut total = 0;
@@ -196,14 +223,13 @@ impl PathVectorizer {
             total += 1;
             let term = match self.index.get(gram) {
                 Some(&t) => t,
-                None if grow => {
+                None => {
                     // More than 4 billion distinct 2-grams cannot fit in memory first.
                     let t = u32::try_from(self.terms.len()).unwrap_or(u32::MAX);
                     self.terms.push(gram.into());
                     self.index.insert(gram.into(), t);
                     t
                 }
-                None => return,
             };
             add_count(&mut counts, term);
         });
@@ -325,6 +351,11 @@ mod tests {
         assert_eq!(v.vocabulary_len(), 4);
         assert_eq!(v.vectorize_known("/div/div/div"), Some(x));
         assert_eq!(v.vectorize_known("/div/span"), None);
+        // A preview assigns the indices a real vectorisation would, without growing.
+        let preview = v.vectorize_preview("/div/span/span");
+        assert_eq!(v.vocabulary_len(), 4);
+        assert_eq!(v.vectorize("/div/span/span"), preview);
+        assert_eq!(v.vocabulary_len(), 7);
     }
 
     #[test]

@@ -1,0 +1,241 @@
+//! CPU cost of the learners and of the `sb` strategy (issue 3 budgets).
+//!
+//! - `actions/*`: tag-path clustering with 100 000 actions, per page of 200
+//!   links (budget: < 1 ms per page).
+//! - `pipeline/*`: everything `learn` + `strategy` do for one fetched page of
+//!   200 new links (pop, label, reward, 200 × classify + cluster + push;
+//!   budget: ≤ 0.3 ms per page).
+//!
+//! Inputs are synthetic but shaped like real pages: tag paths repeat a page
+//! template with a few new paths per page; URLs mix pages and data files.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use forager::learn::{ActionConfig, ActionIndex};
+use forager::link::{Link, LinkId, TagPath};
+use forager::mime::Label;
+use forager::strategy::{LabelSource, SleepingBandit, Strategy, Triage};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+use url::Url;
+
+const ACTIONS: usize = 100_000;
+const LINKS_PER_PAGE: usize = 200;
+/// Distinct tag paths on one page (menus, lists, footers...).
+const PATHS_PER_PAGE: usize = 25;
+/// Of those, never seen before on a typical page.
+const NEW_PATHS_PER_PAGE: usize = 3;
+
+const TAGS: &[&str] = &[
+    "div", "ul", "li", "span", "p", "section", "table", "tbody", "tr", "td", "nav", "header",
+    "footer", "main", "article", "aside", "dl", "dd", "h2", "h3", "ol", "form", "figure",
+];
+
+/// A random tag path: `/html/body/...` with 3–10 elements, classes and some ids.
+fn random_path(rng: &mut Xoshiro256PlusPlus) -> String {
+    let mut s = String::from("/html/body");
+    for _ in 0..rng.random_range(3..11) {
+        s.push('/');
+        s.push_str(TAGS[rng.random_range(0..TAGS.len())]);
+        if rng.random_bool(0.6) {
+            s.push_str(&format!(".c{}", rng.random_range(0..3000)));
+        }
+        if rng.random_bool(0.1) {
+            s.push_str(&format!("#i{}", rng.random_range(0..100_000)));
+        }
+    }
+    s.push_str("/a");
+    s
+}
+
+/// An index with `ACTIONS` actions, and the paths that built it.
+fn index_with_actions(rng: &mut Xoshiro256PlusPlus) -> (ActionIndex, Vec<String>) {
+    let mut index = ActionIndex::new(ActionConfig::default());
+    let mut paths = Vec::new();
+    while index.len() < ACTIONS {
+        let p = random_path(rng);
+        index.assign(&p);
+        paths.push(p);
+    }
+    (index, paths)
+}
+
+/// One page: 200 links over `PATHS_PER_PAGE` paths, `new` of them never seen.
+fn page_paths(rng: &mut Xoshiro256PlusPlus, known: &[String], new: usize) -> Vec<String> {
+    let mut distinct: Vec<String> = (0..PATHS_PER_PAGE - new)
+        .map(|_| known[rng.random_range(0..known.len())].clone())
+        .collect();
+    distinct.extend((0..new).map(|_| random_path(rng)));
+    (0..LINKS_PER_PAGE)
+        .map(|i| distinct[i % distinct.len()].clone())
+        .collect()
+}
+
+fn bench_actions(c: &mut Criterion) {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let started = Instant::now();
+    let (index, known) = index_with_actions(&mut rng);
+    eprintln!(
+        "built {} actions from {} paths in {:.2?}",
+        index.len(),
+        known.len(),
+        started.elapsed()
+    );
+    let mut group = c.benchmark_group("actions");
+    group.sample_size(30);
+    group.measurement_time(Duration::from_secs(8));
+
+    // Typical page: 200 links, 25 paths, 3 of them new (inserted: the index grows slowly).
+    let pages: Vec<Vec<String>> = (0..4096)
+        .map(|_| page_paths(&mut rng, &known, NEW_PATHS_PER_PAGE))
+        .collect();
+    let mut typical = index.clone();
+    let mut next = 0;
+    group.bench_function("page_200_links_3_new_paths_100k_actions", |b| {
+        b.iter(|| {
+            let page = &pages[next % pages.len()];
+            next += 1;
+            for p in page {
+                black_box(typical.assign(p));
+            }
+        })
+    });
+
+    // Only memo hits: a page whose paths were all seen before.
+    let known_pages: Vec<Vec<String>> = (0..256).map(|_| page_paths(&mut rng, &known, 0)).collect();
+    let mut warm = index.clone();
+    let mut next = 0;
+    group.bench_function("page_200_links_known_paths_100k_actions", |b| {
+        b.iter(|| {
+            let page = &known_pages[next % known_pages.len()];
+            next += 1;
+            for p in page {
+                black_box(warm.assign(p));
+            }
+        })
+    });
+
+    // Worst case, per new path: vectorise + exact nearest-centroid search (read-only).
+    let probes: Vec<String> = (0..4096).map(|_| random_path(&mut rng)).collect();
+    let mut search = index.clone();
+    let mut next = 0;
+    let before = search.search_stats();
+    group.bench_function("nearest_one_new_path_100k_actions", |b| {
+        b.iter(|| {
+            let p = &probes[next % probes.len()];
+            next += 1;
+            black_box(search.nearest_path(p))
+        })
+    });
+    let after = search.search_stats();
+    eprintln!(
+        "nearest: {:.0} of {} centroids scored per search on average",
+        (after.scored - before.scored) as f64 / (after.searches - before.searches).max(1) as f64,
+        search.len()
+    );
+    group.finish();
+}
+
+/// A pool of links shaped like a statistics site: pages and data files.
+fn link_pool(rng: &mut Xoshiro256PlusPlus, count: usize) -> Vec<(Link, Label)> {
+    let templates: Vec<String> = (0..40).map(|_| random_path(rng)).collect();
+    (0..count)
+        .map(|i| {
+            let target = rng.random_bool(0.1);
+            let url = if target {
+                format!("https://stats.example.org/data/{}/table-{i}.csv", i % 97)
+            } else {
+                format!(
+                    "https://stats.example.org/section/{}/page-{i}.html?lang=en",
+                    i % 53
+                )
+            };
+            let path = if rng.random_bool(0.02) {
+                random_path(rng)
+            } else {
+                templates[rng.random_range(0..templates.len())].clone()
+            };
+            let link = Link {
+                url: Url::parse(&url).expect("generated URL parses"),
+                tag_path: TagPath::new(path),
+                anchor: String::new(),
+                depth: 2,
+                referrer: None,
+            };
+            (link, if target { Label::Target } else { Label::Html })
+        })
+        .collect()
+}
+
+/// What the engine does with one page's new links; returns new targets.
+fn handle_links(sb: &mut SleepingBandit, links: &[(Link, Label)], next_id: &mut u64) -> u32 {
+    let mut reward = 0;
+    for (link, truth) in links {
+        let mut decision = sb.triage(link, None);
+        if decision == Triage::Head {
+            sb.observe(link, *truth, LabelSource::Head);
+            decision = sb.triage(link, Some(*truth));
+        }
+        match decision {
+            Triage::Enqueue(key) => {
+                sb.push(LinkId(*next_id), key);
+                *next_id += 1;
+            }
+            Triage::FetchNow => {
+                sb.observe(link, *truth, LabelSource::Get);
+                reward += u32::from(*truth == Label::Target);
+            }
+            Triage::Head | Triage::Drop => {}
+        }
+    }
+    reward
+}
+
+fn bench_pipeline(c: &mut Criterion) {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let pool = link_pool(&mut rng, 200_000);
+    let page_link = pool[0].0.clone();
+    let mut sb = SleepingBandit::new(1);
+    let mut next_id = 0u64;
+    // Warm up: classifier trained, a few hundred pages of learning.
+    for chunk in pool[..40_000].chunks(LINKS_PER_PAGE) {
+        handle_links(&mut sb, chunk, &mut next_id);
+        if let Some((_, key)) = sb.pop() {
+            sb.observe(&page_link, Label::Html, LabelSource::Get);
+            sb.reward(key, 1);
+        }
+    }
+    let mut group = c.benchmark_group("pipeline");
+    group.sample_size(30);
+    group.measurement_time(Duration::from_secs(8));
+    let mut cursor = 40_000;
+    group.bench_function("sb_page_200_new_links", |b| {
+        b.iter_custom(|iters| {
+            let started = Instant::now();
+            for _ in 0..iters {
+                if cursor + LINKS_PER_PAGE > pool.len() {
+                    cursor = 40_000;
+                }
+                let (_, key) = sb.pop().unwrap_or((LinkId(0), Default::default()));
+                sb.observe(&page_link, Label::Html, LabelSource::Get);
+                let links = &pool[cursor..cursor + LINKS_PER_PAGE];
+                cursor += LINKS_PER_PAGE;
+                let reward = handle_links(&mut sb, links, &mut next_id);
+                sb.reward(key, reward);
+            }
+            started.elapsed()
+        })
+    });
+    group.finish();
+    let stats = sb.stats();
+    eprintln!(
+        "pipeline state: {} actions, frontier {}, classifier accuracy {:?}",
+        stats.actions,
+        sb.len(),
+        stats.classifier_accuracy()
+    );
+}
+
+criterion_group!(benches, bench_actions, bench_pipeline);
+criterion_main!(benches);
