@@ -344,6 +344,9 @@ mod tests {
         let csv_only = TargetSet::new(Preset::None, &["text/csv".into()], &[]);
         assert_eq!(csv_only.label_of_family(MimeFamily::Csv), None);
         let images = TargetSet::new(Preset::None, &["image/".into()], &[]);
-        assert_eq!(images.label_of_family(MimeFamily::Image), Some(Label::Target));
+        assert_eq!(
+            images.label_of_family(MimeFamily::Image),
+            Some(Label::Target)
+        );
     }
 }

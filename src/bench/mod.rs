@@ -15,6 +15,8 @@
 pub mod directory;
 pub mod fixture;
 pub mod groundtruth;
+pub mod report;
+pub mod runner;
 pub mod server;
 pub mod synthetic;
 

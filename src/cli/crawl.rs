@@ -125,8 +125,8 @@ fn print_summary(job: &str, strategy: &str, state_dir: &std::path::Path, o: &Job
         c.http_errors, c.fetch_errors
     );
     println!(
-        "skipped    {} robots, {} out of scope, {} blocked, {} rejected, {} dropped",
-        c.robots_disallowed, c.out_of_scope, c.blocked, c.rejected_links, c.dropped
+        "skipped    {} robots, {} out of scope, {} blocked, {} rejected, {} traps, {} dropped",
+        c.robots_disallowed, c.out_of_scope, c.blocked, c.rejected_links, c.trap_links, c.dropped
     );
     if let Some(acc) = o.stats.classifier_accuracy() {
         println!(

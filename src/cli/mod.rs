@@ -3,6 +3,7 @@
 //! Owns: argument parsing, logging set-up, human-readable output and exit
 //! codes. Must not own crawl logic: every command calls into the library.
 
+mod bench;
 mod crawl;
 mod inspect;
 mod progress;
@@ -45,6 +46,13 @@ enum Command {
     Explain(inspect::ExplainArgs),
     /// Delete everything stored for a job (frontier, learned state, manifest rows; target files stay).
     Purge(inspect::PurgeArgs),
+    /// Measure harvest efficiency on loopback sites: strategies × sites × seeds.
+    Bench(bench::BenchArgs),
+    /// Serve a synthetic site on loopback and crawl it with sb and bfs, side by side.
+    Demo,
+    /// Serve one bench site on 127.0.0.1 until stdin closes (used by `bench --cpu`).
+    #[command(hide = true)]
+    ServeSite(bench::ServeArgs),
 }
 
 /// Entry point of the binary.
@@ -56,6 +64,9 @@ pub fn main() -> ExitCode {
         Command::Check { files, daemon } => inspect::check(&files, daemon),
         Command::Explain(args) => inspect::explain(args),
         Command::Purge(args) => inspect::purge(args),
+        Command::Bench(args) => bench::bench(args),
+        Command::Demo => bench::demo(),
+        Command::ServeSite(args) => bench::serve_site(args),
     };
     match result {
         Ok(code) => code,

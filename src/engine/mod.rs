@@ -13,6 +13,7 @@
 
 mod observer;
 mod runner;
+pub mod traps;
 
 pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
 pub use runner::{JobOutcome, Runner};

@@ -1,5 +1,6 @@
 //! One job's crawl loop.
 
+use super::traps::{TrapGuard, DEFAULT_PATTERN_CAP};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
 use crate::config::JobSpec;
 use crate::extract::{self, ExtractLimits, PageLinks, Scope, UrlRules};
@@ -60,6 +61,7 @@ pub struct Runner<'a> {
     next_manifest_row: u64,
     counters: JobCounters,
     early_stop: EarlyStop,
+    traps: TrapGuard,
     delta: JobDelta,
     /// Manifest rows in `delta`, appended to `manifest.jsonl` once committed.
     uncommitted_rows: Vec<ManifestRow>,
@@ -108,6 +110,7 @@ impl<'a> Runner<'a> {
             next_manifest_row: 0,
             counters: JobCounters::default(),
             early_stop: EarlyStop::new(early_stop_config),
+            traps: TrapGuard::new(DEFAULT_PATTERN_CAP),
             delta: JobDelta::new(&spec.name),
             uncommitted_rows: Vec::new(),
             out,
@@ -145,6 +148,7 @@ impl<'a> Runner<'a> {
             .restore(&record.strategy_state)
             .map_err(restore_err)?;
         self.early_stop = codec::decode(&record.early_stop_state).map_err(restore_err)?;
+        self.traps = codec::decode(&record.trap_state).map_err(restore_err)?;
         self.counters = record.counters;
         self.next_link_id = record.next_link_id;
         self.next_manifest_row = record.next_manifest_row;
@@ -277,6 +281,7 @@ impl<'a> Runner<'a> {
         };
         let targets_before = self.counters.targets;
         let requests_before = self.counters.requests;
+        let popped_url = entry.link.url.clone();
         let mut work = vec![entry.link];
         while let Some(link) = work.pop() {
             if self.budget_exhausted().is_some() {
@@ -292,6 +297,7 @@ impl<'a> Runner<'a> {
         }
         let reward = (self.counters.targets - targets_before) as u32;
         self.strategy.reward(key, reward);
+        self.traps.record_page(&popped_url, reward);
         self.early_stop
             .record(self.counters.requests - requests_before, u64::from(reward));
         Ok(None)
@@ -319,6 +325,10 @@ impl<'a> Runner<'a> {
         for l in found.links {
             if !self.scope.contains(&l.url) {
                 self.counters.out_of_scope += 1;
+                continue;
+            }
+            if !self.traps.admits(&l.url) {
+                self.counters.trap_links += 1;
                 continue;
             }
             if self.spec.targets.blocks_extension(&l.url) {
@@ -712,6 +722,7 @@ impl<'a> Runner<'a> {
             counters: self.counters.clone(),
             strategy_state: self.strategy.save(),
             early_stop_state: codec::encode(&self.early_stop),
+            trap_state: codec::encode(&self.traps),
             next_link_id: self.next_link_id,
             next_manifest_row: self.next_manifest_row,
             stop,

@@ -221,6 +221,14 @@ impl HostSlot {
     pub(crate) fn record(&self, outcome: Outcome, max_backoff: Duration) {
         self.state().record(outcome, Instant::now(), max_backoff);
     }
+
+    /// Moves the last request start to now (see [`super::Fetcher::send`]).
+    pub(crate) fn mark_answered(&self) {
+        let mut state = self.state();
+        if state.last_start.is_some() {
+            state.last_start = Some(Instant::now());
+        }
+    }
 }
 
 struct Slots {

@@ -229,7 +229,12 @@ impl Fetcher {
             .client
             .request(method.into(), url.clone())
             .header(USER_AGENT, user_agent);
-        let inner = match tokio::time::timeout_at(head_limit, request.send()).await {
+        let sent = tokio::time::timeout_at(head_limit, request.send()).await;
+        // The server has surely seen the request once its answer (or failure) is
+        // back: spacing from here keeps the gap the server sees ≥ the delay, even
+        // when this request paid for a new connection and the next one does not.
+        slot.mark_answered();
+        let inner = match sent {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => {
                 let err = self.map_send_error(url, e);
@@ -409,7 +414,13 @@ impl Fetcher {
             let status = resp.status;
             if (200..300).contains(&status) {
                 return Ok(match resp.read_capped(ROBOTS_MAX_BYTES).await {
-                    Ok(body) => (record(RobotsStatus::Fetched, body.bytes), requests),
+                    Ok(body) => {
+                        if body.truncated {
+                            // RFC 9309: parse what fits; the rest of the file is ignored.
+                            tracing::warn!(%target, limit = ROBOTS_MAX_BYTES, "robots.txt cut at the size limit; rules past it are ignored");
+                        }
+                        (record(RobotsStatus::Fetched, body.bytes), requests)
+                    }
                     Err(e) => {
                         tracing::info!(%target, error = %e, "robots.txt body failed, disallowing the origin for now");
                         (record(RobotsStatus::Unavailable, Vec::new()), requests)

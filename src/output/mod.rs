@@ -173,8 +173,12 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 /// File extension for a MIME essence, from a fixed table (never from the URL).
 pub fn extension_for(mime: &str) -> &'static str {
     match crate::mime::essence(mime).as_str() {
-        "text/csv" | "application/csv" | "text/x-csv" | "application/x-csv"
-        | "text/comma-separated-values" | "text/x-comma-separated-values" => ".csv",
+        "text/csv"
+        | "application/csv"
+        | "text/x-csv"
+        | "application/x-csv"
+        | "text/comma-separated-values"
+        | "text/x-comma-separated-values" => ".csv",
         "application/vnd.ms-excel" => ".xls",
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => ".xlsx",
         "application/vnd.ms-excel.sheet.macroenabled.12" => ".xlsm",
@@ -219,10 +223,16 @@ mod tests {
         let b = b.finish().unwrap();
         assert_eq!(a, b);
         assert!(a.file.ends_with(".csv"));
-        assert_eq!(a.sha256, "492d5ea496056f1a6a6592241032fab764c321596317930b4fa0e1e8bc3b7470");
+        assert_eq!(
+            a.sha256,
+            "492d5ea496056f1a6a6592241032fab764c321596317930b4fa0e1e8bc3b7470"
+        );
         assert_eq!(fs::read(dir.path().join(&a.file)).unwrap(), b"a,b\n1,2\n");
         // Nothing left behind in the temp folder.
-        assert_eq!(fs::read_dir(dir.path().join(".partial")).unwrap().count(), 0);
+        assert_eq!(
+            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
+            0
+        );
     }
 
     #[test]
@@ -234,7 +244,10 @@ mod tests {
         f.abandon();
         let files: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(files.len(), 1, "only .partial remains");
-        assert_eq!(fs::read_dir(dir.path().join(".partial")).unwrap().count(), 0);
+        assert_eq!(
+            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
+            0
+        );
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub struct JobCounters {
     pub rejected_links: u64,
     /// Links the strategy decided never to fetch.
     pub dropped: u64,
+    /// Links refused because their URL pattern looks like an infinite space.
+    pub trap_links: u64,
 }
 
 /// A job's small state, rewritten whole at each checkpoint.
@@ -78,6 +80,8 @@ pub struct JobRecord {
     pub strategy_state: Vec<u8>,
     /// Encoded early-stop state.
     pub early_stop_state: Vec<u8>,
+    /// Encoded per-pattern trap counts.
+    pub trap_state: Vec<u8>,
     pub next_link_id: u64,
     pub next_manifest_row: u64,
     pub stop: Option<StopReason>,

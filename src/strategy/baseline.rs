@@ -155,12 +155,16 @@ mod tests {
 
         let mut a = RandomOrder::new(3);
         (0..50).for_each(|i| a.push(LinkId(i), QueueKey::default()));
-        let first: Vec<u64> = (0..10).filter_map(|_| a.pop()).map(|(id, _)| id.0).collect();
+        let first: Vec<u64> = (0..10)
+            .filter_map(|_| a.pop())
+            .map(|(id, _)| id.0)
+            .collect();
         let mut left: Vec<u64> = a.links.iter().map(|l| l.0).collect();
         left.sort();
         let mut b = RandomOrder::new(999);
         b.restore(&a.save()).unwrap();
-        left.iter().for_each(|&i| b.push(LinkId(i), QueueKey::default()));
+        left.iter()
+            .for_each(|&i| b.push(LinkId(i), QueueKey::default()));
         assert_eq!(drain(&mut a), drain(&mut b));
         assert_eq!(first.len(), 10);
     }

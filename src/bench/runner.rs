@@ -1,0 +1,191 @@
+//! Runs crawl jobs against loopback sites through the real engine and records
+//! a per-request trace.
+//!
+//! The only differences from a production crawl: the site's host name maps to
+//! 127.0.0.1 (a resolve override), private addresses are allowed, there is no
+//! politeness delay, and each run gets a fresh state directory and fresh MIME
+//! filters so no run learns from another.
+
+use super::groundtruth::{self, GroundTruth, WalkOptions};
+use super::server::Site;
+use crate::config::{JobSpec, TargetsSpec};
+use crate::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, RequestKind, Runner};
+use crate::fetch::FetchConfig;
+use crate::mime::Preset as MimePreset;
+use crate::store::JobCounters;
+use crate::strategy::{StrategyKind, StrategyStats};
+use anyhow::Context;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use url::Url;
+
+/// A website under test.
+#[derive(Clone)]
+pub struct BenchSite {
+    /// Short name used in tables, file names and plots.
+    pub name: String,
+    /// Host name it is served under (e.g. `small.test`).
+    pub host: String,
+    pub site: Arc<dyn Site>,
+    /// Path and query of the start page.
+    pub start_path: String,
+    /// What the job harvests on this site.
+    pub targets: TargetsSpec,
+}
+
+impl BenchSite {
+    /// The start URL as the crawler sees it (host name, server port).
+    pub fn start_url(&self, port: u16) -> anyhow::Result<Url> {
+        Url::parse(&format!("http://{}:{}{}", self.host, port, self.start_path))
+            .with_context(|| format!("start URL of bench site {}", self.name))
+    }
+
+    /// Walk the site in memory: its reachable pages and targets.
+    pub fn ground_truth(&self, port: u16) -> anyhow::Result<GroundTruth> {
+        let mut opts = WalkOptions::new(self.targets.target_set());
+        opts.max_pages = 5_000_000;
+        let start = self.start_url(port)?;
+        Ok(groundtruth::walk(
+            self.site.as_ref(),
+            &self.host,
+            &start,
+            &opts,
+        ))
+    }
+
+    /// Targets of the `statistics` preset (synthetic sites).
+    pub fn statistics_targets() -> TargetsSpec {
+        JobSpec::new("x", Vec::new()).targets
+    }
+
+    /// Targets of the real documentation sites (shared/corpora/README.md):
+    /// downloadable example code and data, not `text/plain` nor HTML.
+    pub fn corpus_targets() -> TargetsSpec {
+        let mut t = Self::statistics_targets();
+        t.preset = MimePreset::None;
+        t.mime = super::directory::CORPUS_TARGET_MIME
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
+        t
+    }
+}
+
+/// One request of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TraceRow {
+    /// 1-based request number (GET + HEAD, redirect hops included).
+    pub index: u64,
+    pub kind: RequestKind,
+    pub bytes: u64,
+    /// This request saved a new target.
+    pub target: bool,
+}
+
+/// What one run produced.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub site: String,
+    pub strategy: StrategyKind,
+    pub seed: u64,
+    pub trace: Vec<TraceRow>,
+    pub counters: JobCounters,
+    pub stats: StrategyStats,
+    pub wall: Duration,
+}
+
+/// How to run one crawl.
+#[derive(Clone, Copy, Debug)]
+pub struct RunConfig {
+    pub strategy: StrategyKind,
+    pub seed: u64,
+    /// Request budget (0 = unlimited).
+    pub max_requests: u64,
+    pub early_stop: bool,
+}
+
+struct TraceObserver {
+    rows: Vec<TraceRow>,
+}
+
+impl CrawlObserver for TraceObserver {
+    fn request(&mut self, e: &RequestEvent<'_>) {
+        self.rows.push(TraceRow {
+            index: e.counters.requests,
+            kind: e.kind,
+            bytes: e.bytes,
+            target: e.saved_target,
+        });
+    }
+}
+
+/// Crawl `site` (served at `server`) once with a fresh state under `state_root`.
+pub async fn run_once(
+    server: SocketAddr,
+    site: &BenchSite,
+    config: RunConfig,
+    state_root: &Path,
+) -> anyhow::Result<RunResult> {
+    let name = format!(
+        "{}-{}-{}",
+        sanitize(&site.name),
+        config.strategy.name(),
+        config.seed
+    );
+    let state_dir = state_root.join(&name);
+    if state_dir.exists() {
+        std::fs::remove_dir_all(&state_dir)
+            .with_context(|| format!("clearing {}", state_dir.display()))?;
+    }
+    let engine = Engine::open(EngineConfig {
+        state_dir,
+        fetch: FetchConfig {
+            allow_private: true,
+            resolve: vec![(site.host.clone(), server)],
+            ..FetchConfig::default()
+        },
+        // Checkpoints are part of the pipeline being measured, at the default pace.
+        checkpoint_interval: Duration::from_secs(5),
+        cache_bytes: 32 << 20,
+    })?;
+    let mut spec = JobSpec::new(&name, vec![site.start_url(server.port())?]);
+    spec.strategy = config.strategy;
+    spec.seed = config.seed;
+    spec.targets = site.targets.clone();
+    spec.politeness.delay = Duration::ZERO;
+    spec.budget.requests = config.max_requests;
+    spec.budget.bytes = 0;
+    spec.budget.early_stop = config.early_stop;
+    let mut observer = TraceObserver { rows: Vec::new() };
+    let started = Instant::now();
+    let (_stop_tx, stop_rx) = watch::channel(false);
+    let outcome = Runner::new(&engine, &spec, &mut observer)?
+        .run(stop_rx)
+        .await?;
+    Ok(RunResult {
+        site: site.name.clone(),
+        strategy: config.strategy,
+        seed: config.seed,
+        trace: observer.rows,
+        counters: outcome.counters,
+        stats: outcome.stats,
+        wall: started.elapsed(),
+    })
+}
+
+/// Keep names usable as job names and file names.
+pub fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}

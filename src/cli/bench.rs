@@ -1,0 +1,462 @@
+//! `forager bench`, `forager demo` and the hidden `forager serve-site`.
+
+use crate::bench::directory::DirectorySite;
+use crate::bench::report::{self, RunFigures};
+use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
+use crate::bench::server::{Site, SiteServer};
+use crate::bench::synthetic::{Preset, SyntheticSite};
+use crate::strategy::StrategyKind;
+use anyhow::{bail, Context};
+use clap::Args;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense) or
+    /// `dir:NAME=ROOT[:START_PAGE]`; repeatable (default: synthetic:small).
+    #[arg(long = "site")]
+    sites: Vec<String>,
+    /// A file of `NAME ROOT START_PAGE` lines, as printed by shared/corpora/get-corpora.sh.
+    #[arg(long)]
+    corpora: Option<PathBuf>,
+    /// Strategies to compare.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "sb,focused,bfs,dfs,random"
+    )]
+    strategies: Vec<String>,
+    /// Runs (seeds 1..=N) per randomised strategy; bfs and dfs run once.
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+    /// Where traces (CSV), tables (Markdown) and plots (SVG) go.
+    #[arg(long, default_value = "bench-out")]
+    out: PathBuf,
+    /// Request budget per run (0: until the frontier is empty).
+    #[arg(long, default_value_t = 0)]
+    max_requests: u64,
+    /// Let runs stop early (off: every run goes to the end, to draw whole curves).
+    #[arg(long)]
+    early_stop: bool,
+    /// CPU mode: serve the first site from a child process, crawl it once with the
+    /// first strategy, report pages/s, CPU per page and per MiB of HTML, peak RSS.
+    #[arg(long)]
+    cpu: bool,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The site, as for `bench --site`.
+    site: String,
+}
+
+fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
+    if let Some(rest) = spec.strip_prefix("synthetic:") {
+        let mut parts = rest.split(':');
+        let name = parts.next().unwrap_or("");
+        let preset = Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .with_context(|| {
+                format!(
+                    "unknown synthetic preset {name:?} (small, medium, large, deep, sparse, dense)"
+                )
+            })?;
+        let seed: u64 = match parts.next() {
+            Some(s) => s.parse().with_context(|| format!("bad seed in {spec:?}"))?,
+            None => 1,
+        };
+        let site = SyntheticSite::preset(preset, seed)?;
+        let start_path = site.start_path().to_string();
+        return Ok(BenchSite {
+            name: format!("synthetic-{name}"),
+            host: format!("{name}.synthetic.test"),
+            site: Arc::new(site),
+            start_path,
+            targets: BenchSite::statistics_targets(),
+        });
+    }
+    if let Some(rest) = spec.strip_prefix("dir:") {
+        let (name, path) = rest
+            .split_once('=')
+            .with_context(|| format!("expected dir:NAME=ROOT[:START], found {spec:?}"))?;
+        let (root, start) = match path.rsplit_once(':') {
+            Some((r, s)) if !s.contains('/') || s.ends_with(".html") => (r, s),
+            _ => (path, "index.html"),
+        };
+        return corpus_site(name, Path::new(root), start);
+    }
+    bail!("unknown site {spec:?}: expected synthetic:PRESET[:SEED] or dir:NAME=ROOT[:START]")
+}
+
+fn corpus_site(name: &str, root: &Path, start: &str) -> anyhow::Result<BenchSite> {
+    anyhow::ensure!(
+        root.is_dir(),
+        "site root {} is not a folder",
+        root.display()
+    );
+    Ok(BenchSite {
+        name: name.to_string(),
+        host: format!("{}.corpus.test", sanitize(name)),
+        site: Arc::new(DirectorySite::new(root)?),
+        start_path: format!("/{}", start.trim_start_matches('/')),
+        targets: BenchSite::corpus_targets(),
+    })
+}
+
+fn parse_corpora(path: &Path) -> anyhow::Result<Vec<BenchSite>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut sites = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [] => continue,
+            [name, root, start] => sites.push(corpus_site(name, Path::new(root), start)?),
+            _ => bail!(
+                "{}:{}: expected NAME ROOT START_PAGE",
+                path.display(),
+                i + 1
+            ),
+        }
+    }
+    Ok(sites)
+}
+
+fn strategies(names: &[String]) -> anyhow::Result<Vec<StrategyKind>> {
+    names
+        .iter()
+        .map(|n| StrategyKind::parse(n.trim()).with_context(|| format!("unknown strategy {n:?}")))
+        .collect()
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let mut sites: Vec<BenchSite> = args
+        .sites
+        .iter()
+        .map(|s| parse_site(s))
+        .collect::<Result<_, _>>()?;
+    if let Some(c) = &args.corpora {
+        sites.extend(parse_corpora(c)?);
+    }
+    if sites.is_empty() {
+        sites.push(parse_site("synthetic:small")?);
+    }
+    let kinds = strategies(&args.strategies)?;
+    if args.cpu {
+        return cpu_mode(
+            &args,
+            &sites[0],
+            kinds.first().copied().unwrap_or(StrategyKind::Sb),
+        );
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let state_root = args.out.join("state");
+    let rt = runtime()?;
+    let mut markdown = String::new();
+    for site in &sites {
+        let table = rt.block_on(bench_site(site, &kinds, &args, &state_root))?;
+        println!("{table}");
+        markdown.push_str(&table);
+        markdown.push('\n');
+    }
+    let summary = args.out.join("summary.md");
+    std::fs::write(&summary, &markdown)
+        .with_context(|| format!("writing {}", summary.display()))?;
+    let _ = std::fs::remove_dir_all(&state_root);
+    eprintln!(
+        "tables: {}; traces and plots in {}",
+        summary.display(),
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn bench_site(
+    site: &BenchSite,
+    kinds: &[StrategyKind],
+    args: &BenchArgs,
+    state_root: &Path,
+) -> anyhow::Result<String> {
+    let server = SiteServer::start(vec![(site.host.clone(), site.site.clone())]).await?;
+    let truth = {
+        let site = site.clone();
+        let port = server.port();
+        tokio::task::spawn_blocking(move || site.ground_truth(port)).await??
+    };
+    eprintln!(
+        "{}: {} pages, {} targets reachable",
+        site.name,
+        truth.pages,
+        truth.targets.len()
+    );
+    let mut summaries = Vec::new();
+    let mut first_runs: Vec<RunResult> = Vec::new();
+    for &kind in kinds {
+        let seeds = match kind {
+            StrategyKind::Bfs | StrategyKind::Dfs => 1,
+            _ => args.seeds.max(1),
+        };
+        let mut figs: Vec<RunFigures> = Vec::new();
+        for seed in 1..=seeds {
+            let config = RunConfig {
+                strategy: kind,
+                seed,
+                max_requests: args.max_requests,
+                early_stop: args.early_stop,
+            };
+            let run = run_once(server.addr(), site, config, state_root).await?;
+            let f = report::figures(&run, &truth);
+            eprintln!(
+                "  {:<8} seed {seed}: {} requests, {} targets, req@90 {} ({:.1} s)",
+                kind.name(),
+                run.counters.requests,
+                run.counters.targets,
+                f.req_at[2].map_or("—".into(), |v| format!("{v:.1} %")),
+                run.wall.as_secs_f64()
+            );
+            let csv = args.out.join(format!(
+                "{}-{}-{seed}.csv",
+                sanitize(&site.name),
+                kind.name()
+            ));
+            report::write_trace_csv(&csv, &run.trace)?;
+            figs.push(f);
+            if seed == 1 {
+                first_runs.push(run);
+            }
+        }
+        summaries.push(report::summarise(kind, &figs));
+    }
+    let plot = args.out.join(format!("{}.svg", sanitize(&site.name)));
+    let refs: Vec<&RunResult> = first_runs.iter().collect();
+    report::write_plot(&plot, &site.name, &truth, &refs)?;
+    let _ = server.shutdown().await;
+    Ok(report::markdown_table(&site.name, &truth, &summaries))
+}
+
+/// Peak resident set size of this process, from /proc (Linux).
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// User + system CPU time of this process.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn cpu_mode(
+    args: &BenchArgs,
+    site_arg: &BenchSite,
+    kind: StrategyKind,
+) -> anyhow::Result<ExitCode> {
+    let spec = args
+        .sites
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "synthetic:small".to_string());
+    // The site runs in a child process so that this process's CPU time is the crawler's alone.
+    let exe = std::env::current_exe().context("locating the forager binary")?;
+    let mut child = std::process::Command::new(exe)
+        .args(["serve-site", &spec])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("starting the site server process")?;
+    let stdout = child.stdout.take().context("site server stdout")?;
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .context("reading the site server's address")?;
+    let addr: std::net::SocketAddr = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|a| a.parse().ok())
+        .with_context(|| format!("unexpected site server greeting {line:?}"))?;
+    std::fs::create_dir_all(&args.out)?;
+    let state_root = args.out.join("state-cpu");
+    let rt = runtime()?;
+    let cpu_before = cpu_time();
+    let started = Instant::now();
+    let run = rt.block_on(run_once(
+        addr,
+        site_arg,
+        RunConfig {
+            strategy: kind,
+            seed: 1,
+            max_requests: args.max_requests,
+            early_stop: args.early_stop,
+        },
+        &state_root,
+    ));
+    let wall = started.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_before);
+    if let Some(stdin) = child.stdin.as_mut() {
+        let _ = stdin.write_all(b"stop\n");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let run = run?;
+    let db_size = std::fs::metadata(
+        state_root
+            .join(format!("{}-{}-1", sanitize(&site_arg.name), kind.name()))
+            .join("forager.redb"),
+    )
+    .map(|m| m.len())
+    .unwrap_or(0);
+    let c = &run.counters;
+    let html_mib = (c.bytes - c.target_bytes) as f64 / (1 << 20) as f64;
+    println!("site            {}", site_arg.name);
+    println!("strategy        {}", kind.name());
+    println!(
+        "requests        {} ({} pages, {} targets)",
+        c.requests, c.pages, c.targets
+    );
+    println!("wall time       {:.1} s", wall.as_secs_f64());
+    println!(
+        "pages/s         {:.0}",
+        c.pages as f64 / wall.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "CPU             {:.2} s (user + sys, crawler process only)",
+        cpu.as_secs_f64()
+    );
+    println!(
+        "CPU per page    {:.3} ms",
+        cpu.as_secs_f64() * 1000.0 / c.pages.max(1) as f64
+    );
+    println!("HTML            {html_mib:.1} MiB");
+    println!(
+        "CPU per MiB     {:.2} ms of HTML",
+        cpu.as_secs_f64() * 1000.0 / html_mib.max(1e-9)
+    );
+    if let Some(rss) = peak_rss_bytes() {
+        println!("peak RSS        {:.1} MiB", rss as f64 / (1 << 20) as f64);
+    }
+    println!(
+        "state database  {:.1} MiB",
+        db_size as f64 / (1 << 20) as f64
+    );
+    let _ = std::fs::remove_dir_all(&state_root);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serve one site on 127.0.0.1 until stdin closes (the child of `bench --cpu`).
+pub fn serve_site(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let site = parse_site(&args.site)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let sites: Vec<(String, Arc<dyn Site>)> = vec![(site.host.clone(), site.site.clone())];
+        let server = SiteServer::start(sites).await?;
+        println!("listening {}", server.addr());
+        std::io::stdout().flush()?;
+        // Wait for the parent to close stdin (or say stop).
+        tokio::task::spawn_blocking(|| {
+            let mut s = String::new();
+            let _ = std::io::stdin().read_line(&mut s);
+        })
+        .await?;
+        let _ = server.shutdown().await;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `forager demo`: a synthetic site crawled by sb and bfs, side by side.
+pub fn demo() -> anyhow::Result<ExitCode> {
+    let site = parse_site("synthetic:small")?;
+    let rt = runtime()?;
+    let tmp = std::env::temp_dir().join(format!("forager-demo-{}", std::process::id()));
+    let result = rt.block_on(async {
+        let server = SiteServer::start(vec![(site.host.clone(), site.site.clone())]).await?;
+        let truth = {
+            let site = site.clone();
+            let port = server.port();
+            tokio::task::spawn_blocking(move || site.ground_truth(port)).await??
+        };
+        println!(
+            "Serving a synthetic website on http://{}:{}/ ({} pages, {} data files).",
+            site.host,
+            server.port(),
+            truth.pages,
+            truth.targets.len()
+        );
+        let mut runs = Vec::new();
+        for kind in [StrategyKind::Sb, StrategyKind::Bfs] {
+            println!("Crawling it with {} …", kind.name());
+            let config = RunConfig {
+                strategy: kind,
+                seed: 1,
+                max_requests: 0,
+                early_stop: false,
+            };
+            let run = run_once(server.addr(), &site, config, &tmp).await?;
+            runs.push((report::figures(&run, &truth), run));
+        }
+        let _ = server.shutdown().await;
+        anyhow::Ok((truth, runs))
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
+    let (truth, runs) = result?;
+    println!();
+    println!("{:<44} {:>12} {:>12}", "", "sb", "bfs");
+    let row = |label: &str, f: &dyn Fn(&RunFigures, &RunResult) -> String| {
+        println!(
+            "{:<44} {:>12} {:>12}",
+            label,
+            f(&runs[0].0, &runs[0].1),
+            f(&runs[1].0, &runs[1].1)
+        );
+    };
+    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.1} %"));
+    row("requests (GET + HEAD)", &|_, r| {
+        r.counters.requests.to_string()
+    });
+    row("  of which HEAD", &|_, r| r.counters.heads.to_string());
+    row("pages fetched", &|_, r| r.counters.pages.to_string());
+    row("targets harvested", &|_, r| {
+        format!("{}/{}", r.counters.targets, truth.targets.len())
+    });
+    row("requests for 50 % of targets (% of site)", &|f, _| {
+        pct(f.req_at[0])
+    });
+    row("requests for 90 % of targets (% of site)", &|f, _| {
+        pct(f.req_at[2])
+    });
+    row("classifier online accuracy", &|f, _| {
+        pct(f.accuracy.map(|a| a * 100.0))
+    });
+    row("link groups (actions)", &|_, r| r.stats.actions.to_string());
+    if let (Some(sb), Some(bfs)) = (runs[0].0.req_at[2], runs[1].0.req_at[2]) {
+        println!();
+        println!(
+            "sb needed {:.2}× the requests of bfs to reach 90 % of the targets.",
+            sb / bfs
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

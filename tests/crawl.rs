@@ -1,0 +1,180 @@
+//! End to end: `forager crawl` (the real binary) against the loopback fixture
+//! site; every assertion is made on the server's own request log or on the
+//! files the crawl wrote.
+
+use forager::bench::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager::bench::server::{min_start_gap, RequestRecord, SiteServer};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Output;
+
+fn job_file(dir: &Path, name: &str, strategy: &str, port: u16) -> std::path::PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    let text = format!(
+        r#"name = "{name}"
+seeds = ["http://{FIXTURE_HOST}:{port}/"]
+strategy = "{strategy}"
+seed = 7
+
+[politeness]
+delay = "20ms"
+robots = true
+
+[limits]
+max_body = {FIXTURE_MAX_BODY}
+"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn crawl(job: &Path, state: &Path, port: u16) -> Output {
+    let exe = env!("CARGO_BIN_EXE_forager");
+    let resolve = |h: &str| format!("{h}=127.0.0.1:{port}");
+    tokio::process::Command::new(exe)
+        .arg("crawl")
+        .arg(job)
+        .arg("--state-dir")
+        .arg(state)
+        .arg("--allow-private")
+        .args(["--resolve", &resolve(FIXTURE_HOST)])
+        .args(["--resolve", &resolve(OUTSIDE_HOST)])
+        .arg("--no-progress")
+        .output()
+        .await
+        .unwrap()
+}
+
+fn gets_by_path(log: &[RequestRecord]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for r in log
+        .iter()
+        .filter(|r| r.host == FIXTURE_HOST && r.method == "GET")
+    {
+        *m.entry(r.path_and_query.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+async fn check_strategy(strategy: &str) {
+    let fixture = FixtureSite::new();
+    let expected = fixture.expected_targets();
+    let disallowed = fixture.disallowed_prefix();
+    let crawl_delay = fixture.crawl_delay().unwrap();
+    let server = SiteServer::start(fixture.sites()).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_file(
+        tmp.path(),
+        &format!("fixture-{strategy}"),
+        strategy,
+        server.port(),
+    );
+    let state = tmp.path().join("state");
+
+    let out = crawl(&job, &state, server.port()).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "crawl failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("frontier empty"), "{stdout}");
+    let log = server.log();
+
+    // Every allowed target fetched exactly once.
+    let gets = gets_by_path(&log);
+    for t in &expected {
+        assert_eq!(
+            gets.get(t),
+            Some(&1),
+            "{strategy}: target {t} GETs: {gets:?}"
+        );
+    }
+    // Nothing disallowed, nothing out of scope.
+    for r in &log {
+        assert_ne!(
+            r.host, OUTSIDE_HOST,
+            "{strategy}: out-of-scope request {r:?}"
+        );
+        assert!(
+            !r.path_and_query.starts_with(disallowed),
+            "{strategy}: disallowed request {r:?}"
+        );
+    }
+    // Politeness: robots.txt's Crawl-delay between two request starts.
+    let gap = min_start_gap(&log, FIXTURE_HOST).unwrap();
+    assert!(
+        gap >= crawl_delay,
+        "{strategy}: gap {gap:?} < {crawl_delay:?}"
+    );
+    // One request in flight at a time.
+    assert_eq!(server.max_in_flight(FIXTURE_HOST), 1);
+
+    // The manifest lists exactly the expected targets, and each file holds its hash.
+    let dir = state.join("targets").join(format!("fixture-{strategy}"));
+    let manifest = std::fs::read_to_string(dir.join("manifest.jsonl")).unwrap();
+    let mut paths = Vec::new();
+    for line in manifest.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let url = url::Url::parse(row["final_url"].as_str().unwrap()).unwrap();
+        let mut p = url.path().to_string();
+        if let Some(q) = url.query() {
+            p = format!("{p}?{q}");
+        }
+        let body = std::fs::read(dir.join(row["file"].as_str().unwrap())).unwrap();
+        use sha2::Digest;
+        assert_eq!(
+            hex::encode(sha2::Sha256::digest(&body)),
+            row["sha256"].as_str().unwrap()
+        );
+        assert_eq!(body.len() as u64, row["bytes"].as_u64().unwrap());
+        paths.push(p);
+    }
+    paths.sort();
+    assert_eq!(paths, expected, "{strategy}: manifest");
+
+    // Running the finished job again resumes from the store and fetches nothing new.
+    server.clear_log();
+    let again = crawl(&job, &state, server.port()).await;
+    assert!(again.status.success());
+    let refetched: Vec<_> = server
+        .log()
+        .into_iter()
+        .filter(|r| r.path_and_query != "/robots.txt")
+        .collect();
+    assert!(
+        refetched.is_empty(),
+        "{strategy}: resumed job refetched {refetched:?}"
+    );
+    let _ = server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bfs_harvests_the_fixture_exactly_once_politely() {
+    check_strategy("bfs").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sb_harvests_the_fixture_exactly_once_politely() {
+    check_strategy("sb").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_file_line_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\nseeds = [\"http://a.test/\"]\n\n[budget]\nrequests = \"many\"\n",
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"))
+        .arg("check")
+        .arg(&bad)
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("bad.toml:5: budget.requests:"), "{stdout}");
+}
