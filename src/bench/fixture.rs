@@ -13,8 +13,9 @@
 //! What a correct crawl of `http://fixture.test:PORT/` with the `statistics`
 //! preset, `max_body` = [`FIXTURE_MAX_BODY`] and robots obeyed does:
 //! fetch every path of [`FixtureSite::expected_targets`] exactly once, never
-//! request a path under [`FixtureSite::disallowed_prefix`] nor anything on
-//! [`OUTSIDE_HOST`], and keep at least the crawl delay between two requests.
+//! request a path under [`FixtureSite::disallowed_prefix`], anything on
+//! [`OUTSIDE_HOST`] nor [`FixtureSite::blocked_by_extension`], and keep at
+//! least the crawl delay between two requests.
 
 use super::server::{Body, Chunk, ChunkSource, Site, SiteRequest, SiteResponse};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -136,6 +137,13 @@ impl FixtureSite {
             .filter(|p| p.starts_with(DISALLOWED))
             .cloned()
             .collect()
+    }
+
+    /// Links a job with the default `block_ext` (multimedia extensions) never
+    /// requests. (`/media/photo` is an image too, but without an extension:
+    /// a crawler may ask for its headers and must then leave its body.)
+    pub fn blocked_by_extension(&self) -> Vec<String> {
+        vec!["/img/logo.png".to_string()]
     }
 
     /// The disallowed section: no request may start with it.
@@ -845,6 +853,11 @@ mod tests {
         );
         assert!(String::from_utf8_lossy(&bytes).ends_with("</html>\n"));
 
+        for p in site.blocked_by_extension() {
+            assert!(get(&p)
+                .content_type()
+                .is_some_and(|c| c.starts_with("image/")));
+        }
         assert_eq!(get("/go/1").location(), Some("/go/2"));
         assert_eq!(get("/nope").status, StatusCode::NOT_FOUND);
         assert_eq!(get("/data/export?id=3&format=json").status, StatusCode::OK);
