@@ -15,7 +15,7 @@
 
 use super::features::UrlFeatures;
 use super::ftrl::{FtrlConfig, FtrlModel};
-use super::hash::fingerprint64;
+use super::hash::{fingerprint64, IntHashBuilder};
 use crate::mime::Label;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -123,7 +123,8 @@ struct RememberedPrediction {
 #[derive(Clone, Debug, Default)]
 struct PredictionMemory {
     order: VecDeque<Slot>,
-    entries: HashMap<u64, Remembered>,
+    /// Keys are URL fingerprints already: no need for SipHash.
+    entries: HashMap<u64, Remembered, IntHashBuilder>,
     next_seq: u64,
 }
 

@@ -38,19 +38,28 @@ impl Default for FtrlConfig {
     }
 }
 
-/// State of one coordinate. f32 halves the memory of a large model; the
-/// arithmetic is done in f64.
+/// Stored state of one coordinate. f32 halves the memory of a large model;
+/// the arithmetic is done in f64.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Coordinate {
     z: f32,
     n: f32,
 }
 
+/// A coordinate in memory: its state and the weight derived from it, cached
+/// because a prediction reads ~100 weights and the formula costs a square
+/// root and a division each. Always recomputed from (z, n, config).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Coefficient {
+    state: Coordinate,
+    w: f32,
+}
+
 /// A binary FTRL-proximal model over hashed features.
 #[derive(Clone, Debug, Default)]
 pub struct FtrlModel {
     config: FtrlConfig,
-    coordinates: HashMap<u32, Coordinate, IntHashBuilder>,
+    coordinates: HashMap<u32, Coefficient, IntHashBuilder>,
     examples: u64,
 }
 
@@ -69,6 +78,10 @@ impl FtrlModel {
     /// Change the hyper-parameters (configuration is not stored).
     pub fn set_config(&mut self, config: FtrlConfig) {
         self.config = config;
+        let cfg = self.config;
+        for c in self.coordinates.values_mut() {
+            c.w = weight_of(&cfg, c.state);
+        }
     }
 
     /// Examples trained on.
@@ -83,26 +96,14 @@ impl FtrlModel {
 
     /// Features whose weight is not zero.
     pub fn nonzero(&self) -> usize {
-        self.coordinates
-            .values()
-            .filter(|c| f64::from(c.z).abs() > self.config.l1)
-            .count()
-    }
-
-    fn weight_of(&self, c: Coordinate) -> f64 {
-        let z = f64::from(c.z);
-        if z.abs() <= self.config.l1 {
-            return 0.0;
-        }
-        let cfg = &self.config;
-        -(z - z.signum() * cfg.l1) / ((cfg.beta + f64::from(c.n).sqrt()) / cfg.alpha + cfg.l2)
+        self.coordinates.values().filter(|c| c.w != 0.0).count()
     }
 
     /// The current weight of one feature.
     pub fn weight(&self, feature: u32) -> f64 {
         self.coordinates
             .get(&feature)
-            .map_or(0.0, |&c| self.weight_of(c))
+            .map_or(0.0, |c| f64::from(c.w))
     }
 
     /// Probability of the positive class.
@@ -121,19 +122,30 @@ impl FtrlModel {
         let g = weight * (p - y);
         let g2 = g * g;
         let alpha = self.config.alpha;
+        let cfg = self.config;
         for &f in features.ids() {
-            let c = self.coordinates.get(&f).copied().unwrap_or_default();
-            let w = self.weight_of(c);
-            let n = f64::from(c.n);
+            let c = self.coordinates.entry(f).or_default();
+            let w = f64::from(c.w);
+            let n = f64::from(c.state.n);
             let sigma = ((n + g2).sqrt() - n.sqrt()) / alpha;
-            let updated = Coordinate {
-                z: (f64::from(c.z) + g - sigma * w) as f32,
+            c.state = Coordinate {
+                z: (f64::from(c.state.z) + g - sigma * w) as f32,
                 n: (n + g2) as f32,
             };
-            self.coordinates.insert(f, updated);
+            c.w = weight_of(&cfg, c.state);
         }
         self.examples += 1;
     }
+}
+
+/// The FTRL-proximal closed form of a coordinate's weight (f32 like its state).
+fn weight_of(cfg: &FtrlConfig, c: Coordinate) -> f32 {
+    let z = f64::from(c.z);
+    if z.abs() <= cfg.l1 {
+        return 0.0;
+    }
+    let w = -(z - z.signum() * cfg.l1) / ((cfg.beta + f64::from(c.n).sqrt()) / cfg.alpha + cfg.l2);
+    w as f32
 }
 
 fn sigmoid(logit: f64) -> f64 {
@@ -157,7 +169,10 @@ impl Serialize for FtrlModel {
         let mut coordinates: Vec<StoredCoordinate> = self
             .coordinates
             .iter()
-            .map(|(&feature, &state)| StoredCoordinate { feature, state })
+            .map(|(&feature, c)| StoredCoordinate {
+                feature,
+                state: c.state,
+            })
             .collect();
         coordinates.sort_unstable_by_key(|c| c.feature);
         StoredModel {
@@ -180,13 +195,21 @@ impl<'de> Deserialize<'de> for FtrlModel {
                     c.feature
                 )));
             }
-            coordinates.insert(c.feature, c.state);
+            coordinates.insert(
+                c.feature,
+                Coefficient {
+                    state: c.state,
+                    w: 0.0,
+                },
+            );
         }
-        Ok(FtrlModel {
+        let mut model = FtrlModel {
             config: FtrlConfig::default(),
             coordinates,
             examples: stored.examples,
-        })
+        };
+        model.set_config(FtrlConfig::default());
+        Ok(model)
     }
 }
 
@@ -222,12 +245,12 @@ mod tests {
         assert_eq!(m.predict(&x), 0.5);
         m.train(&x, true, 1.0);
         // g = 0.5 - 1 = -0.5; σ = (√0.25 - 0)/0.1 = 5; z = -0.5 - 5·0 = -0.5; n = 0.25.
-        let c = m.coordinates[&7];
+        let c = m.coordinates[&7].state;
         assert_eq!((c.z, c.n), (-0.5, 0.25));
         assert_eq!(m.weight(7), 0.0, "|z| ≤ λ1 keeps the weight at zero");
         m.train(&x, true, 4.0);
         // g = 4·(0.5 - 1) = -2; σ = (√4.25 - √0.25)/0.1; w was 0: z = -2.5, n = 4.25.
-        let c = m.coordinates[&7];
+        let c = m.coordinates[&7].state;
         assert_eq!((c.z, c.n), (-2.5, 4.25));
         let expected = 1.5 / ((1.0 + 4.25f64.sqrt()) / 0.1 + 1.0);
         assert!((m.weight(7) - expected).abs() < 1e-6);
