@@ -179,7 +179,13 @@ pub fn status_line(s: &Summary) -> String {
     if s.failed > 0 {
         parts.push(format!("{} failed", s.failed));
     }
-    parts.push(format!("{:.0} req/min", s.requests_per_min.max(0.0)));
+    // Not `max(0.0)`: it can keep a -0.0, which prints as "-0".
+    let rate = if s.requests_per_min > 0.0 {
+        s.requests_per_min
+    } else {
+        0.0
+    };
+    parts.push(format!("{rate:.0} req/min"));
     if s.config_errors > 0 {
         parts.push(plural(
             s.config_errors,
@@ -196,6 +202,11 @@ mod tests {
 
     #[test]
     fn status_lines_read_well() {
+        let negative_zero = Summary {
+            requests_per_min: -0.0,
+            ..Summary::default()
+        };
+        assert_eq!(status_line(&negative_zero), "0 jobs running, 0 req/min");
         assert_eq!(
             status_line(&Summary::default()),
             "0 jobs running, 0 req/min"

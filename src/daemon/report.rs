@@ -134,7 +134,8 @@ pub fn build(table: &JobTable, info: &DaemonInfo, now: Instant) -> StatusReport 
         max_jobs: info.max_jobs,
         running: table.count(Phase::Running),
         pending: table.count(Phase::Pending),
-        request_rate_per_min: jobs.iter().map(|j| j.request_rate_per_min).sum(),
+        // A fold from +0.0: an empty float sum is -0.0, which prints as "-0".
+        request_rate_per_min: jobs.iter().fold(0.0, |sum, j| sum + j.request_rate_per_min),
         shutting_down: table.is_shutting_down(),
         daemon_config_error: info.daemon_config_error.clone(),
         restart_required: info.restart_required.clone(),
@@ -452,6 +453,19 @@ mod tests {
         let col = lines[header].find("STATE").unwrap();
         assert_eq!(&lines[header + 1][col..col + 7], "running");
         assert_eq!(&lines[header + 2][col..col + 4], "done");
+    }
+
+    #[test]
+    fn no_jobs_is_a_plain_zero_rate() {
+        let r = build(&JobTable::new(), &info(), Instant::now());
+        assert!(r.jobs.is_empty());
+        assert!(r.request_rate_per_min.is_sign_positive());
+        assert!(
+            format_status(&r).contains(" 0 req/min"),
+            "{}",
+            format_status(&r)
+        );
+        assert!(format_status(&r).contains("no jobs"));
     }
 
     #[test]

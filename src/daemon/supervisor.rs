@@ -504,8 +504,9 @@ impl Daemon {
     async fn shutdown(mut self) -> anyhow::Result<()> {
         let actions = self.shared.table().begin_shutdown();
         let stopping = actions.len();
+        let jobs = if stopping == 1 { "job" } else { "jobs" };
         self.notifier.stopping(&format!(
-            "stopping: {stopping} jobs writing their last checkpoint"
+            "stopping: {stopping} {jobs} writing a last checkpoint"
         ));
         info!(jobs = stopping, "stopping");
         self.watcher = None;
