@@ -198,7 +198,8 @@ fn parse_robot(agent: &str, body: &[u8], origin: &str) -> Option<Robot> {
     match std::panic::catch_unwind(|| Robot::new(agent, body)) {
         Ok(Ok(robot)) => Some(robot),
         Ok(Err(e)) => {
-            tracing::info!(origin, error = %e, "robots.txt unparsable, allowing all");
+            // Worth a warning: the site's rules are not obeyed.
+            tracing::warn!(origin, error = %e, "robots.txt unparsable, allowing all");
             None
         }
         Err(_) => {

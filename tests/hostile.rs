@@ -1,0 +1,929 @@
+//! Hostile inputs end to end (issue 7): the SSRF guard, hostile servers and
+//! crawler traps, each through the real engine — mostly the real `forager
+//! crawl` binary, whose exit code, log and peak RSS are checked.
+//!
+//! In every hostile case the crawl must finish normally, still harvest the
+//! site's honest targets, stay within [`harness::RSS_LIMIT_KIB`], and leave
+//! a trace of the event (a counter in the committed job record, or a log line).
+//! Cases that need short time limits run the engine in-process, because the
+//! CLI has no flag for them.
+
+#[path = "hostile/harness.rs"]
+mod harness;
+#[path = "hostile/raw.rs"]
+mod raw;
+#[path = "hostile/sites.rs"]
+mod sites;
+
+use axum::http::{header, HeaderValue, StatusCode};
+use forager::bench::{Body, Site, SiteRequest, SiteResponse, SiteServer};
+use harness::{crawl_cli, crawl_in_process, job_toml, quick_fetch, CliOptions, MAX_BODY_BYTES};
+use raw::{respond, RawServer, Step};
+use sites::{HostileSite, HONEST_TARGETS};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+const HOST: &str = "hostile.test";
+
+/// Serves `site` as `hostile.test`; returns the server and the resolve override.
+async fn serve(site: impl Site + 'static) -> (SiteServer, (String, SocketAddr)) {
+    let server = SiteServer::start(vec![(HOST.to_string(), Arc::new(site) as Arc<dyn Site>)])
+        .await
+        .expect("start site server");
+    let addr = server.addr();
+    (server, (HOST.to_string(), addr))
+}
+
+fn seed(port: u16) -> String {
+    format!("http://{HOST}:{port}/")
+}
+
+/// Paths the server answered for `host` (GET and HEAD).
+fn requested(server: &SiteServer, host: &str) -> Vec<String> {
+    server
+        .log()
+        .into_iter()
+        .filter(|r| r.host == host)
+        .map(|r| r.path_and_query)
+        .collect()
+}
+
+#[track_caller]
+fn assert_honest_targets(paths: &[String]) {
+    for t in HONEST_TARGETS {
+        assert!(
+            paths.iter().any(|p| p == t),
+            "honest target {t} missing from {paths:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- SSRF guard
+
+/// A site that records every request and answers with a page naming itself.
+struct Private;
+impl Site for Private {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        if req.path == "/robots.txt" {
+            return SiteResponse::not_found();
+        }
+        SiteResponse::html("<html><body>internal admin page</body></html>")
+    }
+}
+
+/// A raw listener on [::1] that only counts connections.
+async fn v6_listener() -> RawServer {
+    RawServer::start(
+        "[::1]:0",
+        Arc::new(|_: &str| respond("200 OK", "text/html", b"<p>v6 internal</p>")),
+    )
+    .await
+    .expect("bind [::1]")
+}
+
+/// Seeds on loopback, by IPv4 literal, by a name resolving to loopback, and by
+/// IPv4-mapped and plain IPv6 literals: all refused by default, reached with
+/// `--allow-private`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssrf_private_seeds_are_refused_unless_allowed() {
+    for robots in [true, false] {
+        let private = SiteServer::start(vec![
+            ("127.0.0.1".to_string(), Arc::new(Private) as Arc<dyn Site>),
+            ("localhost".to_string(), Arc::new(Private) as Arc<dyn Site>),
+        ])
+        .await
+        .unwrap();
+        let v6 = v6_listener().await;
+        let p = private.port();
+        let seeds = vec![
+            format!("http://127.0.0.1:{p}/v4"),
+            format!("http://localhost:{p}/name"),
+            format!("http://[::ffff:127.0.0.1]:{p}/mapped"),
+            format!("http://[::1]:{}/v6", v6.addr().port()),
+        ];
+        let job = harness::with_robots(job_toml("ssrf", &seeds, "any", ""), robots);
+        let out = crawl_cli("ssrf", job.clone(), CliOptions::default()).await;
+        out.assert_completed();
+        assert!(
+            private.log().is_empty(),
+            "private server reached: {:?}",
+            private.log()
+        );
+        assert_eq!(v6.connections(), 0, "[::1] reached");
+        out.assert_logged(&["SSRF guard refused an IP literal", "127.0.0.1"]);
+        // The URL parser writes the mapped address in hex.
+        out.assert_logged(&["SSRF guard refused an IP literal", "[::ffff:7f00:1]"]);
+        out.assert_logged(&["SSRF guard refused an IP literal", "[::1]"]);
+        out.assert_logged(&["SSRF guard refused a resolved address", "localhost"]);
+        assert_eq!(out.counters.pages, 0);
+        if robots {
+            // Refused at the robots.txt fetch: nothing else is tried.
+            assert_eq!(out.counters.robots_disallowed, 4, "{:?}", out.counters);
+        } else {
+            assert_eq!(out.counters.fetch_errors, 4, "{:?}", out.counters);
+        }
+
+        let allowed = crawl_cli(
+            "ssrf",
+            job,
+            CliOptions {
+                allow_private: true,
+                ..CliOptions::default()
+            },
+        )
+        .await;
+        allowed.assert_completed();
+        let paths: Vec<String> = private
+            .log()
+            .into_iter()
+            .map(|r| r.path_and_query)
+            .collect();
+        for path in ["/v4", "/name", "/mapped"] {
+            assert!(
+                paths.iter().any(|p| p == path),
+                "{path} not reached: {paths:?}"
+            );
+        }
+        assert!(
+            v6.connections() > 0,
+            "[::1] not reached with --allow-private"
+        );
+        // All four answered (the mapped literal's Host header names no site: 421).
+        assert_eq!(allowed.counters.requests, 4, "{:?}", allowed.counters);
+        assert_eq!(allowed.counters.fetch_errors, 0, "{:?}", allowed.counters);
+        assert_eq!(allowed.counters.pages, 3, "{:?}", allowed.counters);
+    }
+}
+
+/// A redirect from a trusted (overridden) host to private destinations: the
+/// hop is refused on the address actually connected to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssrf_redirects_to_private_addresses_are_refused() {
+    let private = SiteServer::start(vec![
+        ("127.0.0.1".to_string(), Arc::new(Private) as Arc<dyn Site>),
+        ("localhost".to_string(), Arc::new(Private) as Arc<dyn Site>),
+    ])
+    .await
+    .unwrap();
+    let v6 = v6_listener().await;
+    let p = private.port();
+    let v6_port = v6.addr().port();
+    let hops = [
+        ("/to-v4", format!("http://127.0.0.1:{p}/secret-v4")),
+        ("/to-name", format!("http://localhost:{p}/secret-name")),
+        (
+            "/to-mapped",
+            format!("http://[::ffff:127.0.0.1]:{p}/secret-mapped"),
+        ),
+        ("/to-v6", format!("http://[::1]:{v6_port}/secret-v6")),
+        ("/to-zero", format!("http://0.0.0.0:{p}/secret-zero")),
+    ];
+    let hops2 = hops.clone();
+    let site = HostileSite::new(&hops.iter().map(|h| h.0).collect::<Vec<_>>(), move |req| {
+        hops2
+            .iter()
+            .find(|h| h.0 == req.path)
+            .map(|h| SiteResponse::redirect(StatusCode::FOUND, &h.1))
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("ssrf-redirect", &[seed(server.port())], "any", "");
+    let opts = CliOptions {
+        resolve: vec![resolve],
+        ..CliOptions::default()
+    };
+    let out = crawl_cli("ssrf-redirect", job.clone(), opts.clone()).await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    assert!(
+        private.log().is_empty(),
+        "private server reached: {:?}",
+        private.log()
+    );
+    assert_eq!(v6.connections(), 0, "[::1] reached");
+    assert_honest_targets(&out.target_paths());
+    out.assert_logged(&["SSRF guard refused a resolved address", "localhost"]);
+    out.assert_logged(&["SSRF guard refused an IP literal", "0.0.0.0"]);
+    assert!(out.counters.redirects >= 5, "{:?}", out.counters);
+
+    let allowed = crawl_cli(
+        "ssrf-redirect",
+        job,
+        CliOptions {
+            allow_private: true,
+            ..opts
+        },
+    )
+    .await;
+    allowed.assert_completed();
+    let paths: Vec<String> = private
+        .log()
+        .into_iter()
+        .map(|r| r.path_and_query)
+        .collect();
+    for path in ["/secret-v4", "/secret-name", "/secret-mapped"] {
+        assert!(
+            paths.iter().any(|p| p == path),
+            "{path} not reached: {paths:?}"
+        );
+    }
+    assert!(v6.connections() > 0);
+}
+
+// ---------------------------------------------------------- hostile servers
+
+/// gzip and brotli bombs (10 GiB and 8 GiB of zeros) served as pages and as
+/// a target: read up to the body cap after decompression, never inflated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compression_bombs_are_cut_after_decompression() {
+    let site = HostileSite::new(
+        &["/gzip-bomb.html", "/br-bomb.html", "/br-bomb.csv"],
+        |req| match req.path.as_str() {
+            "/gzip-bomb.html" => Some(sites::encoded(
+                "text/html",
+                "gzip",
+                Body::stream(None, sites::GzipZeros::new(10 << 30)),
+            )),
+            "/br-bomb.html" => Some(sites::encoded(
+                "text/html",
+                "br",
+                Body::Bytes(sites::brotli_bomb()),
+            )),
+            "/br-bomb.csv" => Some(sites::encoded(
+                "text/csv",
+                "br",
+                Body::Bytes(sites::brotli_bomb()),
+            )),
+            _ => None,
+        },
+    );
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("bombs", &[seed(server.port())], "site", "");
+    let out = crawl_cli(
+        "bombs",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    assert_honest_targets(&out.target_paths());
+    assert_eq!(out.counters.truncated, 3, "{:?}", out.counters);
+    let bomb = out
+        .manifest
+        .iter()
+        .find(|r| r.final_url.ends_with("/br-bomb.csv"))
+        .expect("the bomb target is saved, cut");
+    assert!(bomb.truncated);
+    assert_eq!(bomb.bytes, MAX_BODY_BYTES);
+    // Not the whole bomb went out (about 10 MiB compressed); socket buffers take some.
+    let gz = server
+        .log()
+        .into_iter()
+        .find(|r| r.path_and_query == "/gzip-bomb.html")
+        .expect("gzip bomb requested");
+    assert!(gz.bytes < 8 << 20, "{} compressed bytes sent", gz.bytes);
+}
+
+/// Endless bodies, as a page and as a target, are cut at the body cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_bodies_are_cut() {
+    let site = HostileSite::new(&["/endless.html", "/endless.csv"], |req| {
+        match req.path.as_str() {
+            "/endless.html" => Some(
+                SiteResponse::new(StatusCode::OK)
+                    .with_header(header::CONTENT_TYPE, HeaderValue::from_static("text/html"))
+                    .with_body(Body::stream(
+                        None,
+                        sites::Endless::of("<p>more <b>spam</b></p>\n"),
+                    )),
+            ),
+            "/endless.csv" => Some(
+                SiteResponse::new(StatusCode::OK)
+                    .with_header(header::CONTENT_TYPE, HeaderValue::from_static("text/csv"))
+                    .with_body(Body::stream(None, sites::Endless::of("1,2,3\n"))),
+            ),
+            _ => None,
+        }
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("endless", &[seed(server.port())], "site", "");
+    let out = crawl_cli(
+        "endless",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    assert_honest_targets(&out.target_paths());
+    assert_eq!(out.counters.truncated, 2, "{:?}", out.counters);
+    let csv = out
+        .manifest
+        .iter()
+        .find(|r| r.final_url.ends_with("/endless.csv"))
+        .expect("endless target saved, cut");
+    assert!(csv.truncated);
+    assert_eq!(csv.bytes, MAX_BODY_BYTES);
+}
+
+/// A redirect chain of 10 000 hops and a redirect loop: at most 10 hops per
+/// link are followed, and the loop ends on the seen set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirect_chains_and_loops_end() {
+    let site = HostileSite::new(&["/chain/0", "/loop-a"], |req| {
+        if let Some(n) = req.path.strip_prefix("/chain/") {
+            let n: u32 = n.parse().ok()?;
+            let next = if n < 10_000 {
+                format!("/chain/{}", n + 1)
+            } else {
+                "/ok-1.csv".to_string()
+            };
+            return Some(SiteResponse::redirect(StatusCode::MOVED_PERMANENTLY, &next));
+        }
+        match req.path.as_str() {
+            "/loop-a" => Some(SiteResponse::redirect(StatusCode::FOUND, "/loop-b")),
+            "/loop-b" => Some(SiteResponse::redirect(StatusCode::FOUND, "/loop-a")),
+            _ => None,
+        }
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("redirects", &[seed(server.port())], "site", "");
+    let out = crawl_cli(
+        "redirects",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    assert_honest_targets(&out.target_paths());
+    let paths = requested(&server, HOST);
+    let chain = paths.iter().filter(|p| p.starts_with("/chain/")).count();
+    assert_eq!(chain, 11, "the link and its 10 hops: {paths:?}");
+    let looped = paths.iter().filter(|p| p.starts_with("/loop-")).count();
+    assert!(looped <= 3, "redirect loop followed {looped} times");
+    out.assert_logged(&["too many redirects", "/chain/0"]);
+    assert!(out.counters.redirects >= 12, "{:?}", out.counters);
+}
+
+/// Response heads of 100 KiB (over forager's 64 KiB limit) and of 3 MiB
+/// (over the HTTP parser's buffer) are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_headers_are_refused() {
+    let site = HostileSite::new(&["/big-head.html", "/huge-head.csv"], |req| {
+        match req.path.as_str() {
+            "/big-head.html" => Some(sites::with_junk_headers(
+                SiteResponse::html("<a href=\"/never-1.csv\">x</a>"),
+                100,
+                1024,
+            )),
+            "/huge-head.csv" => Some(sites::with_junk_headers(
+                SiteResponse::ok("text/csv", "never,seen\n"),
+                3000,
+                1024,
+            )),
+            _ => None,
+        }
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("headers", &[seed(server.port())], "site", "");
+    let out = crawl_cli(
+        "headers",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    assert_eq!(out.target_paths(), HONEST_TARGETS.to_vec());
+    assert_eq!(out.counters.fetch_errors, 2, "{:?}", out.counters);
+    out.assert_logged(&["request failed", "/big-head.html", "exceed the limit"]);
+    out.assert_logged(&["request failed", "/huge-head.csv", "exceed the limit"]);
+    assert!(!requested(&server, HOST).iter().any(|p| p == "/never-1.csv"));
+}
+
+/// Invalid UTF-8, NUL bytes, broken markup and a lying charset: links in the
+/// readable parts are still found, and the crawl goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_utf8_and_broken_html_are_survived() {
+    let site = HostileSite::new(&["/broken.html", "/binary.html"], |req| {
+        match req.path.as_str() {
+            "/broken.html" => {
+                let mut body: Vec<u8> = b"<html><body><div class=\"\xff\xfe\"><p>unclosed <a href=\"/\xc3\x28bad\">x</a>".to_vec();
+                body.extend_from_slice(b"<table><tr><td><a href='/found-1.csv'>ok</a><td>\x00\x00<li><a href=/found-2.csv>ok</a>");
+                body.extend_from_slice(b"<a href=\"/x\xed\xa0\x80y\"><!-- <a href=/hidden.csv> -->< /a></div></span></html></html>\xf0\x9f");
+                Some(SiteResponse::ok("text/html; charset=utf-8", body))
+            }
+            "/binary.html" => {
+                let body: Vec<u8> = (0..200_000u32)
+                    .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                    .collect();
+                Some(SiteResponse::ok("text/html; charset=utf-16", body))
+            }
+            "/found-1.csv" | "/found-2.csv" => Some(SiteResponse::ok("text/csv", req.path.clone())),
+            _ => None,
+        }
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("broken", &[seed(server.port())], "site", "");
+    let out = crawl_cli(
+        "broken",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    let targets = out.target_paths();
+    assert_honest_targets(&targets);
+    for t in ["/found-1.csv", "/found-2.csv"] {
+        assert!(targets.iter().any(|p| p == t), "{t} missing: {targets:?}");
+    }
+    assert!(
+        !targets.iter().any(|p| p == "/hidden.csv"),
+        "a link inside a comment was followed"
+    );
+    assert_eq!(out.counters.pages, 4, "{:?}", out.counters);
+}
+
+/// 100 000 links on one page: only `max_links_per_page` (10 000) are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_links_are_capped() {
+    let mut many = String::from("<html><body><a href=\"/many-first.csv\">first</a>\n");
+    for i in 0..100_000 {
+        many.push_str(&format!("<a href=\"/img/{i}.png\">{i}</a>\n"));
+    }
+    let many = bytes::Bytes::from(many);
+    let site = HostileSite::new(&["/many.html"], move |req| match req.path.as_str() {
+        "/many.html" => Some(SiteResponse::ok("text/html", many.clone())),
+        "/many-first.csv" => Some(SiteResponse::ok("text/csv", "first\n")),
+        _ => None,
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("many", &[seed(server.port())], "site", "");
+    let out = crawl_cli(
+        "many",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    assert_honest_targets(&out.target_paths());
+    assert!(out.target_paths().iter().any(|p| p == "/many-first.csv"));
+    // The cap keeps 10 000 links: the first, then 9 999 images (blocked by extension).
+    assert_eq!(out.counters.blocked, 9_999, "{:?}", out.counters);
+    assert!(!requested(&server, HOST)
+        .iter()
+        .any(|p| p.starts_with("/img/")));
+}
+
+/// Raw-server site: honest pages plus scripted misbehaviour.
+fn raw_site(
+    hostile: &'static [&'static str],
+    bad: fn(&str) -> Option<Vec<Step>>,
+) -> Arc<raw::Handler> {
+    let hostile: Vec<String> = hostile.iter().map(|s| s.to_string()).collect();
+    Arc::new(move |path: &str| {
+        if let Some(steps) = bad(path) {
+            return steps;
+        }
+        let resp = sites::honest(path, &hostile);
+        let ct = resp.content_type().unwrap_or("text/html").to_string();
+        let body = match resp.body {
+            Body::Bytes(b) => b.to_vec(),
+            _ => Vec::new(),
+        };
+        let status = format!(
+            "{} {}",
+            resp.status.as_u16(),
+            resp.status.canonical_reason().unwrap_or("")
+        );
+        respond(&status, &ct, &body)
+    })
+}
+
+/// Content-Length longer than the body, shorter than the body (with a
+/// forged response smuggled behind it), and resets in the middle of bodies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_lengths_and_resets_are_errors_not_data() {
+    fn bad(path: &str) -> Option<Vec<Step>> {
+        let body_head = |ct: &str, len: usize| {
+            raw::head(
+                "200 OK",
+                &[
+                    format!("Content-Type: {ct}"),
+                    format!("Content-Length: {len}"),
+                ],
+            )
+        };
+        Some(match path {
+            "/long-cl.csv" => {
+                let mut b = body_head("text/csv", 100_000);
+                b.extend_from_slice(b"a,b\n1,2\n");
+                vec![Step::Send(b), Step::Close]
+            }
+            "/short-cl.html" => {
+                // The declared body is 19 bytes; a forged CSV response follows it.
+                let mut b = body_head("text/html", 19);
+                b.extend_from_slice(b"<p>short page</p>\n\n");
+                b.extend_from_slice(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 9\r\n\r\nsmuggled\n",
+                );
+                vec![Step::Send(b)]
+            }
+            "/victim.html" => respond(
+                "200 OK",
+                "text/html",
+                b"<html><body><a href=\"/victim-data.csv\">v</a></body></html>",
+            ),
+            "/victim-data.csv" => respond("200 OK", "text/csv", b"victim,data\n"),
+            "/reset.html" => {
+                let mut b = body_head("text/html", 100_000);
+                b.extend_from_slice(&b"<p>partial page</p>".repeat(50));
+                vec![
+                    Step::Send(b),
+                    Step::Sleep(Duration::from_millis(20)),
+                    Step::Reset,
+                ]
+            }
+            "/reset.csv" => {
+                let mut b = body_head("text/csv", 100_000);
+                b.extend_from_slice(&b"1,2,3\n".repeat(500));
+                vec![
+                    Step::Send(b),
+                    Step::Sleep(Duration::from_millis(20)),
+                    Step::Reset,
+                ]
+            }
+            _ => return None,
+        })
+    }
+    let server = RawServer::start(
+        "127.0.0.1:0",
+        raw_site(
+            &[
+                "/long-cl.csv",
+                "/short-cl.html",
+                "/victim.html",
+                "/reset.html",
+                "/reset.csv",
+            ],
+            bad,
+        ),
+    )
+    .await
+    .unwrap();
+    let job = harness::with_robots(
+        job_toml("lengths", &[seed(server.addr().port())], "site", ""),
+        false,
+    );
+    let out = crawl_cli(
+        "lengths",
+        job,
+        CliOptions {
+            resolve: vec![(HOST.to_string(), server.addr())],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    let targets = out.target_paths();
+    assert_honest_targets(&targets);
+    assert!(
+        targets.iter().any(|p| p == "/victim-data.csv"),
+        "{targets:?}"
+    );
+    for row in &out.manifest {
+        let bytes = out.target_bytes("lengths", row);
+        assert!(
+            !bytes.starts_with(b"smuggled"),
+            "smuggled response saved as {}",
+            row.url
+        );
+        assert!(!row.final_url.contains("reset") && !row.final_url.contains("long-cl"));
+    }
+    // Cut bodies leave no partial files behind.
+    let partial = out.state.path().join("state/targets/lengths/.partial");
+    assert_eq!(std::fs::read_dir(partial).unwrap().count(), 0);
+    assert_eq!(
+        out.counters.fetch_errors, 3,
+        "{:?}\n{}",
+        out.counters, out.stderr
+    );
+    out.assert_logged(&["request failed", "/reset.csv"]);
+    let log = server.log();
+    assert!(log.iter().any(|p| p == "/victim.html"), "{log:?}");
+    out.assert_logged(&["request failed", "/long-cl.csv"]);
+}
+
+/// A target served as text/html, a page served as a PDF, and binary garbage
+/// as HTML: each is taken for what its header says, and nothing breaks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lying_content_types_do_not_derail_the_crawl() {
+    let site = HostileSite::new(
+        &["/data.csv", "/page-as.pdf", "/noise.html"],
+        |req| match req.path.as_str() {
+            "/data.csv" => Some(SiteResponse::ok(
+                "text/html",
+                "year,value\n2024,<a href=/in-csv.csv>3</a>\n",
+            )),
+            "/page-as.pdf" => Some(SiteResponse::ok(
+                "application/pdf",
+                "<html><body><a href=\"/behind-pdf.csv\">x</a></body></html>",
+            )),
+            "/noise.html" => Some(SiteResponse::ok(
+                "text/html",
+                (0..=255u8).cycle().take(300_000).collect::<Vec<u8>>(),
+            )),
+            "/in-csv.csv" | "/behind-pdf.csv" => {
+                Some(SiteResponse::ok("text/csv", req.path.clone()))
+            }
+            _ => None,
+        },
+    );
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("lies", &[seed(server.port())], "site", "");
+    let out = crawl_cli(
+        "lies",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    let targets = out.target_paths();
+    assert_honest_targets(&targets);
+    // The page served as a PDF is saved as a target; its links are not followed.
+    assert!(targets.iter().any(|p| p == "/page-as.pdf"), "{targets:?}");
+    assert!(
+        !targets.iter().any(|p| p == "/behind-pdf.csv"),
+        "{targets:?}"
+    );
+    // The CSV served as HTML is parsed as a page (its one link found).
+    assert!(targets.iter().any(|p| p == "/in-csv.csv"), "{targets:?}");
+    assert!(!targets.iter().any(|p| p == "/data.csv"), "{targets:?}");
+}
+
+/// A 10 MiB robots.txt is read up to 512 KiB (rules in it still apply); a
+/// binary one is ignored (everything allowed). Both are logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_and_binary_robots_txt() {
+    let big = HostileSite::new(&["/secret/a.csv"], |req| match req.path.as_str() {
+        "/robots.txt" => Some(
+            SiteResponse::new(StatusCode::OK)
+                .with_header(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"))
+                .with_body(Body::stream(
+                    Some(10 << 20),
+                    sites::Repeat::new("User-agent: *\nDisallow: /secret/\n", 10 << 20),
+                )),
+        ),
+        "/secret/a.csv" => Some(SiteResponse::ok("text/csv", "secret\n")),
+        _ => None,
+    });
+    let binary = HostileSite::new(&["/open/b.csv"], |req| match req.path.as_str() {
+        "/robots.txt" => Some(SiteResponse::ok(
+            "text/plain",
+            (0..2_000_000u32)
+                .map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8)
+                .collect::<Vec<u8>>(),
+        )),
+        "/open/b.csv" => Some(SiteResponse::ok("text/csv", "open\n")),
+        _ => None,
+    });
+    for (name, site, expect_secret) in [("big-robots", big, false), ("binary-robots", binary, true)]
+    {
+        let (server, resolve) = serve(site).await;
+        let job = job_toml(name, &[seed(server.port())], "site", "");
+        let out = crawl_cli(
+            name,
+            job,
+            CliOptions {
+                resolve: vec![resolve],
+                ..CliOptions::default()
+            },
+        )
+        .await;
+        out.assert_completed();
+        out.assert_memory_bounded();
+        assert_honest_targets(&out.target_paths());
+        let robots = server
+            .log()
+            .into_iter()
+            .find(|r| r.path_and_query == "/robots.txt")
+            .expect("robots.txt fetched");
+        assert!(robots.status == 200, "{robots:?}");
+        let paths = requested(&server, HOST);
+        if expect_secret {
+            assert!(paths.iter().any(|p| p == "/open/b.csv"), "{paths:?}");
+        } else {
+            assert!(
+                !paths.iter().any(|p| p.starts_with("/secret/")),
+                "{paths:?}"
+            );
+            assert_eq!(out.counters.robots_disallowed, 1, "{:?}", out.counters);
+            out.assert_logged(&["robots.txt", "cut at"]);
+        }
+    }
+}
+
+/// Slow servers, in-process with short time limits: a status line sent one
+/// byte at a time, a server that never answers, a body trickling forever
+/// just under the read timeout, and a body that stalls. Each costs at most
+/// its time limit, and the crawl goes on to the honest targets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_servers_time_out() {
+    fn bad(path: &str) -> Option<Vec<Step>> {
+        Some(match path {
+            "/slow-head.html" => vec![Step::Trickle(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n".to_vec(),
+                Duration::from_millis(100),
+            )],
+            "/silent.html" => vec![Step::Sleep(Duration::from_secs(30))],
+            "/trickle.csv" => {
+                let mut steps = vec![Step::Send(raw::head(
+                    "200 OK",
+                    &["Content-Type: text/csv".into(), "Content-Length: 100000".into()],
+                ))];
+                steps.push(Step::Trickle(vec![b'1'; 1000], Duration::from_millis(200)));
+                steps
+            }
+            "/stall.html" => {
+                let mut b = raw::head(
+                    "200 OK",
+                    &["Content-Type: text/html".into(), "Content-Length: 100000".into()],
+                );
+                b.extend_from_slice(b"<html><body>");
+                vec![Step::Send(b), Step::Sleep(Duration::from_secs(30))]
+            }
+            _ => return None,
+        })
+    }
+    let server = RawServer::start(
+        "127.0.0.1:0",
+        raw_site(
+            &[
+                "/slow-head.html",
+                "/silent.html",
+                "/trickle.csv",
+                "/stall.html",
+            ],
+            bad,
+        ),
+    )
+    .await
+    .unwrap();
+    let job = job_toml("slow", &[seed(server.addr().port())], "site", "");
+    let job = harness::with_robots(job, false);
+    let out = crawl_in_process(&job, quick_fetch(vec![(HOST.to_string(), server.addr())])).await;
+    out.assert_completed();
+    assert_honest_targets(&out.target_paths());
+    assert_eq!(out.counters.fetch_errors, 4, "{:?}", out.counters);
+    assert!(
+        out.elapsed < Duration::from_secs(12),
+        "slow servers held the crawl for {:?}",
+        out.elapsed
+    );
+    assert!(!out.target_paths().iter().any(|p| p == "/trickle.csv"));
+}
+
+// ------------------------------------------------------------------- traps
+
+/// The URL trap rules through the engine: too long, repeated segments,
+/// session ids (one request for all spellings), and max_depth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_traps_are_not_followed() {
+    let long = format!("/long/{}", "x".repeat(3000));
+    let home_links = [
+        long.clone(),
+        "/a/b/a/b/a/b/a/x.html".to_string(),
+        "/s.html?sid=1".into(),
+        "/s.html?SID=2".into(),
+        "/s.html;jsessionid=ABC".into(),
+        "/s.html?PHPSESSID=z&sid=3".into(),
+        "/depth/1.html".into(),
+    ];
+    let links: Vec<&str> = home_links.iter().map(String::as_str).collect();
+    let site = HostileSite::new(&links, |req| {
+        if let Some(n) = req
+            .path
+            .strip_prefix("/depth/")
+            .and_then(|s| s.strip_suffix(".html"))
+        {
+            let n: u32 = n.parse().ok()?;
+            return Some(SiteResponse::html(format!(
+                "<a href=\"/depth/{}.html\">deeper</a>",
+                n + 1
+            )));
+        }
+        if req.path.starts_with("/a/") || req.path.starts_with("/long/") {
+            return Some(SiteResponse::html("<p>trap</p>"));
+        }
+        if req.path.starts_with("/s.html") {
+            return Some(SiteResponse::html("<p>session page</p>"));
+        }
+        None
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("traps", &[seed(server.port())], "site", "");
+    let job = job.replace("[limits]\n", "[limits]\nmax_depth = 4\n");
+    let out = crawl_cli(
+        "traps",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    assert_honest_targets(&out.target_paths());
+    let paths = requested(&server, HOST);
+    assert!(
+        !paths.iter().any(|p| p.starts_with("/long/")),
+        "long URL fetched"
+    );
+    assert!(
+        !paths.iter().any(|p| p.starts_with("/a/")),
+        "repeated segments fetched"
+    );
+    let sessions: Vec<&String> = paths.iter().filter(|p| p.starts_with("/s.html")).collect();
+    assert_eq!(sessions, vec!["/s.html"], "session ids not normalised away");
+    // Home is depth 0, so /depth/N.html is depth N: 1..=4 fetched, 5 refused.
+    let depth: Vec<&String> = paths.iter().filter(|p| p.starts_with("/depth/")).collect();
+    assert_eq!(depth.len(), 4, "{depth:?}");
+    // too long + repeated segments + the link past max_depth
+    assert_eq!(out.counters.rejected_links, 3, "{:?}", out.counters);
+}
+
+/// An infinite calendar beside a few real targets, crawled with the default
+/// strategy: the calendar (no reward, ever) is closed after the engine's cap
+/// of unrewarded pages per URL pattern, long before the request budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_infinite_calendar_does_not_eat_the_budget() {
+    let site = HostileSite::new(&["/calendar/2024/1"], |req| {
+        let rest = req.path.strip_prefix("/calendar/")?;
+        let (y, m) = rest.split_once('/')?;
+        let (y, m): (i64, i64) = (y.parse().ok()?, m.parse().ok()?);
+        let next = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+        let prev = if m == 1 { (y - 1, 12) } else { (y, m - 1) };
+        Some(SiteResponse::html(format!(
+            "<html><body><table class=\"cal\"><tr><td><a class=\"prev\" href=\"/calendar/{}/{}\">prev</a>\
+             <td><a class=\"next\" href=\"/calendar/{}/{}\">next</a></table></body></html>",
+            prev.0, prev.1, next.0, next.1
+        )))
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_toml("calendar", &[seed(server.port())], "site", "")
+        .replace("strategy = \"bfs\"", "strategy = \"sb\"")
+        .replace(
+            "requests = 5000\nearly_stop = false",
+            "requests = 2000\nearly_stop = true",
+        );
+    let out = crawl_cli(
+        "calendar",
+        job,
+        CliOptions {
+            resolve: vec![resolve],
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    assert_honest_targets(&out.target_paths());
+    let calendar = requested(&server, HOST)
+        .iter()
+        .filter(|p| p.starts_with("/calendar/"))
+        .count();
+    let cap = forager::engine::traps::DEFAULT_PATTERN_CAP as usize;
+    // The cap, plus the few links admitted before the pattern closed.
+    assert!(
+        (cap..cap + 10).contains(&calendar),
+        "the calendar took {calendar} of {} requests",
+        out.counters.requests
+    );
+    assert_eq!(out.stop, Some(forager::store::StopReason::FrontierEmpty));
+    assert!(out.counters.trap_links > 0, "{:?}", out.counters);
+}

@@ -1,0 +1,304 @@
+//! Running a crawl for a hostile-input test: either the real `forager crawl`
+//! binary (exit code, log lines, peak RSS of its process) or the engine
+//! in-process (for cases that need time limits the CLI does not expose).
+//! Both give back the job's counters and manifest as the store committed them.
+
+use forager::config::parse_job;
+use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
+use forager::fetch::FetchConfig;
+use forager::store::{JobCounters, ManifestRow, StopReason, Store};
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// Peak resident memory allowed to a crawler process in these tests. A bomb
+/// or an endless body read without a cap would need gigabytes; an idle crawl
+/// of a small site peaks near 40 MiB (a debug build), the bombs near 65 MiB.
+pub const RSS_LIMIT_KIB: u64 = 200 * 1024;
+
+/// Body cap of the test jobs (the default, 512 MiB, is far above any honest test page).
+pub const MAX_BODY_BYTES: u64 = 8 << 20;
+
+/// A job file for `seeds`: breadth-first, no politeness delay, robots on,
+/// an 8 MiB body cap, and `extra` TOML appended (whole tables only).
+pub fn job_toml(name: &str, seeds: &[String], scope: &str, extra: &str) -> String {
+    let seeds: Vec<String> = seeds.iter().map(|s| format!("{s:?}")).collect();
+    format!(
+        "name = {name:?}\nseeds = [{}]\nscope = {scope:?}\nstrategy = \"bfs\"\n\n\
+         [budget]\nrequests = 5000\nearly_stop = false\n\n\
+         [politeness]\ndelay = \"0s\"\nuser_agent = \"forager-test/1.0\"\n\n\
+         [limits]\nmax_body = {MAX_BODY_BYTES}\n\n{extra}",
+        seeds.join(", ")
+    )
+}
+
+/// How to run the binary.
+#[derive(Clone, Debug, Default)]
+pub struct CliOptions {
+    pub allow_private: bool,
+    pub resolve: Vec<(String, SocketAddr)>,
+    /// Kill the crawler after this long (the test then fails); default 40 s.
+    pub kill_after: Option<Duration>,
+}
+
+/// What a crawl left behind.
+#[derive(Debug)]
+pub struct CrawlResult {
+    /// `None` for in-process runs.
+    pub exit: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    /// VmHWM of the crawler process, KiB (0 for in-process runs).
+    pub peak_rss_kib: u64,
+    pub counters: JobCounters,
+    pub stop: Option<StopReason>,
+    pub manifest: Vec<ManifestRow>,
+    pub elapsed: Duration,
+    /// Keeps the state folder alive while the test looks at it.
+    pub state: TempDir,
+}
+
+impl CrawlResult {
+    /// The crawl ended normally: exit 0 (binary) and a stop reason recorded.
+    #[track_caller]
+    pub fn assert_completed(&self) {
+        if let Some(exit) = self.exit {
+            assert!(
+                exit.success(),
+                "crawler exited with {exit}\nstdout:\n{}\nstderr:\n{}",
+                self.stdout,
+                self.stderr
+            );
+        }
+        assert!(
+            self.stop.is_some(),
+            "the job did not finish: {:?}\nstderr:\n{}",
+            self.counters,
+            self.stderr
+        );
+    }
+
+    /// Peak RSS stayed under [`RSS_LIMIT_KIB`].
+    #[track_caller]
+    pub fn assert_memory_bounded(&self) {
+        assert!(
+            self.exit.is_some(),
+            "peak RSS is only measured for the binary"
+        );
+        assert!(self.peak_rss_kib > 0, "peak RSS was not measured");
+        assert!(
+            self.peak_rss_kib < RSS_LIMIT_KIB,
+            "crawler peak RSS {} MiB is over {} MiB",
+            self.peak_rss_kib / 1024,
+            RSS_LIMIT_KIB / 1024
+        );
+    }
+
+    /// The final URLs of the saved targets, as paths (`/ok.csv`), sorted.
+    pub fn target_paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = self
+            .manifest
+            .iter()
+            .map(|r| {
+                url::Url::parse(&r.final_url)
+                    .map(|u| u.path().to_string())
+                    .unwrap_or_else(|_| r.final_url.clone())
+            })
+            .collect();
+        paths.sort();
+        paths
+    }
+
+    /// The bytes of a saved target file.
+    pub fn target_bytes(&self, job: &str, row: &ManifestRow) -> Vec<u8> {
+        std::fs::read(
+            self.state
+                .path()
+                .join("state/targets")
+                .join(job)
+                .join(&row.file),
+        )
+        .expect("target file")
+    }
+
+    /// Whether the crawler's log has a line containing every one of `parts`.
+    pub fn logged(&self, parts: &[&str]) -> bool {
+        self.stderr
+            .lines()
+            .any(|line| parts.iter().all(|p| line.contains(p)))
+    }
+
+    #[track_caller]
+    pub fn assert_logged(&self, parts: &[&str]) {
+        assert!(
+            self.logged(parts),
+            "no log line with {parts:?}; log:\n{}",
+            self.stderr
+        );
+    }
+}
+
+/// Runs `forager crawl` on a job file and waits for it (on a blocking thread,
+/// so servers on the test's runtime keep serving).
+pub async fn crawl_cli(job_name: &str, job: String, opts: CliOptions) -> CrawlResult {
+    let job_name = job_name.to_string();
+    tokio::task::spawn_blocking(move || crawl_cli_blocking(&job_name, &job, &opts))
+        .await
+        .expect("crawler thread")
+}
+
+fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResult {
+    let state = tempfile::tempdir().expect("temp dir");
+    let job_path = state.path().join(format!("{job_name}.toml"));
+    std::fs::write(&job_path, job).expect("write job file");
+    let state_dir = state.path().join("state");
+    let out_path = state.path().join("stdout.txt");
+    let err_path = state.path().join("stderr.txt");
+
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_forager"));
+    cmd.arg("crawl")
+        .arg(&job_path)
+        .arg("--state-dir")
+        .arg(&state_dir)
+        .args(["--no-progress", "--checkpoint-interval", "1s"])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
+    if opts.allow_private {
+        cmd.arg("--allow-private");
+    }
+    for (host, addr) in &opts.resolve {
+        cmd.arg("--resolve").arg(format!("{host}={addr}"));
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("start forager");
+    let kill_after = opts.kill_after.unwrap_or(Duration::from_secs(40));
+    let mut peak_rss_kib = 0;
+    let exit = loop {
+        // VmHWM is a high-water mark: any read after the peak sees it.
+        if let Some(hwm) = vm_hwm_kib(child.id()) {
+            peak_rss_kib = peak_rss_kib.max(hwm);
+        }
+        if let Some(status) = child.try_wait().expect("wait for forager") {
+            break status;
+        }
+        if started.elapsed() > kill_after {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "forager did not finish within {kill_after:?}; stderr:\n{}",
+                read_lossy(&err_path)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = started.elapsed();
+    // Shown with --nocapture: the figures behind the bound.
+    eprintln!(
+        "{job_name}: peak RSS {} KiB, {:.2} s",
+        peak_rss_kib,
+        elapsed.as_secs_f64()
+    );
+    let (counters, stop, manifest) = load_job_state(&state_dir, job_name);
+    CrawlResult {
+        exit: Some(exit),
+        stdout: read_lossy(&out_path),
+        stderr: read_lossy(&err_path),
+        peak_rss_kib,
+        counters,
+        stop,
+        manifest,
+        elapsed,
+        state,
+    }
+}
+
+/// Runs the job in this process with a custom fetch configuration (small time limits).
+pub async fn crawl_in_process(job: &str, fetch: FetchConfig) -> CrawlResult {
+    let state = tempfile::tempdir().expect("temp dir");
+    let state_dir = state.path().join("state");
+    let spec = parse_job(job, Path::new("hostile.toml")).expect("valid test job");
+    let started = Instant::now();
+    let outcome = {
+        let engine = Engine::open(EngineConfig {
+            state_dir: state_dir.clone(),
+            fetch,
+            checkpoint_interval: Duration::from_secs(1),
+            cache_bytes: 4 << 20,
+        })
+        .expect("open engine");
+        let mut observer = NoObserver;
+        let runner = Runner::new(&engine, &spec, &mut observer).expect("prepare job");
+        let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        runner.run(stop_rx).await.expect("crawl")
+    };
+    let elapsed = started.elapsed();
+    // The engine (and so the store) is dropped: read back what it committed.
+    let (counters, stop, manifest) = load_job_state(&state_dir, &spec.name);
+    assert_eq!(
+        counters, outcome.counters,
+        "committed counters differ from the run's"
+    );
+    CrawlResult {
+        exit: None,
+        stdout: String::new(),
+        stderr: String::new(),
+        peak_rss_kib: 0,
+        counters,
+        stop,
+        manifest,
+        elapsed,
+        state,
+    }
+}
+
+/// A fetch configuration with small time limits, for slow-server tests.
+pub fn quick_fetch(resolve: Vec<(String, SocketAddr)>) -> FetchConfig {
+    FetchConfig {
+        allow_private: false,
+        resolve,
+        connect_timeout: Duration::from_millis(500),
+        read_timeout: Duration::from_millis(700),
+        total_timeout: Duration::from_secs(2),
+        ..FetchConfig::default()
+    }
+}
+
+fn load_job_state(
+    state_dir: &Path,
+    job: &str,
+) -> (JobCounters, Option<StopReason>, Vec<ManifestRow>) {
+    let store = Store::open(state_dir, 1 << 20).expect("open the crawler's store");
+    let loaded = store.load_job(job).expect("load job state");
+    let record = loaded.record.expect("the job committed a checkpoint");
+    let manifest = loaded.manifest.into_iter().map(|(_, row)| row).collect();
+    (record.counters, record.stop, manifest)
+}
+
+/// `VmHWM` of a live process, KiB.
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn read_lossy(path: &Path) -> String {
+    let mut bytes = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = f.read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The job with `[politeness] robots` set.
+pub fn with_robots(job: String, robots: bool) -> String {
+    job.replacen(
+        "[politeness]\n",
+        &format!("[politeness]\nrobots = {robots}\n"),
+        1,
+    )
+}
