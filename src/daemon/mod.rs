@@ -95,6 +95,23 @@ impl Shared {
         self.info.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The numbers of the STATUS= line, without building a whole report.
+    pub(crate) fn summary(&self) -> notify::Summary {
+        use jobs::Phase;
+        let table = self.table();
+        let now = Instant::now();
+        notify::Summary {
+            running: table.count(Phase::Running),
+            pending: table.count(Phase::Pending),
+            done: table.count(Phase::Done),
+            failed: table.count(Phase::Failed),
+            requests_per_min: table
+                .jobs()
+                .fold(0.0, |sum, e| sum + e.live.lock().rate.per_minute(now)),
+            config_errors: table.file_errors().count(),
+        }
+    }
+
     /// A snapshot of everything, for `/status` and `/metrics`.
     pub fn report(&self) -> StatusReport {
         let info = self.info().clone();
@@ -142,4 +159,68 @@ pub fn main(config_path: &std::path::Path) -> anyhow::Result<()> {
     // A blocking task stuck in a syscall must not hold the exit hostage.
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jobs::{Parsed, RunReport, ScannedFile};
+    use super::*;
+    use crate::config::{ConfigError, JobSpec};
+    use crate::store::StopReason;
+    use std::time::SystemTime;
+
+    #[test]
+    fn the_status_summary_counts_states_and_bad_files() {
+        let spec = |name: &str| {
+            Parsed::Valid(JobSpec::new(
+                name,
+                vec![url::Url::parse("http://a.test/").unwrap()],
+            ))
+        };
+        let mut table = JobTable::new();
+        table.reconcile(vec![
+            ScannedFile {
+                path: "j/a.toml".into(),
+                parsed: spec("a"),
+            },
+            ScannedFile {
+                path: "j/b.toml".into(),
+                parsed: spec("b"),
+            },
+            ScannedFile {
+                path: "j/c.toml".into(),
+                parsed: spec("c"),
+            },
+            ScannedFile {
+                path: "j/x.toml".into(),
+                parsed: Parsed::Invalid {
+                    error: ConfigError::new(std::path::Path::new("j/x.toml"), Some(1), "", "bad"),
+                    name: None,
+                },
+            },
+        ]);
+        table.report("a", 1, RunReport::Started);
+        table.report("b", 1, RunReport::Finished(Ok(Some(StopReason::EarlyStop))));
+        table
+            .get("a")
+            .unwrap()
+            .live
+            .lock()
+            .rate
+            .record(Instant::now());
+        let info = DaemonInfo {
+            started_at: SystemTime::now(),
+            started: Instant::now(),
+            jobs_dir: "j".into(),
+            max_jobs: 1,
+            daemon_config_error: None,
+            restart_required: vec![],
+            jobs_dir_error: None,
+        };
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let s = Shared::new(table, info, tx).summary();
+        assert_eq!((s.running, s.pending, s.done, s.failed), (1, 1, 1, 0));
+        assert_eq!(s.config_errors, 1);
+        assert!(s.requests_per_min > 0.0);
+    }
 }

@@ -6,9 +6,9 @@
 //! on itself; the admin API only reads it (a purge is a message to this loop).
 
 use super::admin::{self, Command, PurgeOutcome};
-use super::jobs::{Action, JobTable, Phase, PurgeRefused, RunReport};
+use super::jobs::{Action, JobTable, PurgeRefused, RunReport};
 use super::live::LiveJob;
-use super::notify::{self, Heartbeat, Notifier, Summary};
+use super::notify::{self, Heartbeat, Notifier};
 use super::report::DaemonInfo;
 use super::scan::Scanner;
 use super::signals::{self, SignalEvent};
@@ -481,23 +481,7 @@ impl Daemon {
     }
 
     fn status_line(&self) -> String {
-        let report = self.shared.report();
-        notify::status_line(&Summary {
-            running: report.running,
-            pending: report.pending,
-            done: report
-                .jobs
-                .iter()
-                .filter(|j| j.state == Phase::Done)
-                .count(),
-            failed: report
-                .jobs
-                .iter()
-                .filter(|j| j.state == Phase::Failed)
-                .count(),
-            requests_per_min: report.request_rate_per_min,
-            config_errors: report.config_errors.len(),
-        })
+        notify::status_line(&self.shared.summary())
     }
 
     /// Stop every runner (each checkpoints), stop the API, close the store.

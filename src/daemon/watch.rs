@@ -189,7 +189,7 @@ async fn run(
     mut raw: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
     tx: mpsc::UnboundedSender<Trigger>,
 ) {
-    let polling = watcher.is_none();
+    let mut polling = watcher.is_none();
     if polling {
         info!(dir = %settings.dir.display(), every = ?settings.poll_interval, "polling the jobs folder");
     } else {
@@ -217,7 +217,7 @@ async fn run(
                         Relevance::Changed => debouncer.push(Instant::now(), false),
                         Relevance::Rescan => debouncer.push(Instant::now(), true),
                         Relevance::FolderGone => {
-                            warn!(dir = %settings.dir.display(), "the jobs folder was removed or moved; jobs keep running until it is back");
+                            warn!(dir = %settings.dir.display(), "the jobs folder was removed or moved; jobs keep running as they are until it is back");
                             folder_lost = true;
                             debouncer.push(Instant::now(), true);
                         }
@@ -226,23 +226,26 @@ async fn run(
                         warn!(error = %e, "file notification error; rescanning the jobs folder");
                         debouncer.push(Instant::now(), true);
                     }
-                    // The notify thread is gone: only the safety net is left.
+                    // The notify thread is gone: poll instead.
                     None => {
-                        warn!("file notifications stopped; relying on the periodic rescan");
+                        warn!("file notifications stopped; polling the jobs folder instead");
                         watcher = None;
-                        folder_lost = true;
+                        polling = true;
                     }
                 }
                 None
             }
             _ = sleep_until(deadline), if deadline.is_some() => debouncer.take(Instant::now()),
-            _ = poll.tick(), if polling => Some(Trigger { full: false }),
-            _ = safety.tick() => {
+            // Also while the folder is gone: try to watch it again every poll interval.
+            _ = poll.tick(), if polling || folder_lost => {
                 if folder_lost && !polling {
                     folder_lost = !rewatch(&mut watcher, &settings.dir);
+                    Some(Trigger { full: true })
+                } else {
+                    Some(Trigger { full: false })
                 }
-                Some(Trigger { full: true })
             }
+            _ = safety.tick() => Some(Trigger { full: true }),
         };
         if let Some(t) = trigger {
             debug!(full = t.full, "jobs folder rescan");
@@ -427,6 +430,36 @@ mod tests {
             next(&mut rx, Duration::from_secs(5)).await,
             Some(Trigger { full: false })
         );
+    }
+
+    #[tokio::test]
+    async fn a_folder_removed_and_recreated_is_watched_again() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("jobs.d");
+        std::fs::create_dir(&dir).unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut settings = WatchSettings::new(&dir, WatchMode::Notify, ms(100));
+        settings.debounce = ms(50);
+        let _w = spawn(settings, tx);
+        tokio::time::sleep(ms(50)).await;
+        std::fs::remove_dir(&dir).unwrap();
+        assert_eq!(
+            next(&mut rx, Duration::from_secs(5)).await,
+            Some(Trigger { full: true })
+        );
+        std::fs::create_dir(&dir).unwrap();
+        // Re-armed on a poll tick; then an edit is seen again.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            std::fs::write(dir.join("a.toml"), "name = \"a\"").unwrap();
+            if next(&mut rx, ms(300)).await == Some(Trigger { full: false }) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "edits in the recreated folder never seen"
+            );
+        }
     }
 
     #[tokio::test]
