@@ -132,9 +132,41 @@ fn print_explain(
 }
 
 pub fn purge(args: PurgeArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(args.state_dir, args.config.as_deref())?;
-    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-    runtime.block_on(store.purge(&args.job))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match open_store(args.state_dir, args.config.as_deref()) {
+        Ok(store) => runtime.block_on(store.purge(&args.job))?,
+        // A running daemon holds the database: ask it instead.
+        Err(local) => {
+            let admin = crate::daemon::admin_address(args.config.as_deref())?;
+            runtime
+                .block_on(crate::daemon::purge_via(admin, &args.job))
+                .with_context(|| format!("{local:#}; and the daemon at {admin} did not purge"))?;
+        }
+    }
     println!("purged stored state of job {}", args.job);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `forager status`: the daemon's jobs as a table (or JSON).
+pub fn status(
+    admin: Option<std::net::SocketAddr>,
+    config: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let admin = match admin {
+        Some(a) => a,
+        None => crate::daemon::admin_address(config)?,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(crate::daemon::status(admin))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        crate::daemon::print_status(&report);
+    }
     Ok(ExitCode::SUCCESS)
 }

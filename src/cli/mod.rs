@@ -46,6 +46,24 @@ enum Command {
     Explain(inspect::ExplainArgs),
     /// Delete everything stored for a job (frontier, learned state, manifest rows; target files stay).
     Purge(inspect::PurgeArgs),
+    /// Run the harvesting service: watch the jobs folder, run jobs, serve the admin API.
+    Daemon {
+        /// The daemon config (see config/forager.toml).
+        #[arg(long, default_value = crate::daemon::INSTALLED_CONFIG)]
+        config: PathBuf,
+    },
+    /// Show the running daemon's jobs (from its admin API).
+    Status {
+        /// Admin API address (default: the config's admin_listen).
+        #[arg(long)]
+        admin: Option<std::net::SocketAddr>,
+        /// The daemon config to read admin_listen from.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure harvest efficiency on loopback sites: strategies × sites × seeds.
     Bench(bench::BenchArgs),
     /// Serve a synthetic site on loopback and crawl it with sb and bfs, side by side.
@@ -58,12 +76,25 @@ enum Command {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log.as_deref(), cli.log_json);
+    let json = cli.log_json || daemon_wants_json(&cli.command);
+    // A service logs what it does; a foreground command shows a progress bar and warnings.
+    let default_level = if matches!(cli.command, Command::Daemon { .. }) {
+        "info"
+    } else {
+        "warn"
+    };
+    init_logging(cli.log.as_deref(), default_level, json);
     let result = match cli.command {
         Command::Crawl(args) => crawl::run(args),
         Command::Check { files, daemon } => inspect::check(&files, daemon),
         Command::Explain(args) => inspect::explain(args),
         Command::Purge(args) => inspect::purge(args),
+        Command::Daemon { config } => crate::daemon::main(&config).map(|()| ExitCode::SUCCESS),
+        Command::Status {
+            admin,
+            config,
+            json,
+        } => inspect::status(admin, config.as_deref(), json),
         Command::Bench(args) => bench::bench(args),
         Command::Demo => bench::demo(),
         Command::ServeSite(args) => bench::serve_site(args),
@@ -77,11 +108,20 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_logging(filter: Option<&str>, json: bool) {
+/// The daemon's config may ask for JSON logs (`log_format = "json"`).
+fn daemon_wants_json(command: &Command) -> bool {
+    match command {
+        Command::Daemon { config } => crate::config::load_daemon(config)
+            .is_ok_and(|c| c.log_format == crate::config::LogFormat::Json),
+        _ => false,
+    }
+}
+
+fn init_logging(filter: Option<&str>, default_level: &str, json: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = match filter {
         Some(f) => EnvFilter::new(f),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
