@@ -2,20 +2,25 @@
 //!
 //! A tag path joins the action whose centroid is nearest by cosine similarity
 //! when that similarity is at least θ (0.75), otherwise it founds a new action.
-//! The centroid is the running mean of the vectors of the action's links.
+//! The centroid is the running mean of the action's member tag paths (the
+//! paper's "mean of all projected tag paths"): each distinct path counts once,
+//! a path seen again adds a link to its action without moving the centroid.
+//! (The authors' code re-adds the vector for every link; that only pulls the
+//! centroid towards the most repeated path, such as a menu on every page, and
+//! would cost a centroid update per link.)
 //!
 //! The search is exact, not approximate (the paper used HNSW): exact search
 //! gives the same answer however the index was built, so a job restored from a
 //! checkpoint makes exactly the decisions an uninterrupted one would — an HNSW
 //! graph rebuilt after a restart would not. It stays fast with:
-//! - a memo tag-path string → action: identical paths give identical vectors,
-//!   and most links of a page repeat paths already seen (a memo hit costs one
-//!   hash lookup and a centroid update of ~10 coordinates);
-//! - an inverted index bucket → actions over the sparse centroids, searched
-//!   with prefix filtering: the query's buckets with the longest posting lists
-//!   (`[SOS]/html`, `html/body`, shared by every action) are left out of the
-//!   candidate generation as long as an upper bound of what they can contribute
-//!   to the cosine stays below θ, so only actions sharing a rarer bucket are scored.
+//! - a memo tag-path string → action: a path seen before costs one hash lookup;
+//! - an inverted index bucket → (action, centroid value) over the sparse
+//!   centroids, searched with prefix filtering: the query's buckets with the
+//!   longest posting lists (`[SOS]/html`, `html/body`, shared by every action)
+//!   are left out as long as a bound of what they can add to the cosine (the
+//!   "suffix bound") stays below θ. The other lists accumulate partial dot
+//!   products; only candidates whose partial cosine plus the suffix bound can
+//!   still beat θ and the best so far are verified exactly.
 //!
 //! Centroids are kept as sums (cosine similarity does not see the 1/n factor).
 
@@ -68,6 +73,9 @@ pub struct Nearest {
 struct CentroidEntry {
     bucket: u16,
     sum: f64,
+    /// Position of this action in the bucket's posting list (rebuilt, not stored).
+    #[serde(skip)]
+    posting: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,7 +83,8 @@ struct Action {
     founding_path: Arc<str>,
     /// Sum of member vectors, sorted by bucket.
     centroid: Vec<CentroidEntry>,
-    /// Squared norm of `centroid`, recomputed from it on every change.
+    /// Squared norm of `centroid`, updated incrementally (and stored, so a
+    /// restored index computes bit-identical similarities).
     norm_sq: f64,
     /// Links assigned (a path seen twice counts twice).
     links: u64,
@@ -89,9 +98,17 @@ struct KnownPath {
     action: ActionId,
 }
 
-/// Below this margin under θ a bound is trusted to prune: rounding can never
-/// turn a pruned action into one at or above θ.
-const PRUNE_SLACK: f64 = 1e-9;
+/// An action's value in one bucket, as the posting list of that bucket sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Posting {
+    action: u32,
+    /// The centroid sum there, in f32: only used for bounds (see `PRUNE_SLACK`).
+    value: f32,
+}
+
+/// Bounds prune only below this margin: f32 posting values and rounding can
+/// never turn a pruned action into one at or above the bar.
+const PRUNE_SLACK: f64 = 1e-5;
 
 /// The action index of one job.
 #[derive(Clone, Debug, Default)]
@@ -99,12 +116,11 @@ pub struct ActionIndex {
     config: ActionConfig,
     vectorizer: PathVectorizer,
     actions: Vec<Action>,
-    /// Memo in first-seen order (stored); `lookup` and `vectors` are rebuilt from it.
+    /// Memo in first-seen order (stored); `lookup` is rebuilt from it.
     known: Vec<KnownPath>,
     lookup: HashMap<Arc<str>, u32>,
-    vectors: Vec<SparseVector>,
     /// Bucket → actions whose centroid is non-zero there (never shrinks: sums only grow).
-    postings: Vec<Vec<u32>>,
+    postings: Vec<Vec<Posting>>,
     /// Bucket → upper bound of any centroid's normalised weight there.
     max_weight: Vec<f64>,
     scratch: SearchScratch,
@@ -112,11 +128,12 @@ pub struct ActionIndex {
 
 #[derive(Clone, Debug, Default)]
 struct SearchScratch {
-    /// Dense copy of the query (zero outside the query's buckets between searches).
-    query: Vec<f64>,
-    /// Action → search stamp, to score each candidate once.
+    /// Action → search stamp: `partial` is valid for this search.
     stamps: Vec<u32>,
     stamp: u32,
+    /// Action → partial dot product over the searched buckets.
+    partial: Vec<f64>,
+    candidates: Vec<u32>,
     order: Vec<QueryBucket>,
     stats: SearchStats,
 }
@@ -125,7 +142,9 @@ struct SearchScratch {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SearchStats {
     pub searches: u64,
-    /// Centroids scored (the rest were pruned).
+    /// Posting entries accumulated.
+    pub accumulated: u64,
+    /// Candidates verified exactly (the others were pruned by their bound).
     pub scored: u64,
 }
 
@@ -133,8 +152,24 @@ pub struct SearchStats {
 struct QueryBucket {
     bucket: u16,
     posting_len: usize,
+    value: f64,
     /// Normalised query weight.
     weight: f64,
+}
+
+/// Exact cosine of a query with an action's centroid (one fixed summation
+/// order, so the same inputs always give the same bits).
+fn cosine(action: &Action, vector: &SparseVector, query_norm: f64) -> f64 {
+    let mut dot = 0.0;
+    for e in vector.entries() {
+        if let Ok(i) = action
+            .centroid
+            .binary_search_by_key(&e.bucket, |c| c.bucket)
+        {
+            dot += f64::from(e.value) * action.centroid[i].sum;
+        }
+    }
+    dot / (query_norm * action.norm_sq.sqrt())
 }
 
 impl ActionIndex {
@@ -192,13 +227,10 @@ impl ActionIndex {
         self.actions.get(action.0 as usize).map_or(0, |a| a.paths)
     }
 
-    /// The action a link with this tag path belongs to, updating the centroids.
+    /// The action a link with this tag path belongs to.
     pub fn assign(&mut self, path: &str) -> Assignment {
         if let Some(&slot) = self.lookup.get(path) {
             let action = self.known[slot as usize].action;
-            let vector = std::mem::take(&mut self.vectors[slot as usize]);
-            self.add_to_centroid(action, &vector);
-            self.vectors[slot as usize] = vector;
             self.actions[action.0 as usize].links += 1;
             return Assignment {
                 action,
@@ -232,7 +264,6 @@ impl ActionIndex {
             action: assignment.action,
         });
         self.lookup.insert(path, slot);
-        self.vectors.push(vector);
         assignment
     }
 
@@ -262,14 +293,15 @@ impl ActionIndex {
         }
         let theta = self.config.threshold;
         let s = &mut self.scratch;
+        s.stats.searches += 1;
         s.order.clear();
         for e in vector.entries() {
-            let b = usize::from(e.bucket);
-            s.query[b] = f64::from(e.value);
+            let value = f64::from(e.value);
             s.order.push(QueryBucket {
                 bucket: e.bucket,
-                posting_len: self.postings[b].len(),
-                weight: f64::from(e.value) / qn,
+                posting_len: self.postings[usize::from(e.bucket)].len(),
+                value,
+                weight: value / qn,
             });
         }
         // Longest posting lists first: they are the ones worth leaving out.
@@ -278,57 +310,61 @@ impl ActionIndex {
                 .cmp(&a.posting_len)
                 .then(a.bucket.cmp(&b.bucket))
         });
-        let (mut suffix_sq, mut suffix_mw, mut split) = (0.0f64, 0.0f64, 0);
+        let (mut suffix_sq, mut suffix_mw, mut suffix_bound, mut split) = (0.0f64, 0.0f64, 0.0, 0);
         for q in &s.order {
             let sq = suffix_sq + q.weight * q.weight;
             let mw = suffix_mw + q.weight * self.max_weight[usize::from(q.bucket)];
-            // Cauchy-Schwarz (centroids are unit after normalising) and the per-bucket maxima.
-            if sq.sqrt().min(mw) < theta - PRUNE_SLACK {
-                suffix_sq = sq;
-                suffix_mw = mw;
+            // Cauchy-Schwarz (normalised centroids are unit) and the per-bucket maxima.
+            let bound = sq.sqrt().min(mw);
+            if bound < theta - PRUNE_SLACK {
+                (suffix_sq, suffix_mw, suffix_bound) = (sq, mw, bound);
                 split += 1;
             } else {
                 break;
             }
         }
-        s.stats.searches += 1;
         s.stamp = s.stamp.wrapping_add(1);
         if s.stamp == 0 {
             s.stamps.iter_mut().for_each(|x| *x = 0);
             s.stamp = 1;
         }
-        let mut best: Option<Nearest> = None;
+        // An action sharing no prefix bucket has a cosine ≤ the suffix bound < θ.
+        s.candidates.clear();
         for q in &s.order[split..] {
-            for &a in &self.postings[usize::from(q.bucket)] {
-                let seen = &mut s.stamps[a as usize];
-                if *seen == s.stamp {
-                    continue;
+            let list = &self.postings[usize::from(q.bucket)];
+            s.stats.accumulated += list.len() as u64;
+            for p in list {
+                let a = p.action as usize;
+                if s.stamps[a] != s.stamp {
+                    s.stamps[a] = s.stamp;
+                    s.partial[a] = 0.0;
+                    s.candidates.push(p.action);
                 }
-                *seen = s.stamp;
-                s.stats.scored += 1;
-                let action = &self.actions[a as usize];
-                let dot: f64 = action
-                    .centroid
-                    .iter()
-                    .map(|c| s.query[usize::from(c.bucket)] * c.sum)
-                    .sum();
-                let similarity = dot / (qn * action.norm_sq.sqrt());
-                let better = match best {
-                    None => true,
-                    Some(b) => {
-                        similarity > b.similarity || (similarity == b.similarity && a < b.action.0)
-                    }
-                };
-                if better {
-                    best = Some(Nearest {
-                        action: ActionId(a),
-                        similarity,
-                    });
-                }
+                s.partial[a] += q.value * f64::from(p.value);
             }
         }
-        for e in vector.entries() {
-            s.query[usize::from(e.bucket)] = 0.0;
+        let mut best: Option<Nearest> = None;
+        for &a in &s.candidates {
+            let action = &self.actions[a as usize];
+            let upper = s.partial[a as usize] / (qn * action.norm_sq.sqrt()) + suffix_bound;
+            let bar = best.map_or(theta, |b| b.similarity.max(theta));
+            if upper < bar - PRUNE_SLACK {
+                continue;
+            }
+            s.stats.scored += 1;
+            let similarity = cosine(action, vector, qn);
+            let better = match best {
+                None => true,
+                Some(b) => {
+                    similarity > b.similarity || (similarity == b.similarity && a < b.action.0)
+                }
+            };
+            if better {
+                best = Some(Nearest {
+                    action: ActionId(a),
+                    similarity,
+                });
+            }
         }
         best
     }
@@ -343,43 +379,53 @@ impl ActionIndex {
             paths: 1,
         });
         self.scratch.stamps.push(0);
+        self.scratch.partial.push(0.0);
         self.add_to_centroid(ActionId(id), vector);
         ActionId(id)
     }
 
     fn add_to_centroid(&mut self, action: ActionId, vector: &SparseVector) {
         let a = action.0 as usize;
-        let centroid = &mut self.actions[a].centroid;
+        let act = &mut self.actions[a];
         for e in vector.entries() {
-            match centroid.binary_search_by_key(&e.bucket, |c| c.bucket) {
-                Ok(i) => centroid[i].sum += f64::from(e.value),
+            let b = usize::from(e.bucket);
+            let value = f64::from(e.value);
+            match act.centroid.binary_search_by_key(&e.bucket, |c| c.bucket) {
+                Ok(i) => {
+                    let c = &mut act.centroid[i];
+                    let old = c.sum;
+                    c.sum += value;
+                    act.norm_sq += c.sum * c.sum - old * old;
+                    self.postings[b][c.posting as usize].value = c.sum as f32;
+                }
                 Err(i) => {
-                    centroid.insert(
+                    let posting = u32::try_from(self.postings[b].len()).unwrap_or(u32::MAX);
+                    act.centroid.insert(
                         i,
                         CentroidEntry {
                             bucket: e.bucket,
-                            sum: f64::from(e.value),
+                            sum: value,
+                            posting,
                         },
                     );
-                    self.postings[usize::from(e.bucket)].push(action.0);
+                    act.norm_sq += value * value;
+                    self.postings[b].push(Posting {
+                        action: action.0,
+                        value: value as f32,
+                    });
                 }
             }
         }
-        let norm_sq: f64 = centroid.iter().map(|c| c.sum * c.sum).sum();
-        self.actions[a].norm_sq = norm_sq;
         // Sums only grow, so the norm only grows: weights outside `vector` can only
         // fall, and the per-bucket maxima stay upper bounds by raising these alone.
-        let norm = norm_sq.sqrt();
+        let norm = act.norm_sq.sqrt();
         if norm > 0.0 {
             for e in vector.entries() {
-                let b = usize::from(e.bucket);
-                if let Ok(i) = self.actions[a]
-                    .centroid
-                    .binary_search_by_key(&e.bucket, |c| c.bucket)
-                {
-                    let w = self.actions[a].centroid[i].sum / norm;
-                    if w > self.max_weight[b] {
-                        self.max_weight[b] = w;
+                if let Ok(i) = act.centroid.binary_search_by_key(&e.bucket, |c| c.bucket) {
+                    let w = act.centroid[i].sum / norm;
+                    let m = &mut self.max_weight[usize::from(e.bucket)];
+                    if w > *m {
+                        *m = w;
                     }
                 }
             }
@@ -390,21 +436,22 @@ impl ActionIndex {
         self.postings = vec![Vec::new(); DIMENSIONS];
         self.max_weight = vec![0.0; DIMENSIONS];
         self.scratch = SearchScratch {
-            query: vec![0.0; DIMENSIONS],
             stamps: vec![0; self.actions.len()],
-            stamp: 0,
-            order: Vec::new(),
-            stats: SearchStats::default(),
+            partial: vec![0.0; self.actions.len()],
+            ..Default::default()
         };
     }
 
     /// Rebuild everything derived from the stored fields.
     fn rebuild(&mut self) -> Result<(), String> {
         self.reset_derived();
-        for (id, action) in self.actions.iter().enumerate() {
+        for (id, action) in self.actions.iter_mut().enumerate() {
+            if !(action.norm_sq.is_finite() && action.norm_sq > 0.0) {
+                return Err(format!("action {id}: invalid norm {}", action.norm_sq));
+            }
             let norm = action.norm_sq.sqrt();
             let mut previous: Option<u16> = None;
-            for c in &action.centroid {
+            for c in &mut action.centroid {
                 let b = usize::from(c.bucket);
                 if b >= DIMENSIONS || previous.is_some_and(|p| p >= c.bucket) {
                     return Err(format!(
@@ -415,28 +462,19 @@ impl ActionIndex {
                     return Err(format!("action {id}: invalid centroid value {}", c.sum));
                 }
                 previous = Some(c.bucket);
-                self.postings[b].push(id as u32);
-                if norm > 0.0 {
-                    self.max_weight[b] = self.max_weight[b].max(c.sum / norm);
-                }
+                c.posting = u32::try_from(self.postings[b].len()).unwrap_or(u32::MAX);
+                self.postings[b].push(Posting {
+                    action: id as u32,
+                    value: c.sum as f32,
+                });
+                self.max_weight[b] = self.max_weight[b].max(c.sum / norm);
             }
         }
         self.lookup = HashMap::with_capacity(self.known.len());
-        self.vectors = Vec::with_capacity(self.known.len());
         for (slot, known) in self.known.iter().enumerate() {
             if known.action.0 as usize >= self.actions.len() {
                 return Err(format!("tag path {:?} names a missing action", known.path));
             }
-            let vector = self
-                .vectorizer
-                .vectorize_known(&known.path)
-                .ok_or_else(|| {
-                    format!(
-                        "tag path {:?} uses terms missing from the vocabulary",
-                        known.path
-                    )
-                })?;
-            self.vectors.push(vector);
             if self
                 .lookup
                 .insert(known.path.clone(), slot as u32)
@@ -571,17 +609,24 @@ mod tests {
     }
 
     #[test]
-    fn centroid_is_the_running_mean_of_links() {
+    fn centroid_is_the_running_mean_of_member_paths() {
         let mut idx = ActionIndex::new(ActionConfig { threshold: 0.4 });
         idx.assign("/html/body/a");
         idx.assign("/html/body/a");
         idx.assign("/html/body/b");
         let a = &idx.actions[0];
-        // Sum of 3 vectors: [SOS]/html, html/body 3 × 0.25; body/a, a/[EOS] 2 × 0.25; body/b, b/[EOS] 0.25.
+        // Two distinct paths: [SOS]/html, html/body 2 × 0.25; the others 0.25 each.
         let mut sums: Vec<f64> = a.centroid.iter().map(|c| c.sum).collect();
         sums.sort_by(f64::total_cmp);
-        assert_eq!(sums, vec![0.25, 0.25, 0.5, 0.5, 0.75, 0.75]);
-        assert_eq!(a.links, 3);
+        assert_eq!(sums, vec![0.25, 0.25, 0.25, 0.25, 0.5, 0.5]);
+        let exact: f64 = a.centroid.iter().map(|c| c.sum * c.sum).sum();
+        assert!((a.norm_sq - exact).abs() < 1e-12, "incremental norm");
+        assert_eq!((a.links, a.paths), (3, 2));
+        // Postings mirror the centroid values.
+        for c in &a.centroid {
+            let p = idx.postings[usize::from(c.bucket)][c.posting as usize];
+            assert_eq!((p.action, p.value), (0, c.sum as f32));
+        }
     }
 
     fn arb_path() -> impl Strategy<Value = String> {

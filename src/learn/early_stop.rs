@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Windows closed by one [`EarlyStop::record`] call at most.
+const MAX_WINDOWS_PER_CALL: u64 = 1_000;
+
 /// Tuning of early stopping (all configurable per job).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EarlyStopConfig {
@@ -68,14 +71,26 @@ impl EarlyStop {
     /// targets; returns true when the job should stop. When a call spans
     /// several windows, its targets count in the first one it closes.
     pub fn record(&mut self, requests: u64, new_targets: u64) -> bool {
-        self.requests_in_window += requests;
-        self.targets_in_window += new_targets;
+        if self.stopped {
+            return self.should_stop();
+        }
+        self.requests_in_window = self.requests_in_window.saturating_add(requests);
+        self.targets_in_window = self.targets_in_window.saturating_add(new_targets);
         let k = self.config.window.max(1);
-        while self.requests_in_window >= k {
-            self.requests_in_window -= k;
-            let slope = self.targets_in_window as f64 / k as f64;
-            self.targets_in_window = 0;
+        let windows = self.requests_in_window / k;
+        self.requests_in_window %= k;
+        // Past a few hundred empty windows the average has long converged: a
+        // call spanning millions of windows must not loop millions of times.
+        for i in 0..windows.min(MAX_WINDOWS_PER_CALL) {
+            let slope = if i == 0 {
+                std::mem::take(&mut self.targets_in_window) as f64 / k as f64
+            } else {
+                0.0
+            };
             self.close_window(slope);
+            if self.stopped {
+                break;
+            }
         }
         self.should_stop()
     }
@@ -163,6 +178,9 @@ mod tests {
         // One call spanning three windows closes all three.
         e.record(30, 0);
         assert_eq!(e.windows(), 6);
+        // A huge jump is bounded work and still stops the job.
+        assert!(e.record(u64::MAX, 0));
+        assert!(e.windows() < 6 + MAX_WINDOWS_PER_CALL);
     }
 
     #[test]

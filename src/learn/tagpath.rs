@@ -193,21 +193,15 @@ impl PathVectorizer {
     pub fn vectorize_preview(&self, path: &str) -> SparseVector {
         let mut scratch = String::new();
         let mut counts = Vec::new();
-        let mut unseen: Vec<Box<str>> = Vec::new();
+        let mut unseen: HashMap<Box<str>, u32> = HashMap::new();
         let mut total = 0;
         for_each_bigram(path, &mut scratch, |gram| {
             total += 1;
             let term = match self.index.get(gram) {
                 Some(&t) => t,
                 None => {
-                    let pos = match unseen.iter().position(|u| &**u == gram) {
-                        Some(pos) => pos,
-                        None => {
-                            unseen.push(gram.into());
-                            unseen.len() - 1
-                        }
-                    };
-                    u32::try_from(self.terms.len() + pos).unwrap_or(u32::MAX)
+                    let next = u32::try_from(self.terms.len() + unseen.len()).unwrap_or(u32::MAX);
+                    *unseen.entry(gram.into()).or_insert(next)
                 }
             };
             add_count(&mut counts, term);
@@ -238,17 +232,24 @@ impl PathVectorizer {
     }
 }
 
+/// Record one occurrence; [`project`] merges repeated terms after sorting, so
+/// a hostile path with thousands of elements costs O(n log n), not O(n²).
 fn add_count(counts: &mut Vec<TermCount>, term: u32) {
-    match counts.iter_mut().find(|c| c.term == term) {
-        Some(c) => c.count += 1,
-        None => counts.push(TermCount { term, count: 1 }),
-    }
+    counts.push(TermCount { term, count: 1 });
 }
+
+/// Elements of a tag path taken into account; deeper ones are ignored, so a
+/// hostile page nesting 100 000 elements cannot grow the vocabulary without bound.
+pub const MAX_PATH_ELEMENTS: usize = 256;
 
 /// Calls `f` with each 2-gram of the token sequence of `path`.
 fn for_each_bigram(path: &str, scratch: &mut String, mut f: impl FnMut(&str)) {
     let mut previous = SOS;
-    let pieces = path.split('/').filter(|p| !p.is_empty()).chain([EOS]);
+    let pieces = path
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .take(MAX_PATH_ELEMENTS)
+        .chain([EOS]);
     for piece in pieces {
         scratch.clear();
         scratch.push_str(previous);
@@ -373,6 +374,22 @@ mod tests {
         // (2/5 + 1/5) / 2 = 0.3 in bucket 3896; 2/5 in bucket 3697.
         assert_eq!(entries(&v), vec![(3697, 0.4), (3896, 0.3)]);
         assert!(project(&[], 0).is_empty());
+    }
+
+    #[test]
+    fn deep_paths_are_cut_and_stay_cheap() {
+        let mut v = PathVectorizer::new();
+        let deep: String = (0..5000).map(|i| format!("/d{i}")).collect();
+        let x = v.vectorize(&deep);
+        // [SOS]/d0 … d254/d255, then d255/[EOS]: 257 2-grams.
+        assert_eq!(v.vocabulary_len(), MAX_PATH_ELEMENTS + 1);
+        assert!((x.entries().iter().map(|e| f64::from(e.value)).sum::<f64>() - 1.0).abs() < 1e-3);
+        // Repeated elements are merged into one term with its count.
+        let mut w = PathVectorizer::new();
+        let same: String = "/div".repeat(200);
+        let y = w.vectorize(&same);
+        assert_eq!(w.vocabulary_len(), 3);
+        assert_eq!(y.entries().len(), 3);
     }
 
     #[test]
