@@ -62,6 +62,10 @@ pub struct Runner<'a> {
     counters: JobCounters,
     early_stop: EarlyStop,
     traps: TrapGuard,
+    /// Links of the current step that are in the seen set but neither in the
+    /// frontier nor done (fetch-now links, HEADs and redirect hops under way):
+    /// if the step is cancelled they go back to the frontier, so none is lost.
+    unsettled: HashMap<u64, Link>,
     delta: JobDelta,
     /// Manifest rows in `delta`, appended to `manifest.jsonl` once committed.
     uncommitted_rows: Vec<ManifestRow>,
@@ -111,6 +115,7 @@ impl<'a> Runner<'a> {
             counters: JobCounters::default(),
             early_stop: EarlyStop::new(early_stop_config),
             traps: TrapGuard::new(DEFAULT_PATTERN_CAP),
+            unsettled: HashMap::new(),
             delta: JobDelta::new(&spec.name),
             uncommitted_rows: Vec::new(),
             out,
@@ -215,7 +220,11 @@ impl<'a> Runner<'a> {
             }
             reason = tokio::select! {
                 biased;
-                _ = stop.changed() => None,
+                // A closed channel (sender dropped) means stop too.
+                _ = stop.changed() => {
+                    self.abandon_step();
+                    break;
+                }
                 r = self.step() => r?,
             };
             if started.elapsed() > Duration::ZERO
@@ -274,9 +283,9 @@ impl<'a> Runner<'a> {
         let Some((id, key)) = self.strategy.pop() else {
             return Ok(Some(StopReason::FrontierEmpty));
         };
-        self.delta.frontier_removed.push(id);
         let Some(entry) = self.links.remove(&id) else {
             warn!(job = %self.spec.name, link = %id, "frontier id without a link record; skipped");
+            self.delta.frontier_removed.push(id);
             return Ok(None);
         };
         let targets_before = self.counters.targets;
@@ -286,21 +295,40 @@ impl<'a> Runner<'a> {
         while let Some(link) = work.pop() {
             if self.budget_exhausted().is_some() {
                 // Keep what could not be fetched: it stays in the frontier for a larger budget.
+                self.unsettled.remove(&url_hash(&link.url));
                 self.requeue(link);
                 continue;
             }
-            if let Fetched::Page { url, links } = self.get(&link).await? {
+            let fetched = self.get(&link).await?;
+            if let Fetched::Page { url, links } = fetched {
                 let now = self.admit_links(&link, &url, *links).await?;
+                // A page is settled once its links are admitted, not before.
+                self.unsettled.remove(&url_hash(&url));
                 // Fetch predicted targets in page order.
                 work.extend(now.into_iter().rev());
             }
+            self.unsettled.remove(&url_hash(&link.url));
         }
+        // Only a finished step removes its link from the stored frontier.
+        self.delta.frontier_removed.push(id);
+        self.unsettled.clear();
         let reward = (self.counters.targets - targets_before) as u32;
         self.strategy.reward(key, reward);
         self.traps.record_page(&popped_url, reward);
         self.early_stop
             .record(self.counters.requests - requests_before, u64::from(reward));
         Ok(None)
+    }
+
+    /// Undo a step cancelled at an await point: its popped link was never
+    /// marked removed (so it is fetched again after a restart) and every
+    /// unsettled link goes back to the frontier.
+    fn abandon_step(&mut self) {
+        let mut links: Vec<Link> = self.unsettled.drain().map(|(_, l)| l).collect();
+        links.sort_by(|a, b| a.url.as_str().cmp(b.url.as_str()));
+        for link in links {
+            self.requeue(link);
+        }
     }
 
     fn requeue(&mut self, link: Link) {
@@ -351,11 +379,13 @@ impl<'a> Runner<'a> {
                 depth,
                 referrer: Some(page_url.clone()),
             };
+            self.unsettled.insert(h, link.clone());
             let mut known = self.known_label(&link.url);
             let mut asked = false;
             loop {
                 match self.strategy.triage(&link, known) {
                     Triage::Enqueue(key) => {
+                        self.unsettled.remove(&h);
                         self.enqueue(link, key);
                         break;
                     }
@@ -364,6 +394,7 @@ impl<'a> Runner<'a> {
                         break;
                     }
                     Triage::Drop => {
+                        self.unsettled.remove(&h);
                         self.counters.dropped += 1;
                         break;
                     }
@@ -377,6 +408,7 @@ impl<'a> Runner<'a> {
                         match self.head(&link).await? {
                             HeadAnswer::Label(label) => known = Some(label),
                             HeadAnswer::Broken => {
+                                self.unsettled.remove(&h);
                                 self.counters.dropped += 1;
                                 break;
                             }
@@ -470,7 +502,12 @@ impl<'a> Runner<'a> {
     }
 
     /// Follow one redirect hop: the next URL, if it may be fetched.
-    fn redirect_target(&mut self, location: Option<&Url>, mark_seen: bool) -> Option<Url> {
+    fn redirect_target(
+        &mut self,
+        from: &Link,
+        location: Option<&Url>,
+        mark_seen: bool,
+    ) -> Option<Url> {
         self.counters.redirects += 1;
         let mut next = location?.clone();
         extract::normalize(&mut next, &self.limits.url_rules);
@@ -484,6 +521,11 @@ impl<'a> Runner<'a> {
                 return None;
             }
             self.delta.seen_added.push(h);
+            let hop = Link {
+                url: next.clone(),
+                ..from.clone()
+            };
+            self.unsettled.insert(h, hop);
         }
         Some(next)
     }
@@ -501,7 +543,7 @@ impl<'a> Runner<'a> {
             let status = resp.status;
             self.emit(RequestKind::Head, &url, Some(status), 0, None, false);
             match status {
-                300..=399 => match self.redirect_target(resp.location.as_ref(), false) {
+                300..=399 => match self.redirect_target(link, resp.location.as_ref(), false) {
                     Some(next) => url = next,
                     None => return Ok(HeadAnswer::Broken),
                 },
@@ -536,15 +578,25 @@ impl<'a> Runner<'a> {
             match status {
                 300..=399 => {
                     self.emit(RequestKind::Get, &url, Some(status), 0, None, false);
-                    match self.redirect_target(resp.location.as_ref(), true) {
+                    match self.redirect_target(link, resp.location.as_ref(), true) {
                         Some(next) => {
+                            // The previous hop is settled: the chain goes on from `next`.
+                            if url != link.url {
+                                self.unsettled.remove(&url_hash(&url));
+                            }
                             url = next;
                             continue;
                         }
                         None => return Ok(Fetched::Nothing),
                     }
                 }
-                200..=299 => return self.got(link, url, resp).await,
+                200..=299 => {
+                    let result = self.got(link, url.clone(), resp).await;
+                    if !matches!(result, Ok(Fetched::Page { .. })) {
+                        self.unsettled.remove(&url_hash(&url));
+                    }
+                    return result;
+                }
                 _ => {
                     self.counters.http_errors += 1;
                     self.emit(RequestKind::Get, &url, Some(status), 0, None, false);
