@@ -16,11 +16,15 @@
 //! - a memo tag-path string → action: a path seen before costs one hash lookup;
 //! - an inverted index bucket → (action, centroid value) over the sparse
 //!   centroids, searched with prefix filtering: the query's buckets with the
-//!   longest posting lists (`[SOS]/html`, `html/body`, shared by every action)
-//!   are left out as long as a bound of what they can add to the cosine (the
-//!   "suffix bound") stays below θ. The other lists accumulate partial dot
-//!   products; only candidates whose partial cosine plus the suffix bound can
-//!   still beat θ and the best so far are verified exactly.
+//!   longest posting lists (`[SOS]/html`, `html/body`, shared by nearly every
+//!   action: lists of at least 10 % of the actions) are left out as long as a
+//!   bound of what they can add to the cosine (the "suffix bound") stays
+//!   below θ. The other lists accumulate partial dot products (sequential and
+//!   cheap); only candidates whose partial cosine plus the suffix bound can
+//!   still beat θ and the best so far are verified exactly (random memory
+//!   accesses, the expensive part). Leaving out only the near-universal lists
+//!   was measured at 30 000 actions: 6× more postings accumulated than a
+//!   maximal suffix, 30× fewer candidates verified.
 //!
 //! Centroids are kept as sums (cosine similarity does not see the 1/n factor).
 
@@ -105,6 +109,10 @@ struct Posting {
     /// The centroid sum there, in f32: only used for bounds (see `PRUNE_SLACK`).
     value: f32,
 }
+
+/// Only buckets whose posting list holds at least this fraction of the
+/// actions may be left out of the accumulation (see the module documentation).
+const SUFFIX_MIN_FRACTION: f64 = 0.1;
 
 /// Bounds prune only below this margin: f32 posting values and rounding can
 /// never turn a pruned action into one at or above the bar.
@@ -311,7 +319,11 @@ impl ActionIndex {
                 .then(a.bucket.cmp(&b.bucket))
         });
         let (mut suffix_sq, mut suffix_mw, mut suffix_bound, mut split) = (0.0f64, 0.0f64, 0.0, 0);
+        let min_suffix_len = (self.actions.len() as f64 * SUFFIX_MIN_FRACTION) as usize;
         for q in &s.order {
+            if q.posting_len < min_suffix_len {
+                break;
+            }
             let sq = suffix_sq + q.weight * q.weight;
             let mw = suffix_mw + q.weight * self.max_weight[usize::from(q.bucket)];
             // Cauchy-Schwarz (normalised centroids are unit) and the per-bucket maxima.

@@ -1,11 +1,15 @@
 //! Hashed URL features for the URL classifier (DESIGN §3, LDCOC §4.2–4.3).
 //!
-//! A URL gives binary features, each hashed with MurmurHash3 into a space of
-//! 2^22 ids, one hash seed per namespace so `s:` `https` and `h:` `https` differ:
-//! - a bias feature (the model's intercept);
-//! - every character 2-gram of the lower-cased URL (the sb-classifier's features);
-//! - LDCOC's URL parts, lower-cased: scheme, host, each path segment, the
-//!   extension of the last segment, and each query key.
+//! A URL gives binary features with ids in a space of 2^22:
+//! - every character 2-gram of the lower-cased URL (the sb-classifier's
+//!   features) has its exact byte-pair code as id, in `0..2^16`: a pair has
+//!   only 65 536 values, so hashing would only add collisions, and keeping
+//!   them in a low range lets the model hold them in a small table that stays
+//!   in cache (they are ~90 % of a URL's features);
+//! - LDCOC's URL parts, lower-cased — scheme, host, each path segment, the
+//!   extension of the last segment, each query key — and a bias feature (the
+//!   intercept) are hashed with MurmurHash3, one seed per namespace (so the
+//!   scheme `https` and a host `https` differ), into `2^16..2^22`.
 //!
 //! Features are binary (a repeated 2-gram counts once): FTRL's per-coordinate
 //! learning rates assume it, and the sb-classifier paper found no gain in richer encodings.
@@ -15,7 +19,10 @@ use url::{Position, Url};
 
 /// log2 of the size of the feature space.
 pub const FEATURE_BITS: u32 = 22;
-const FEATURE_MASK: u32 = (1 << FEATURE_BITS) - 1;
+/// Size of the feature space.
+pub const FEATURE_SPACE: u32 = 1 << FEATURE_BITS;
+/// Ids below this are character 2-grams: few, and read for every URL.
+pub const HOT_FEATURES: u32 = 1 << 16;
 /// Longest extension taken as one (`.tar.gz` gives `gz`; a dotted slug gives nothing).
 const MAX_EXTENSION_LEN: usize = 8;
 
@@ -37,8 +44,19 @@ impl Namespace {
     }
 
     fn feature(self, bytes: &[u8]) -> u32 {
-        murmur3_32(bytes, self.seed()) & FEATURE_MASK
+        if self == Namespace::Bigram {
+            if let [a, b] = bytes {
+                return bigram(*a, *b);
+            }
+        }
+        HOT_FEATURES + murmur3_32(bytes, self.seed()) % (FEATURE_SPACE - HOT_FEATURES)
     }
+}
+
+/// The id of a character 2-gram: its byte-pair code.
+#[inline]
+fn bigram(a: u8, b: u8) -> u32 {
+    u32::from(a) << 8 | u32::from(b)
 }
 
 /// The features of one URL: sorted, unique ids in `0..2^22`.
@@ -62,7 +80,7 @@ impl UrlFeatures {
 
     /// Features from raw ids (tests, other learners); sorted and deduplicated here.
     pub fn from_ids(mut ids: Vec<u32>) -> Self {
-        ids.iter_mut().for_each(|i| *i &= FEATURE_MASK);
+        ids.iter_mut().for_each(|i| *i %= FEATURE_SPACE);
         ids.sort_unstable();
         ids.dedup();
         UrlFeatures { ids }
@@ -76,7 +94,7 @@ impl UrlFeatures {
         let mut ids = Vec::with_capacity(lower.len() + 12);
         ids.push(Namespace::Bias.feature(b""));
         for gram in lower.windows(2) {
-            ids.push(Namespace::Bigram.feature(gram));
+            ids.push(bigram(gram[0], gram[1]));
         }
         // Url positions index its ASCII serialisation, so they index `lower` too.
         let part = |from: Position, to: Position| &lower[range(url, from, to)];
@@ -156,7 +174,10 @@ mod tests {
         // Namespaces keep equal strings apart.
         assert!(!has(&f, Namespace::Host, b"https"));
         assert!(f.ids().windows(2).all(|w| w[0] < w[1]), "sorted and unique");
-        assert!(f.ids().iter().all(|&i| i <= FEATURE_MASK));
+        assert!(f.ids().iter().all(|&i| i < FEATURE_SPACE));
+        // 2-grams are their byte-pair codes; everything else is above them.
+        assert!(f.ids().contains(&(u32::from(b'c') << 8 | u32::from(b's'))));
+        assert!(has(&f, Namespace::Bias, b"") && Namespace::Bias.feature(b"") >= HOT_FEATURES);
     }
 
     #[test]
@@ -182,6 +203,6 @@ mod tests {
             1
         );
         let c = UrlFeatures::from_ids(vec![5, 3, 5, u32::MAX]);
-        assert_eq!(c.ids(), &[3, 5, FEATURE_MASK]);
+        assert_eq!(c.ids(), &[3, 5, FEATURE_SPACE - 1]);
     }
 }

@@ -7,10 +7,13 @@
 //! `σ_i = (√(n_i + g²) - √n_i)/α`, `z_i += g - σ_i·w_i`, `n_i += g²`.
 //!
 //! Only trained features get a state, so an idle model is empty and a model's
-//! size follows what it has seen. The state is stored sorted by feature id so
+//! size follows what it has seen. Features below [`HOT_FEATURES`] (character
+//! 2-grams: a few thousand, read for every URL) live in their own small map,
+//! which stays in cache while the other map grows with every unique path
+//! segment a crawl trains on. The state is stored sorted by feature id so
 //! that the same model always encodes to the same bytes.
 
-use super::features::UrlFeatures;
+use super::features::{UrlFeatures, HOT_FEATURES};
 use super::hash::IntHashBuilder;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
@@ -59,7 +62,10 @@ struct Coefficient {
 #[derive(Clone, Debug, Default)]
 pub struct FtrlModel {
     config: FtrlConfig,
-    coordinates: HashMap<u32, Coefficient, IntHashBuilder>,
+    /// Features below `HOT_FEATURES`.
+    hot: HashMap<u32, Coefficient, IntHashBuilder>,
+    /// The others.
+    cold: HashMap<u32, Coefficient, IntHashBuilder>,
     examples: u64,
 }
 
@@ -79,8 +85,24 @@ impl FtrlModel {
     pub fn set_config(&mut self, config: FtrlConfig) {
         self.config = config;
         let cfg = self.config;
-        for c in self.coordinates.values_mut() {
+        for c in self.hot.values_mut().chain(self.cold.values_mut()) {
             c.w = weight_of(&cfg, c.state);
+        }
+    }
+
+    fn map(&self, feature: u32) -> &HashMap<u32, Coefficient, IntHashBuilder> {
+        if feature < HOT_FEATURES {
+            &self.hot
+        } else {
+            &self.cold
+        }
+    }
+
+    fn map_mut(&mut self, feature: u32) -> &mut HashMap<u32, Coefficient, IntHashBuilder> {
+        if feature < HOT_FEATURES {
+            &mut self.hot
+        } else {
+            &mut self.cold
         }
     }
 
@@ -91,17 +113,21 @@ impl FtrlModel {
 
     /// Features with a state (touched by training).
     pub fn touched(&self) -> usize {
-        self.coordinates.len()
+        self.hot.len() + self.cold.len()
     }
 
     /// Features whose weight is not zero.
     pub fn nonzero(&self) -> usize {
-        self.coordinates.values().filter(|c| c.w != 0.0).count()
+        self.hot
+            .values()
+            .chain(self.cold.values())
+            .filter(|c| c.w != 0.0)
+            .count()
     }
 
     /// The current weight of one feature.
     pub fn weight(&self, feature: u32) -> f64 {
-        self.coordinates
+        self.map(feature)
             .get(&feature)
             .map_or(0.0, |c| f64::from(c.w))
     }
@@ -124,7 +150,7 @@ impl FtrlModel {
         let alpha = self.config.alpha;
         let cfg = self.config;
         for &f in features.ids() {
-            let c = self.coordinates.entry(f).or_default();
+            let c = self.map_mut(f).entry(f).or_default();
             let w = f64::from(c.w);
             let n = f64::from(c.state.n);
             let sigma = ((n + g2).sqrt() - n.sqrt()) / alpha;
@@ -167,8 +193,9 @@ struct StoredModel {
 impl Serialize for FtrlModel {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut coordinates: Vec<StoredCoordinate> = self
-            .coordinates
+            .hot
             .iter()
+            .chain(self.cold.iter())
             .map(|(&feature, c)| StoredCoordinate {
                 feature,
                 state: c.state,
@@ -186,8 +213,10 @@ impl Serialize for FtrlModel {
 impl<'de> Deserialize<'de> for FtrlModel {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let stored = StoredModel::deserialize(d)?;
-        let mut coordinates =
-            HashMap::with_capacity_and_hasher(stored.coordinates.len(), IntHashBuilder);
+        let mut model = FtrlModel {
+            examples: stored.examples,
+            ..Default::default()
+        };
         for c in stored.coordinates {
             if !(c.state.z.is_finite() && c.state.n.is_finite() && c.state.n >= 0.0) {
                 return Err(serde::de::Error::custom(format!(
@@ -195,19 +224,21 @@ impl<'de> Deserialize<'de> for FtrlModel {
                     c.feature
                 )));
             }
-            coordinates.insert(
-                c.feature,
-                Coefficient {
-                    state: c.state,
-                    w: 0.0,
-                },
-            );
+            let coefficient = Coefficient {
+                state: c.state,
+                w: 0.0,
+            };
+            if model
+                .map_mut(c.feature)
+                .insert(c.feature, coefficient)
+                .is_some()
+            {
+                return Err(serde::de::Error::custom(format!(
+                    "FTRL feature {} stored twice",
+                    c.feature
+                )));
+            }
         }
-        let mut model = FtrlModel {
-            config: FtrlConfig::default(),
-            coordinates,
-            examples: stored.examples,
-        };
         model.set_config(FtrlConfig::default());
         Ok(model)
     }
@@ -245,12 +276,12 @@ mod tests {
         assert_eq!(m.predict(&x), 0.5);
         m.train(&x, true, 1.0);
         // g = 0.5 - 1 = -0.5; σ = (√0.25 - 0)/0.1 = 5; z = -0.5 - 5·0 = -0.5; n = 0.25.
-        let c = m.coordinates[&7].state;
+        let c = m.hot[&7].state;
         assert_eq!((c.z, c.n), (-0.5, 0.25));
         assert_eq!(m.weight(7), 0.0, "|z| ≤ λ1 keeps the weight at zero");
         m.train(&x, true, 4.0);
         // g = 4·(0.5 - 1) = -2; σ = (√4.25 - √0.25)/0.1; w was 0: z = -2.5, n = 4.25.
-        let c = m.coordinates[&7].state;
+        let c = m.hot[&7].state;
         assert_eq!((c.z, c.n), (-2.5, 4.25));
         let expected = 1.5 / ((1.0 + 4.25f64.sqrt()) / 0.1 + 1.0);
         assert!((m.weight(7) - expected).abs() < 1e-6);
