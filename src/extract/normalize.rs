@@ -245,25 +245,23 @@ fn normalize_host(url: &mut Url) {
 fn has_repeated_segments(path: &str, max: usize) -> bool {
     let path = path.strip_prefix('/').unwrap_or(path);
     let path = path.strip_suffix('/').unwrap_or(path);
-    let mut segments: Vec<&str> = path.split('/').collect();
-    if segments.len() <= max {
+    let count = path.bytes().filter(|&b| b == b'/').count() + 1;
+    if count <= max {
         return false;
     }
-    segments.sort_unstable();
-    let mut run = 0usize;
-    let mut previous: Option<&str> = None;
-    for segment in segments {
-        if previous == Some(segment) {
-            run += 1;
-        } else {
-            run = 1;
-            previous = Some(segment);
+    // Most paths are short: compare pairwise without allocating.
+    if count <= 32 {
+        let mut rest = path.split('/');
+        while let Some(segment) = rest.next() {
+            if rest.clone().filter(|s| *s == segment).count() >= max {
+                return true;
+            }
         }
-        if run > max {
-            return true;
-        }
+        return false;
     }
-    false
+    let mut segments: Vec<&str> = path.split('/').collect();
+    segments.sort_unstable();
+    segments.chunk_by(|a, b| a == b).any(|run| run.len() > max)
 }
 
 fn is_unreserved(b: u8) -> bool {
@@ -374,6 +372,12 @@ fn normalized_path(path: &str, rules: &UrlRules) -> Option<String> {
 
 /// The normalised query (possibly empty), or `None` when `query` is already normal.
 fn normalized_query(query: &str, rules: &UrlRules) -> Option<String> {
+    let strips_any = query
+        .split('&')
+        .any(|pair| rules.strips(pair.split('=').next().unwrap_or(pair)));
+    if !strips_any && !escapes_need_work(query) {
+        return None;
+    }
     let mut out = String::with_capacity(query.len());
     let mut first = true;
     for pair in query.split('&') {
