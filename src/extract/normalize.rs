@@ -226,6 +226,11 @@ fn is_html_whitespace(c: char) -> bool {
 
 /// `example.com.` and `example.com` name the same host.
 fn normalize_host(url: &mut Url) {
+    // Other schemes have opaque hosts, which the domain parser below would
+    // rewrite (IDNA) into another, longer host.
+    if !matches!(url.scheme(), "http" | "https") {
+        return;
+    }
     let trimmed = match url.host() {
         Some(Host::Domain(domain)) if domain.ends_with('.') => domain.trim_end_matches('.'),
         _ => return,
@@ -397,6 +402,25 @@ fn normalized_query(query: &str, rules: &UrlRules) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `normalize` fuzz target: the trailing-dot rule ran the
+    /// opaque host of a non-http URL through the domain parser, which
+    /// IDNA-encoded it into a longer, different host.
+    #[test]
+    fn opaque_hosts_of_other_schemes_are_left_alone() {
+        let mut url = Url::parse("lttps://ps\u{7f2}.\0\0\0").unwrap();
+        let before = url.clone();
+        normalize(&mut url, &UrlRules::default());
+        assert_eq!(url.host_str(), before.host_str());
+        assert!(url.as_str().len() <= before.as_str().len());
+        let once = url.clone();
+        normalize(&mut url, &UrlRules::default());
+        assert_eq!(url, once);
+        // http(s) hosts still lose their trailing dot.
+        let mut web = Url::parse("http://Site.Test./a").unwrap();
+        normalize(&mut web, &UrlRules::default());
+        assert_eq!(web.as_str(), "http://site.test/a");
+    }
     use proptest::prelude::*;
 
     fn norm(s: &str) -> String {
