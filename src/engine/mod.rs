@@ -11,6 +11,7 @@
 //! function of its seed and the site (the politeness delay dominates anyway).
 //! Concurrency comes from running many jobs.
 
+mod filters;
 mod observer;
 mod runner;
 pub mod traps;
@@ -53,10 +54,12 @@ impl Engine {
             .with_context(|| format!("creating state directory {}", config.state_dir.display()))?;
         let store = Store::open(&config.state_dir, config.cache_bytes)?;
         let fetcher = Fetcher::new(config.fetch).context("building the HTTP client")?;
+        let mut filters = MimeFilters::new(MimeFilterConfig::default());
+        filters::load(&store, &mut filters)?;
         Ok(Engine {
             fetcher,
             store,
-            filters: Arc::new(Mutex::new(MimeFilters::new(MimeFilterConfig::default()))),
+            filters: Arc::new(Mutex::new(filters)),
             state_dir: config.state_dir,
             checkpoint_interval: config.checkpoint_interval,
         })

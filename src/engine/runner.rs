@@ -785,7 +785,9 @@ impl<'a> Runner<'a> {
         };
         let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(&self.spec.name));
         delta.record = Some(record);
+        let chunks = super::filters::stage(&lock(&self.engine.filters), &mut delta);
         let report = self.engine.store.commit(delta).await?;
+        lock(&self.engine.filters).mark_persisted(&chunks);
         debug!(job = %self.spec.name, ms = report.duration.as_millis() as u64, grouped = report.deltas, "checkpoint committed");
         let rows = std::mem::take(&mut self.uncommitted_rows);
         if let Err(e) = self.out.append_manifest(&rows) {

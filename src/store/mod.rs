@@ -310,6 +310,21 @@ impl Store {
         Ok(t.get(name)?.map(|v| v.value().to_vec()))
     }
 
+    /// Every process-wide blob whose name starts with `prefix`, in name order.
+    pub fn shared_with_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let txn = self.inner.db.begin_read()?;
+        let t = txn.open_table(SHARED)?;
+        let mut out = Vec::new();
+        for row in t.range(prefix..)? {
+            let (k, v) = row?;
+            if !k.value().starts_with(prefix) {
+                break;
+            }
+            out.push((k.value().to_string(), v.value().to_vec()));
+        }
+        Ok(out)
+    }
+
     /// Everything stored for a job, to resume it.
     pub fn load_job(&self, job: &str) -> Result<LoadedJob, StoreError> {
         let txn = self.inner.db.begin_read()?;

@@ -1,0 +1,118 @@
+//! Persistence of the shared MIME Bloom filters: raw 4 KiB word chunks in the
+//! store's `shared` table, only the chunks that changed since the last commit.
+
+use crate::learn::{BloomLayout, DirtyChunk, MimeFilters};
+use crate::mime::MimeFamily;
+use crate::store::{codec, JobDelta, Store, StoreError};
+use std::collections::BTreeMap;
+
+const PREFIX: &str = "mime/";
+const LAYOUT_KEY: &str = "mime/layout";
+
+fn chunk_key(family: MimeFamily, index: u32) -> String {
+    format!("{PREFIX}{:02}/{index:08}", family.index())
+}
+
+/// Load the stored filters into `filters`; a layout from another build is
+/// ignored with a warning (the filters only save HEAD requests).
+pub fn load(store: &Store, filters: &mut MimeFilters) -> Result<(), StoreError> {
+    let rows = store.shared_with_prefix(PREFIX)?;
+    let Some((_, layout)) = rows.iter().find(|(k, _)| k == LAYOUT_KEY) else {
+        return Ok(());
+    };
+    let Ok((seed, hashes, words, chunk_words)) = codec::decode::<(u128, u32, u64, u64)>(layout)
+    else {
+        tracing::warn!("stored MIME filter layout does not decode; starting with empty filters");
+        return Ok(());
+    };
+    let layout = BloomLayout {
+        seed,
+        hashes,
+        words: words as usize,
+        chunk_words: chunk_words as usize,
+    };
+    let mut per_family: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for (key, bytes) in &rows {
+        let Some((fam, index)) = key
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.split_once('/'))
+            .and_then(|(f, i)| Some((f.parse::<usize>().ok()?, i.parse::<usize>().ok()?)))
+        else {
+            continue;
+        };
+        let all = per_family
+            .entry(fam)
+            .or_insert_with(|| vec![0u64; layout.words]);
+        let start = index * layout.chunk_words;
+        for (i, w) in bytes.chunks_exact(8).enumerate() {
+            if let (Some(slot), Ok(b)) = (all.get_mut(start + i), <[u8; 8]>::try_from(w)) {
+                *slot = u64::from_le_bytes(b);
+            }
+        }
+    }
+    for (fam, words) in per_family {
+        let Some(&family) = MimeFamily::ALL.get(fam) else {
+            continue;
+        };
+        if let Err(e) = filters.restore_family(layout, family, words) {
+            tracing::warn!(error = %e, "stored MIME filter not loaded; it will be rebuilt");
+        }
+    }
+    Ok(())
+}
+
+/// Put the changed chunks in `delta`; returns them so they can be marked
+/// persisted once the delta committed.
+pub fn stage(filters: &MimeFilters, delta: &mut JobDelta) -> Vec<DirtyChunk> {
+    let chunks = filters.dirty_chunks();
+    if chunks.is_empty() {
+        return chunks;
+    }
+    let l = filters.layout();
+    delta.shared.push((
+        LAYOUT_KEY.to_string(),
+        codec::encode(&(l.seed, l.hashes, l.words as u64, l.chunk_words as u64)),
+    ));
+    for c in &chunks {
+        let bytes: Vec<u8> = c.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        delta.shared.push((chunk_key(c.family, c.index), bytes));
+    }
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learn::MimeFilterConfig;
+    use url::Url;
+
+    #[test]
+    fn filters_survive_a_restart_and_only_dirty_chunks_are_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = MimeFilterConfig {
+            expected_items: 10_000,
+            false_positive_rate: 0.01,
+        };
+        let csv = Url::parse("http://a.test/data/x.csv").unwrap();
+        let page = Url::parse("http://a.test/about").unwrap();
+        {
+            let store = Store::open(dir.path(), 1 << 20).unwrap();
+            let mut f = MimeFilters::new(config);
+            f.insert(&csv, MimeFamily::Csv);
+            f.insert(&page, MimeFamily::Html);
+            let mut delta = JobDelta::new("j");
+            let chunks = stage(&f, &mut delta);
+            assert!(!chunks.is_empty());
+            store.commit_blocking(delta).unwrap();
+            f.mark_persisted(&chunks);
+            let mut again = JobDelta::new("j");
+            assert!(stage(&f, &mut again).is_empty(), "nothing changed since");
+        }
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let mut f = MimeFilters::new(config);
+        load(&store, &mut f).unwrap();
+        assert_eq!(f.lookup(&csv), Some(MimeFamily::Csv));
+        assert_eq!(f.lookup(&page), Some(MimeFamily::Html));
+        assert_eq!(f.lookup(&Url::parse("http://a.test/other").unwrap()), None);
+    }
+}

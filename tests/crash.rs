@@ -1,0 +1,128 @@
+//! kill -9 at random moments: `forager crawl` is SIGKILLed 20 times and
+//! restarted; at the end the manifest equals an uninterrupted run's (same
+//! target URLs and hashes), has no duplicate rows, and the requests redone
+//! stay within what the lost checkpoint intervals can explain.
+//!
+//! The soak version (200 kills) runs with `FORAGER_CRASH_KILLS=200 cargo test
+//! --release --test crash -- --nocapture`.
+
+use forager::bench::server::{Site, SiteServer};
+use forager::bench::synthetic::{Preset, SyntheticSite};
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const HOST: &str = "crash.test";
+
+fn job(dir: &Path, port: u16, start: &str) -> std::path::PathBuf {
+    let path = dir.join("crash.toml");
+    let text = format!(
+        "name = \"crash\"\nseeds = [\"http://{HOST}:{port}{start}\"]\nseed = 3\n\n[politeness]\ndelay = \"0s\"\n\n[budget]\nearly_stop = false\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn command(job: &Path, state: &Path, port: u16) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"));
+    c.arg("crawl")
+        .arg(job)
+        .arg("--state-dir")
+        .arg(state)
+        .arg("--allow-private")
+        .args(["--resolve", &format!("{HOST}=127.0.0.1:{port}")])
+        .args(["--checkpoint-interval", "100ms", "--no-progress"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+/// final URL → sha256; panics on a duplicate row.
+fn manifest(state: &Path) -> BTreeMap<String, String> {
+    let path = state.join("targets/crash/manifest.jsonl");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut rows = BTreeMap::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let prev = rows.insert(
+            v["final_url"].as_str().unwrap().to_string(),
+            v["sha256"].as_str().unwrap().to_string(),
+        );
+        assert!(prev.is_none(), "duplicate manifest row {line}");
+    }
+    rows
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
+    let kills: usize = std::env::var("FORAGER_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let site = SyntheticSite::preset(Preset::Small, 1).unwrap();
+    let start = site.start_path().to_string();
+    let sites: Vec<(String, Arc<dyn Site>)> = vec![(HOST.to_string(), Arc::new(site))];
+    let server = SiteServer::start(sites).await.unwrap();
+    let port = server.port();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job(tmp.path(), port, &start);
+
+    // The reference: one uninterrupted run.
+    let reference = tmp.path().join("reference");
+    let began = Instant::now();
+    let status = command(&job, &reference, port).status().await.unwrap();
+    let reference_time = began.elapsed();
+    assert!(status.success());
+    let reference_requests = server.log().len();
+    let expected = manifest(&reference);
+    assert!(expected.len() > 100, "{} targets", expected.len());
+    server.clear_log();
+
+    // The same crawl, killed `kills` times at seeded random moments.
+    let crashed = tmp.path().join("crashed");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let mut killed = 0;
+    let mut finished = false;
+    for _ in 0..kills * 3 {
+        let mut child = command(&job, &crashed, port).spawn().unwrap();
+        // Spread the kills over the whole crawl: start-up, fetches, commits, target writes.
+        // Each run gets about twice its share of the crawl on average, plus start-up.
+        let share = reference_time.as_millis() as u64 * 2 / kills as u64;
+        let at = Duration::from_millis(rng.random_range(15..share.max(10) + 40));
+        tokio::select! {
+            status = child.wait() => {
+                assert!(status.unwrap().success());
+                finished = true;
+                break;
+            }
+            _ = tokio::time::sleep(at) => {
+                child.start_kill().unwrap();
+                let _ = child.wait().await;
+                killed += 1;
+                if killed == kills {
+                    break;
+                }
+            }
+        }
+    }
+    if !finished {
+        let status = command(&job, &crashed, port).status().await.unwrap();
+        assert!(status.success());
+    }
+    assert!(killed >= kills.min(5), "only {killed} kills landed");
+    assert_eq!(manifest(&crashed), expected);
+
+    // Work redone: each kill loses at most what was done since the last
+    // checkpoint (100 ms) plus the start-up of the next run.
+    let redone = server.log().len().saturating_sub(reference_requests);
+    let per_second = reference_requests as f64 / reference_time.as_secs_f64().max(0.001);
+    let bound = killed as f64 * (per_second * 0.1 * 3.0 + 10.0);
+    eprintln!(
+        "{killed} kills: {redone} requests redone (bound {bound:.0}; reference {reference_requests} requests at {per_second:.0}/s)"
+    );
+    assert!((redone as f64) <= bound, "{redone} redone > {bound:.0}");
+    let _ = server.shutdown().await;
+}
