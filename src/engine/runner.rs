@@ -291,6 +291,7 @@ impl<'a> Runner<'a> {
         let targets_before = self.counters.targets;
         let requests_before = self.counters.requests;
         let popped_url = entry.link.url.clone();
+        let popped_referrer = entry.link.referrer.clone();
         let mut work = vec![entry.link];
         while let Some(link) = work.pop() {
             if self.budget_exhausted().is_some() {
@@ -315,6 +316,9 @@ impl<'a> Runner<'a> {
         let reward = (self.counters.targets - targets_before) as u32;
         self.strategy.reward(key, reward);
         self.traps.record_page(&popped_url, reward);
+        if let (true, Some(referrer)) = (reward > 0, &popped_referrer) {
+            self.traps.credit_referrer(referrer);
+        }
         self.early_stop
             .record(self.counters.requests - requests_before, u64::from(reward));
         Ok(None)

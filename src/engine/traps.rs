@@ -50,6 +50,15 @@ impl TrapGuard {
         s.rewarded |= reward > 0;
     }
 
+    /// A page linked from `referrer` yielded targets: the referrer's pattern
+    /// leads somewhere (pagination of a data listing is not a calendar).
+    pub fn credit_referrer(&mut self, referrer: &Url) {
+        self.patterns
+            .entry(pattern_key(referrer))
+            .or_default()
+            .rewarded = true;
+    }
+
     /// Patterns currently closed.
     pub fn closed(&self) -> usize {
         self.patterns
@@ -126,5 +135,12 @@ mod tests {
             );
         }
         assert!(g.admits(&u("http://a.test/data?page=11")));
+        // Listing pages that only lead to rewarding pages stay open too.
+        for p in 1..=3 {
+            g.record_page(&u(&format!("http://a.test/list/{p}")), 0);
+        }
+        assert!(!g.admits(&u("http://a.test/list/4")));
+        g.credit_referrer(&u("http://a.test/list/2"));
+        assert!(g.admits(&u("http://a.test/list/4")));
     }
 }
