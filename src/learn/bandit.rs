@@ -229,11 +229,31 @@ impl AuerBandit {
     /// A reward for a selection of `arm` (incremental mean).
     pub fn reward(&mut self, arm: u32, reward: f64) {
         self.ensure_arms(arm as usize + 1);
+        let s = self.arms[arm as usize];
+        let rewards = s.rewards + 1;
+        let mean = s.mean_reward + (reward - s.mean_reward) / rewards as f64;
+        self.set_mean(arm, rewards, mean);
+    }
+
+    /// Add `amount` to the rewards `arm` already received, without a new
+    /// observation: credit passed back from the pages its pages led to.
+    pub fn credit(&mut self, arm: u32, amount: f64) {
+        let Some(s) = self.arms.get(arm as usize).copied() else {
+            return;
+        };
+        if s.rewards > 0 {
+            let mean = s.mean_reward + amount / s.rewards as f64;
+            self.set_mean(arm, s.rewards, mean);
+        }
+    }
+
+    /// Change an arm's statistics, keeping the awake ranking in order.
+    fn set_mean(&mut self, arm: u32, rewards: u64, mean: f64) {
         let i = arm as usize;
         let before = self.arms[i];
         let s = &mut self.arms[i];
-        s.rewards += 1;
-        s.mean_reward += (reward - s.mean_reward) / s.rewards as f64;
+        s.rewards = rewards;
+        s.mean_reward = mean;
         let after = *s;
         if self.awake[i] {
             self.unrank(

@@ -59,7 +59,7 @@ fn bigram(a: u8, b: u8) -> u32 {
     u32::from(a) << 8 | u32::from(b)
 }
 
-/// The features of one URL: sorted, unique ids in `0..2^22`.
+/// The features of one URL: unique ids in `0..2^22`, in extraction order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UrlFeatures {
     ids: Vec<u32>,
@@ -78,11 +78,14 @@ impl UrlFeatures {
         self.ids.is_empty()
     }
 
-    /// Features from raw ids (tests, other learners); sorted and deduplicated here.
-    pub fn from_ids(mut ids: Vec<u32>) -> Self {
-        ids.iter_mut().for_each(|i| *i %= FEATURE_SPACE);
-        ids.sort_unstable();
-        ids.dedup();
+    /// Features from raw ids (tests, other learners), deduplicated here.
+    pub fn from_ids(ids: Vec<u32>) -> Self {
+        let mut set = IdSet::with_room(ids.len());
+        let ids = ids
+            .into_iter()
+            .map(|i| i % FEATURE_SPACE)
+            .filter(|&i| set.insert(i))
+            .collect();
         UrlFeatures { ids }
     }
 
@@ -92,36 +95,72 @@ impl UrlFeatures {
         let mut lower = Vec::with_capacity(full.len());
         lower.extend(full.bytes().map(|b| b.to_ascii_lowercase()));
         let mut ids = Vec::with_capacity(lower.len() + 12);
-        ids.push(Namespace::Bias.feature(b""));
+        // Deduplicating with a small hash set costs less than sorting ~80 ids.
+        let mut set = IdSet::with_room(lower.len() + 12);
+        let mut push = |id: u32| {
+            if set.insert(id) {
+                ids.push(id);
+            }
+        };
+        push(Namespace::Bias.feature(b""));
         for gram in lower.windows(2) {
-            ids.push(bigram(gram[0], gram[1]));
+            push(bigram(gram[0], gram[1]));
         }
         // Url positions index its ASCII serialisation, so they index `lower` too.
         let part = |from: Position, to: Position| &lower[range(url, from, to)];
-        ids.push(Namespace::Scheme.feature(part(Position::BeforeScheme, Position::AfterScheme)));
+        push(Namespace::Scheme.feature(part(Position::BeforeScheme, Position::AfterScheme)));
         let host = part(Position::BeforeHost, Position::AfterHost);
         if !host.is_empty() {
-            ids.push(Namespace::Host.feature(host));
+            push(Namespace::Host.feature(host));
         }
         let path = part(Position::BeforePath, Position::AfterPath);
         let mut last_segment: &[u8] = b"";
         for segment in path.split(|&b| b == b'/').filter(|s| !s.is_empty()) {
-            ids.push(Namespace::Segment.feature(segment));
+            push(Namespace::Segment.feature(segment));
             last_segment = segment;
         }
         if let Some(ext) = extension(last_segment) {
-            ids.push(Namespace::Extension.feature(ext));
+            push(Namespace::Extension.feature(ext));
         }
         let query = part(Position::BeforeQuery, Position::AfterQuery);
         for pair in query.split(|&b| b == b'&') {
             let key = pair.split(|&b| b == b'=').next().unwrap_or(b"");
             if !key.is_empty() {
-                ids.push(Namespace::QueryKey.feature(key));
+                push(Namespace::QueryKey.feature(key));
             }
         }
-        ids.sort_unstable();
-        ids.dedup();
         UrlFeatures { ids }
+    }
+}
+
+/// A set of feature ids for one extraction (open addressing, load ≤ 1/2).
+struct IdSet {
+    slots: Vec<u32>,
+}
+
+impl IdSet {
+    const EMPTY: u32 = u32::MAX;
+
+    fn with_room(items: usize) -> Self {
+        IdSet {
+            slots: vec![Self::EMPTY; (items * 2).next_power_of_two().max(16)],
+        }
+    }
+
+    /// True when `id` was not in the set yet.
+    fn insert(&mut self, id: u32) -> bool {
+        let mask = self.slots.len() - 1;
+        let mut i = (id.wrapping_mul(0x9e37_79b1) >> 7) as usize & mask;
+        loop {
+            match self.slots[i] {
+                s if s == id => return false,
+                Self::EMPTY => {
+                    self.slots[i] = id;
+                    return true;
+                }
+                _ => i = (i + 1) & mask,
+            }
+        }
     }
 }
 
@@ -154,7 +193,7 @@ mod tests {
     }
 
     fn has(f: &UrlFeatures, ns: Namespace, bytes: &[u8]) -> bool {
-        f.ids().binary_search(&ns.feature(bytes)).is_ok()
+        f.ids().contains(&ns.feature(bytes))
     }
 
     #[test]
@@ -173,7 +212,8 @@ mod tests {
         assert!(has(&f, Namespace::Bigram, b"ht"));
         // Namespaces keep equal strings apart.
         assert!(!has(&f, Namespace::Host, b"https"));
-        assert!(f.ids().windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+        let unique: std::collections::HashSet<u32> = f.ids().iter().copied().collect();
+        assert_eq!(unique.len(), f.len(), "unique");
         assert!(f.ids().iter().all(|&i| i < FEATURE_SPACE));
         // 2-grams are their byte-pair codes; everything else is above them.
         assert!(f.ids().contains(&(u32::from(b'c') << 8 | u32::from(b's'))));
@@ -203,6 +243,6 @@ mod tests {
             1
         );
         let c = UrlFeatures::from_ids(vec![5, 3, 5, u32::MAX]);
-        assert_eq!(c.ids(), &[3, 5, FEATURE_SPACE - 1]);
+        assert_eq!(c.ids(), &[5, 3, u32::MAX % FEATURE_SPACE]);
     }
 }
