@@ -203,7 +203,6 @@ pub struct SearchStats {
 struct QueryBucket {
     bucket: u16,
     posting_len: usize,
-    value: f64,
     /// Normalised query weight.
     weight: f64,
 }
@@ -347,12 +346,10 @@ impl ActionIndex {
         s.stats.searches += 1;
         s.order.clear();
         for e in vector.entries() {
-            let value = f64::from(e.value);
             s.order.push(QueryBucket {
                 bucket: e.bucket,
                 posting_len: self.postings[usize::from(e.bucket)].len(),
-                value,
-                weight: value / qn,
+                weight: f64::from(e.value) / qn,
             });
         }
         // Longest posting lists first: they are the ones worth leaving out.
