@@ -30,7 +30,7 @@ pub struct BenchArgs {
         default_value = "sb,focused,bfs,dfs,random"
     )]
     strategies: Vec<String>,
-    /// Runs (seeds 1..=N) per randomised strategy; bfs and dfs run once.
+    /// Runs (seeds 1..=N) per randomised strategy (sb, random); bfs, dfs and focused run once.
     #[arg(long, default_value_t = 5)]
     seeds: u64,
     /// Where traces (CSV), tables (Markdown) and plots (SVG) go.
@@ -206,7 +206,7 @@ async fn bench_site(
     let mut first_runs: Vec<RunResult> = Vec::new();
     for &kind in kinds {
         let seeds = match kind {
-            StrategyKind::Bfs | StrategyKind::Dfs => 1,
+            StrategyKind::Bfs | StrategyKind::Dfs | StrategyKind::Focused => 1,
             _ => args.seeds.max(1),
         };
         let mut figs: Vec<RunFigures> = Vec::new();
