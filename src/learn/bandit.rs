@@ -399,6 +399,24 @@ mod tests {
         assert_eq!(b.select(), Some(9));
     }
 
+    #[test]
+    fn credit_raises_the_mean_and_the_ranking() {
+        let mut b = AuerBandit::new(AuerConfig::default());
+        b.credit(0, 5.0);
+        assert_eq!(b.stats(0), None, "unknown arms are ignored");
+        for arm in 0..2 {
+            b.wake(arm);
+            assert_eq!(b.select(), Some(arm));
+            b.reward(arm, 1.0);
+            b.reward(arm, 1.0);
+        }
+        b.credit(1, 4.0);
+        // Two rewards: the mean moves by 4 / 2 without a new observation.
+        assert_eq!(b.stats(1).unwrap().mean_reward, 3.0);
+        assert_eq!(b.stats(1).unwrap().rewards, 2);
+        assert_eq!(b.select(), Some(1), "the credited arm now ranks first");
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         Wake(u32),
