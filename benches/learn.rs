@@ -165,6 +165,7 @@ fn link_pool(rng: &mut Xoshiro256PlusPlus, count: usize) -> Vec<(Link, Label)> {
                 anchor: String::new(),
                 depth: 2,
                 referrer: None,
+                pattern_run: 0,
             };
             (link, if target { Label::Target } else { Label::Html })
         })

@@ -64,6 +64,10 @@ pub struct Link {
     /// The page it was found on (`None` for seeds).
     #[serde(with = "opt_url_serde")]
     pub referrer: Option<Url>,
+    /// How many pages in a row, up to this link, share its URL pattern
+    /// (`/calendar/2024/05` → `/calendar/2024/06` → …); 0 when the page it
+    /// was found on has another pattern. Long runs are how infinite spaces look.
+    pub pattern_run: u32,
 }
 
 impl Link {
@@ -75,6 +79,7 @@ impl Link {
             anchor: String::new(),
             depth: 0,
             referrer: None,
+            pattern_run: 0,
         }
     }
 }

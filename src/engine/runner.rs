@@ -1,6 +1,6 @@
 //! One job's crawl loop.
 
-use super::traps::{TrapGuard, DEFAULT_PATTERN_CAP};
+use super::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
 use crate::config::JobSpec;
 use crate::extract::{self, ExtractLimits, PageLinks, Scope, UrlRules};
@@ -22,6 +22,10 @@ use url::Url;
 
 /// Redirect hops followed for one link (DESIGN §5).
 const MAX_REDIRECTS: usize = 10;
+
+/// Bytes of one HTML page read for link extraction (targets stream to disk
+/// up to `limits.max_body`; pages are held in memory).
+pub const MAX_PAGE_BYTES: u64 = 32 << 20;
 
 /// How a job run ended.
 #[derive(Debug, Clone)]
@@ -114,7 +118,7 @@ impl<'a> Runner<'a> {
             next_manifest_row: 0,
             counters: JobCounters::default(),
             early_stop: EarlyStop::new(early_stop_config),
-            traps: TrapGuard::new(DEFAULT_PATTERN_CAP),
+            traps: TrapGuard::new(DEFAULT_MAX_PATTERN_RUN),
             unsettled: HashMap::new(),
             delta: JobDelta::new(&spec.name),
             uncommitted_rows: Vec::new(),
@@ -359,7 +363,8 @@ impl<'a> Runner<'a> {
                 self.counters.out_of_scope += 1;
                 continue;
             }
-            if !self.traps.admits(&l.url) {
+            let pattern_run = TrapGuard::run_of(&l.url, page_url, page.pattern_run);
+            if !self.traps.admits(&l.url, pattern_run) {
                 self.counters.trap_links += 1;
                 continue;
             }
@@ -382,6 +387,7 @@ impl<'a> Runner<'a> {
                 anchor: l.anchor,
                 depth,
                 referrer: Some(page_url.clone()),
+                pattern_run,
             };
             self.unsettled.insert(h, link.clone());
             let mut known = self.known_label(&link.url);
@@ -624,7 +630,9 @@ impl<'a> Runner<'a> {
         self.strategy.observe(link, label, LabelSource::Get);
         match label {
             Label::Html => {
-                let body = match resp.read_capped(self.spec.limits.max_body).await {
+                // A page is parsed in memory: its cap is smaller than a target's.
+                let cap = self.spec.limits.max_body.min(MAX_PAGE_BYTES);
+                let body = match resp.read_capped(cap).await {
                     Ok(b) => b,
                     Err(e) => {
                         self.counters.fetch_errors += 1;

@@ -1,70 +1,60 @@
-//! Infinite spaces (calendars, endless pagination of nothing): a budget per URL
-//! pattern for pages that yield no target.
+//! Infinite spaces (calendars, endless "next" links): a limit on runs of
+//! pages that share one URL pattern, for patterns that never led to a target.
 //!
 //! A pattern is the host plus the path with every run of digits folded, plus
 //! the sorted query keys: `/calendar/2024/05?view=m` and
-//! `/calendar/1999/12?view=m` are one pattern. Once `cap` pages of one pattern
-//! were fetched without any target found on or through them, new links of that
-//! pattern are refused. A pattern that yields targets is never capped.
+//! `/calendar/1999/12?view=m` are one pattern. A link continues its page's run
+//! when it has the page's pattern; once a run is longer than the limit, the
+//! link is refused — unless pages of that pattern (or pages they link to)
+//! yielded targets, as the pagination of a data listing does.
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::HashSet;
 use url::Url;
 
-/// Pages per pattern without reward before the pattern is closed.
-pub const DEFAULT_PATTERN_CAP: u32 = 500;
+/// Pages in a row of one unrewarded pattern before further links are refused.
+pub const DEFAULT_MAX_PATTERN_RUN: u32 = 100;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct PatternStats {
-    pages: u32,
-    rewarded: bool,
-}
-
-/// Per-pattern page counts of one job.
+/// The patterns of one job that have led to targets.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrapGuard {
-    cap: u32,
-    patterns: HashMap<u64, PatternStats>,
+    max_run: u32,
+    rewarded: HashSet<u64>,
 }
 
 impl TrapGuard {
-    pub fn new(cap: u32) -> Self {
+    pub fn new(max_run: u32) -> Self {
         TrapGuard {
-            cap,
-            patterns: HashMap::new(),
+            max_run,
+            rewarded: HashSet::new(),
         }
     }
 
-    /// Whether a new link may still enter the frontier.
-    pub fn admits(&self, url: &Url) -> bool {
-        match self.patterns.get(&pattern_key(url)) {
-            Some(s) => s.rewarded || s.pages < self.cap,
-            None => true,
+    /// The run a link found on `page` (whose own run is `page_run`) continues.
+    pub fn run_of(link: &Url, page: &Url, page_run: u32) -> u32 {
+        if pattern_key(link) == pattern_key(page) {
+            page_run.saturating_add(1)
+        } else {
+            0
         }
+    }
+
+    /// Whether a new link with this run may still enter the frontier.
+    pub fn admits(&self, url: &Url, run: u32) -> bool {
+        run <= self.max_run || self.rewarded.contains(&pattern_key(url))
     }
 
     /// A page of this URL was fetched and yielded `reward` targets.
     pub fn record_page(&mut self, url: &Url, reward: u32) {
-        let s = self.patterns.entry(pattern_key(url)).or_default();
-        s.pages = s.pages.saturating_add(1);
-        s.rewarded |= reward > 0;
+        if reward > 0 {
+            self.rewarded.insert(pattern_key(url));
+        }
     }
 
     /// A page linked from `referrer` yielded targets: the referrer's pattern
     /// leads somewhere (pagination of a data listing is not a calendar).
     pub fn credit_referrer(&mut self, referrer: &Url) {
-        self.patterns
-            .entry(pattern_key(referrer))
-            .or_default()
-            .rewarded = true;
-    }
-
-    /// Patterns currently closed.
-    pub fn closed(&self) -> usize {
-        self.patterns
-            .values()
-            .filter(|s| !s.rewarded && s.pages >= self.cap)
-            .count()
+        self.rewarded.insert(pattern_key(referrer));
     }
 }
 
@@ -120,27 +110,24 @@ mod tests {
     }
 
     #[test]
-    fn an_unrewarded_pattern_closes_at_the_cap_and_a_rewarded_one_never() {
+    fn long_runs_of_an_unrewarded_pattern_are_refused() {
         let mut g = TrapGuard::new(3);
-        for m in 1..=3 {
-            assert!(g.admits(&u(&format!("http://a.test/cal/2024/{m}"))));
-            g.record_page(&u(&format!("http://a.test/cal/2024/{m}")), 0);
-        }
-        assert!(!g.admits(&u("http://a.test/cal/2031/7")));
-        assert_eq!(g.closed(), 1);
-        for p in 1..=10 {
-            g.record_page(
-                &u(&format!("http://a.test/data?page={p}")),
-                u32::from(p == 1),
-            );
-        }
-        assert!(g.admits(&u("http://a.test/data?page=11")));
-        // Listing pages that only lead to rewarding pages stay open too.
-        for p in 1..=3 {
-            g.record_page(&u(&format!("http://a.test/list/{p}")), 0);
-        }
-        assert!(!g.admits(&u("http://a.test/list/4")));
-        g.credit_referrer(&u("http://a.test/list/2"));
-        assert!(g.admits(&u("http://a.test/list/4")));
+        let month = |m: u32| u(&format!("http://a.test/cal/2024/{m}"));
+        assert_eq!(TrapGuard::run_of(&month(2), &month(1), 3), 4);
+        assert_eq!(
+            TrapGuard::run_of(&u("http://a.test/about"), &month(1), 3),
+            0
+        );
+        assert!(g.admits(&month(4), 3));
+        assert!(!g.admits(&month(5), 4));
+        // A pattern that led to targets is never cut.
+        g.credit_referrer(&month(1));
+        assert!(g.admits(&month(9), 40));
+        let list = u("http://a.test/data?page=7");
+        assert!(!g.admits(&list, 4));
+        g.record_page(&u("http://a.test/data?page=2"), 1);
+        assert!(g.admits(&list, 4));
+        g.record_page(&u("http://a.test/other/1"), 0);
+        assert!(!g.admits(&u("http://a.test/other/9"), 4));
     }
 }

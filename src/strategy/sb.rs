@@ -559,6 +559,7 @@ pub(super) mod fake_site {
                     anchor: String::new(),
                     depth: page.depth + 1,
                     referrer: Some(page.url.clone()),
+                    pattern_run: 0,
                 };
                 reward += self.discover(strategy, link);
             }
@@ -792,6 +793,7 @@ mod tests {
             anchor: String::new(),
             depth: 1,
             referrer: None,
+            pattern_run: 0,
         };
         let page = link("https://s.test/a/", NAV);
         assert_eq!(sb.triage(&page, None), Triage::Head, "warming up");
