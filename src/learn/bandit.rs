@@ -235,18 +235,6 @@ impl AuerBandit {
         self.set_mean(arm, rewards, mean);
     }
 
-    /// Add `amount` to the rewards `arm` already received, without a new
-    /// observation: credit passed back from the pages its pages led to.
-    pub fn credit(&mut self, arm: u32, amount: f64) {
-        let Some(s) = self.arms.get(arm as usize).copied() else {
-            return;
-        };
-        if s.rewards > 0 {
-            let mean = s.mean_reward + amount / s.rewards as f64;
-            self.set_mean(arm, s.rewards, mean);
-        }
-    }
-
     /// Change an arm's statistics, keeping the awake ranking in order.
     fn set_mean(&mut self, arm: u32, rewards: u64, mean: f64) {
         let i = arm as usize;
@@ -397,24 +385,6 @@ mod tests {
         assert_eq!(b.select(), Some(3));
         assert_eq!(b.select(), Some(5));
         assert_eq!(b.select(), Some(9));
-    }
-
-    #[test]
-    fn credit_raises_the_mean_and_the_ranking() {
-        let mut b = AuerBandit::new(AuerConfig::default());
-        b.credit(0, 5.0);
-        assert_eq!(b.stats(0), None, "unknown arms are ignored");
-        for arm in 0..2 {
-            b.wake(arm);
-            assert_eq!(b.select(), Some(arm));
-            b.reward(arm, 1.0);
-            b.reward(arm, 1.0);
-        }
-        b.credit(1, 4.0);
-        // Two rewards: the mean moves by 4 / 2 without a new observation.
-        assert_eq!(b.stats(1).unwrap().mean_reward, 3.0);
-        assert_eq!(b.stats(1).unwrap().rewards, 2);
-        assert_eq!(b.select(), Some(1), "the credited arm now ranks first");
     }
 
     #[derive(Clone, Debug)]
