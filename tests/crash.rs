@@ -10,6 +10,9 @@ use forager::bench::server::{Site, SiteServer};
 use forager::bench::synthetic::{Preset, SyntheticSite};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
+
+mod common;
+use common::manifest_by_final_url;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -40,20 +43,9 @@ fn command(job: &Path, state: &Path, port: u16) -> tokio::process::Command {
     c
 }
 
-/// final URL → sha256; panics on a duplicate row.
+/// Final URL → sha256 of every manifest row (no duplicates).
 fn manifest(state: &Path) -> BTreeMap<String, String> {
-    let path = state.join("targets/crash/manifest.jsonl");
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut rows = BTreeMap::new();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let prev = rows.insert(
-            v["final_url"].as_str().unwrap().to_string(),
-            v["sha256"].as_str().unwrap().to_string(),
-        );
-        assert!(prev.is_none(), "duplicate manifest row {line}");
-    }
-    rows
+    manifest_by_final_url(&state.join("targets/crash"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

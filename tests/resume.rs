@@ -9,6 +9,9 @@ use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
 use forager::strategy::StrategyKind;
 use std::collections::BTreeMap;
+
+mod common;
+use common::manifest_by_final_url;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -40,20 +43,9 @@ fn spec(port: u16, strategy: StrategyKind) -> JobSpec {
     spec
 }
 
-/// Final URL → sha256 of every manifest row.
+/// Final URL → sha256 of every manifest row (no duplicates).
 fn manifest(state: &Path, job: &str) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(state.join("targets").join(job).join("manifest.jsonl"))
-        .unwrap_or_default();
-    let mut rows = BTreeMap::new();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let prev = rows.insert(
-            v["final_url"].as_str().unwrap().to_string(),
-            v["sha256"].as_str().unwrap().to_string(),
-        );
-        assert!(prev.is_none(), "duplicate manifest row: {line}");
-    }
-    rows
+    manifest_by_final_url(&state.join("targets").join(job))
 }
 
 async fn interrupted_equals_uninterrupted(strategy: StrategyKind) {

@@ -84,16 +84,7 @@ pub const DEFAULT_BLOCK_EXT: &[&str] = &[
 ];
 
 /// Query keys that carry session ids: dropped from URLs so one page is not crawled once per session.
-pub const DEFAULT_STRIP_PARAMS: &[&str] = &[
-    "jsessionid",
-    "phpsessid",
-    "sid",
-    "sessionid",
-    "sessid",
-    "cfid",
-    "cftoken",
-    "aspsessionid",
-];
+pub use crate::extract::DEFAULT_STRIP_PARAMS;
 
 /// One job: what to crawl, how, and within which limits.
 #[derive(Clone, Debug, PartialEq, Eq)]
