@@ -133,18 +133,14 @@ async fn check_strategy(strategy: &str) {
     paths.sort();
     assert_eq!(paths, expected, "{strategy}: manifest");
 
-    // Running the finished job again resumes from the store and fetches nothing new.
+    // Running the finished job again resumes from the store and sends no request.
     server.clear_log();
     let again = crawl(&job, &state, server.port()).await;
     assert!(again.status.success());
-    let refetched: Vec<_> = server
-        .log()
-        .into_iter()
-        .filter(|r| r.path_and_query != "/robots.txt")
-        .collect();
+    let refetched = server.log();
     assert!(
         refetched.is_empty(),
-        "{strategy}: resumed job refetched {refetched:?}"
+        "{strategy}: resumed job requested {refetched:?}"
     );
     let _ = server.shutdown().await;
 }
@@ -177,4 +173,33 @@ async fn check_reports_file_line_and_field() {
     assert!(!out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("bad.toml:5: budget.requests:"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_job_reuses_the_stored_robots_txt_and_finishes_the_harvest() {
+    let fixture = FixtureSite::new();
+    let expected = fixture.expected_targets();
+    let server = SiteServer::start(fixture.sites()).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_file(tmp.path(), "fixture-budget", "bfs", server.port());
+    let full = std::fs::read_to_string(&job).unwrap();
+    std::fs::write(&job, format!("{full}\n[budget]\nrequests = 5\n")).unwrap();
+    let state = tmp.path().join("state");
+
+    let first = crawl(&job, &state, server.port()).await;
+    assert!(String::from_utf8_lossy(&first.stdout).contains("request budget reached"));
+    assert_eq!(gets_by_path(&server.log()).get("/robots.txt"), Some(&1));
+
+    // A larger budget: the job resumes without asking for robots.txt again.
+    server.clear_log();
+    std::fs::write(&job, format!("{full}\n[budget]\nrequests = 0\n")).unwrap();
+    let second = crawl(&job, &state, server.port()).await;
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(stdout.contains("frontier empty"), "{stdout}");
+    let gets = gets_by_path(&server.log());
+    assert_eq!(gets.get("/robots.txt"), None, "{gets:?}");
+    let dir = state.join("targets").join("fixture-budget");
+    let manifest = std::fs::read_to_string(dir.join("manifest.jsonl")).unwrap();
+    assert_eq!(manifest.lines().count(), expected.len(), "{manifest}");
+    let _ = server.shutdown().await;
 }

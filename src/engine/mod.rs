@@ -13,6 +13,7 @@
 
 mod filters;
 mod observer;
+mod robots_cache;
 mod runner;
 pub mod traps;
 
@@ -35,6 +36,8 @@ pub struct Engine {
     pub filters: Arc<Mutex<MimeFilters>>,
     pub state_dir: PathBuf,
     pub checkpoint_interval: Duration,
+    /// Which robots.txt copies the store already holds.
+    robots: Arc<robots_cache::PersistedRobots>,
 }
 
 /// How to open an [`Engine`].
@@ -56,12 +59,14 @@ impl Engine {
         let fetcher = Fetcher::new(config.fetch).context("building the HTTP client")?;
         let mut filters = MimeFilters::new(MimeFilterConfig::default());
         filters::load(&store, &mut filters)?;
+        let robots = Arc::new(robots_cache::PersistedRobots::load(&store, &fetcher)?);
         Ok(Engine {
             fetcher,
             store,
             filters: Arc::new(Mutex::new(filters)),
             state_dir: config.state_dir,
             checkpoint_interval: config.checkpoint_interval,
+            robots,
         })
     }
 }

@@ -521,6 +521,11 @@ impl<'a> Runner<'a> {
         self.counters.redirects += 1;
         let mut next = location?.clone();
         extract::normalize(&mut next, &self.limits.url_rules);
+        // A Location header obeys the same trap rules as a link on a page.
+        if extract::check_limits(&next, &self.limits.url_rules).is_err() {
+            self.counters.rejected_links += 1;
+            return None;
+        }
         if !self.scope.contains(&next) {
             self.counters.out_of_scope += 1;
             return None;
@@ -798,6 +803,7 @@ impl<'a> Runner<'a> {
         let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(&self.spec.name));
         delta.record = Some(record);
         let chunks = super::filters::stage(&lock(&self.engine.filters), &mut delta);
+        self.engine.robots.stage(&self.engine.fetcher, &mut delta);
         let report = self.engine.store.commit(delta).await?;
         lock(&self.engine.filters).mark_persisted(&chunks);
         debug!(job = %self.spec.name, ms = report.duration.as_millis() as u64, grouped = report.deltas, "checkpoint committed");
