@@ -1,7 +1,7 @@
 //! `forager check`, `forager explain`, `forager purge`: look at files and stored state.
 
 use crate::config;
-use crate::store::{codec, Store};
+use crate::store::Store;
 use crate::strategy::{StrategyKind, StrategyStats};
 use anyhow::Context;
 use clap::Args;
@@ -91,7 +91,6 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
         &stats,
         args.top,
     );
-    let _ = codec::FORMAT_VERSION;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -231,9 +231,7 @@ impl<'a> Runner<'a> {
                 }
                 r = self.step() => r?,
             };
-            if started.elapsed() > Duration::ZERO
-                && self.last_checkpoint.elapsed() >= self.engine.checkpoint_interval
-            {
+            if self.last_checkpoint.elapsed() >= self.engine.checkpoint_interval {
                 self.checkpoint(None).await?;
             }
         }
