@@ -712,7 +712,12 @@ impl CrawlObserver for LiveObserver {
         );
     }
 
-    fn checkpoint(&mut self, counters: &JobCounters, stats: &StrategyStats) {
+    fn checkpoint(
+        &mut self,
+        counters: &JobCounters,
+        stats: &StrategyStats,
+        _commit: &crate::store::CommitReport,
+    ) {
         self.live.lock().on_checkpoint(counters, stats);
     }
 

@@ -3,9 +3,10 @@
 //! progress bar, the daemon serves the snapshot.
 
 use crate::mime::Label;
-use crate::store::{JobCounters, StopReason};
+use crate::store::{CommitReport, JobCounters, StopReason};
 use crate::strategy::StrategyStats;
 use serde::Serialize;
+use std::time::Duration;
 use url::Url;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -27,6 +28,8 @@ pub struct RequestEvent<'a> {
     pub label: Option<Label>,
     /// A new target was saved by this request.
     pub saved_target: bool,
+    /// From sending the request to its headers; `None` when it failed before them.
+    pub latency: Option<Duration>,
     pub counters: &'a JobCounters,
 }
 
@@ -34,7 +37,17 @@ pub struct RequestEvent<'a> {
 pub trait CrawlObserver: Send {
     fn request(&mut self, _event: &RequestEvent<'_>) {}
     /// Called after each committed checkpoint.
-    fn checkpoint(&mut self, _counters: &JobCounters, _stats: &StrategyStats) {}
+    fn checkpoint(
+        &mut self,
+        _counters: &JobCounters,
+        _stats: &StrategyStats,
+        _commit: &CommitReport,
+    ) {
+    }
+    /// The job stopped fetching because its state or targets could not be
+    /// written (disk full, I/O error); it retries and calls [`resumed`](Self::resumed).
+    fn paused(&mut self, _error: &str) {}
+    fn resumed(&mut self) {}
     fn finished(&mut self, _counters: &JobCounters, _stop: Option<StopReason>) {}
 }
 

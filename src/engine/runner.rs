@@ -76,6 +76,8 @@ pub struct Runner<'a> {
     out: TargetDir,
     observer: &'a mut (dyn CrawlObserver + Send),
     last_checkpoint: Instant,
+    /// Header latency of the last answered request, for its event.
+    last_latency: Option<Duration>,
 }
 
 impl<'a> Runner<'a> {
@@ -125,6 +127,7 @@ impl<'a> Runner<'a> {
             out,
             observer,
             last_checkpoint: Instant::now(),
+            last_latency: None,
         };
         runner.restore_or_seed()?;
         Ok(runner)
@@ -486,7 +489,10 @@ impl<'a> Runner<'a> {
             .send(method, url, &self.politeness, &key)
             .await
         {
-            Ok(resp) => Some(resp),
+            Ok(resp) => {
+                self.last_latency = Some(resp.latency);
+                Some(resp)
+            }
             Err(e) => {
                 self.counters.fetch_errors += 1;
                 self.fetch_failed(method, url, &e);
@@ -504,6 +510,7 @@ impl<'a> Runner<'a> {
             bytes: 0,
             label: None,
             saved_target: false,
+            latency: None,
             counters: &self.counters,
         };
         self.observer.request(&event);
@@ -776,6 +783,7 @@ impl<'a> Runner<'a> {
             bytes,
             label,
             saved_target,
+            latency: self.last_latency,
             counters: &self.counters,
         };
         self.observer.request(&event);
@@ -812,7 +820,7 @@ impl<'a> Runner<'a> {
         }
         self.last_checkpoint = Instant::now();
         let stats = self.strategy.stats();
-        self.observer.checkpoint(&self.counters, &stats);
+        self.observer.checkpoint(&self.counters, &stats, &report);
         Ok(())
     }
 }

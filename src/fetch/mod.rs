@@ -307,6 +307,7 @@ impl Fetcher {
             content_type,
             content_length,
             retry_after,
+            latency: started.elapsed(),
             inner,
             permit: Some(permit),
             slot,
@@ -593,6 +594,8 @@ pub struct Response {
     pub content_length: Option<u64>,
     /// Retry-After, clamped to `max_backoff`.
     pub retry_after: Option<Duration>,
+    /// From sending the request (after the politeness wait) to its headers.
+    pub latency: Duration,
     inner: reqwest::Response,
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
     slot: Arc<HostSlot>,
