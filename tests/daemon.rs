@@ -469,6 +469,26 @@ async fn the_daemon_runs_edits_reports_and_stops_cleanly() {
     );
     assert!(metrics.contains("# TYPE forager_job_requests_total counter"));
     assert!(metrics.contains("forager_job_state{job=\"endless\",state=\"running\"} 1"));
+    // Latency and checkpoint histograms, fed by the jobs that ran.
+    let sample = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no sample {name} in\n{metrics}"))
+    };
+    assert!(metrics.contains("# TYPE forager_fetch_latency_seconds histogram"));
+    let answered = sample("forager_fetch_latency_seconds_count");
+    assert!(answered >= (2 * PAGES) as f64, "{answered} timed requests");
+    assert_eq!(
+        sample("forager_fetch_latency_seconds_bucket{le=\"+Inf\"}"),
+        answered
+    );
+    // Loopback answers: the mean is far under a second.
+    assert!(sample("forager_fetch_latency_seconds_sum") / answered < 1.0);
+    assert!(sample("forager_checkpoint_duration_seconds_count") >= 2.0);
+    assert!(sample("forager_job_checkpoint_duration_seconds_count{job=\"alpha\"}") >= 1.0);
+    assert!(sample("forager_job_fetch_latency_seconds_count{job=\"alpha\"}") >= PAGES as f64);
+    assert_eq!(sample("forager_job_paused{job=\"endless\"}"), 0.0);
 
     // A new strategy cannot resume the stored state: failed until purged, then a fresh start.
     save_atomically(

@@ -85,7 +85,7 @@ async fn status(State(shared): State<Arc<Shared>>) -> Json<StatusReport> {
 }
 
 async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
-    let body = metrics::render(&shared.report());
+    let body = shared.metrics_text();
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], body).into_response()
 }
 

@@ -93,6 +93,10 @@ pub enum JobState {
 pub enum Phase {
     Pending,
     Running,
+    /// Running, but its state or targets cannot be written (disk full) and
+    /// the engine retries. Reported by the job's runner, so the table never
+    /// holds it: [`super::report::job_status`] derives it from the live numbers.
+    Paused,
     Stopping,
     Done,
     Failed,
@@ -101,9 +105,10 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 7] = [
+    pub const ALL: [Phase; 8] = [
         Phase::Pending,
         Phase::Running,
+        Phase::Paused,
         Phase::Stopping,
         Phase::Done,
         Phase::Failed,
@@ -115,6 +120,7 @@ impl Phase {
         match self {
             Phase::Pending => "pending",
             Phase::Running => "running",
+            Phase::Paused => "paused",
             Phase::Stopping => "stopping",
             Phase::Done => "done",
             Phase::Failed => "failed",

@@ -1,6 +1,6 @@
 //! What a running job tells the status API: counters, request rate, response
-//! classes, checkpoints, last error. Updated by the job's observer on every
-//! request, read by `/status` and `/metrics`.
+//! classes, fetch latency, checkpoints, pauses, last error. Updated by the
+//! job's observer on every request, read by `/status` and `/metrics`.
 //!
 //! One small mutex per job, so 1 000 jobs reporting at once never queue behind
 //! one lock and a status request only blocks a job for a copy of its numbers.
@@ -137,6 +137,34 @@ impl RateMeter {
     }
 }
 
+/// A count of timed events and their total time (a Prometheus summary without quantiles).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeTotal {
+    pub count: u64,
+    /// Seconds, all events together.
+    pub sum_secs: f64,
+}
+
+impl TimeTotal {
+    pub fn add(&mut self, d: Duration) {
+        self.count += 1;
+        self.sum_secs += d.as_secs_f64();
+    }
+
+    /// Mean seconds per event, when there was one.
+    pub fn mean_secs(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_secs / self.count as f64)
+    }
+}
+
+/// Why and since when a job is paused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pause {
+    /// What the engine could not write (clipped).
+    pub error: String,
+    pub since: SystemTime,
+}
+
 /// A job's numbers as its runner last reported them.
 #[derive(Clone, Debug, Default)]
 pub struct LiveStats {
@@ -146,9 +174,13 @@ pub struct LiveStats {
     pub frontier: Option<u64>,
     pub responses: StatusClasses,
     pub rate: RateMeter,
-    /// Checkpoints committed since the daemon started.
-    pub checkpoints: u64,
+    /// Send → headers of the requests answered since the daemon started.
+    pub fetch_latency: TimeTotal,
+    /// Checkpoints committed since the daemon started, and how long their commits took.
+    pub checkpoints: TimeTotal,
     pub last_checkpoint: Option<SystemTime>,
+    /// Set while the engine cannot write the job's state or targets and keeps retrying.
+    pub paused: Option<Pause>,
     pub last_error: Option<String>,
     pub last_error_at: Option<SystemTime>,
     /// The stop reason the store or the last run recorded.
@@ -157,17 +189,19 @@ pub struct LiveStats {
 
 impl LiveStats {
     /// One GET or HEAD (or redirect hop) of the job.
-    pub fn on_request(
-        &mut self,
-        method: &str,
-        url: &str,
-        status: Option<u16>,
-        counters: &JobCounters,
-        now: Instant,
-    ) {
+    pub fn on_request(&mut self, request: &RequestFacts<'_>, counters: &JobCounters, now: Instant) {
+        let RequestFacts {
+            method,
+            url,
+            status,
+            latency,
+        } = *request;
         self.counters.clone_from(counters);
         self.responses.record(status);
         self.rate.record(now);
+        if let Some(latency) = latency {
+            self.fetch_latency.add(latency);
+        }
         let error = match status {
             None => Some("request failed (network error, timeout or refused)".to_string()),
             Some(s) if s >= 400 => Some(format!("HTTP {s}")),
@@ -179,23 +213,58 @@ impl LiveStats {
         }
     }
 
-    pub fn on_checkpoint(&mut self, counters: &JobCounters, stats: &StrategyStats) {
+    pub fn on_checkpoint(&mut self, counters: &JobCounters, stats: &StrategyStats, took: Duration) {
         self.counters.clone_from(counters);
         self.stats.clone_from(stats);
-        self.checkpoints += 1;
+        self.checkpoints.add(took);
         self.last_checkpoint = Some(SystemTime::now());
     }
 
+    /// The engine cannot write the job's state or targets and retries. The
+    /// error becomes `last_error` too, and stays there after the job resumes:
+    /// `last_error` is what went wrong last, the phase says whether it still does.
+    pub fn on_paused(&mut self, error: &str) {
+        let error = clip(error);
+        let now = SystemTime::now();
+        // Repeated retries of one failure keep the time it began.
+        let since = match &self.paused {
+            Some(p) => p.since,
+            None => now,
+        };
+        self.last_error = Some(error.clone());
+        self.last_error_at = Some(now);
+        self.paused = Some(Pause { error, since });
+    }
+
+    pub fn on_resumed(&mut self) {
+        self.paused = None;
+    }
+
+    /// The run ended (finished, stopped or failed): it cannot be paused any more.
     pub fn on_finished(&mut self, counters: &JobCounters, stop: Option<StopReason>) {
         self.counters.clone_from(counters);
         self.stop = stop;
+        self.paused = None;
     }
 
     /// A run could not start or crashed.
     pub fn on_failure(&mut self, error: &str) {
         self.last_error = Some(clip(error));
         self.last_error_at = Some(SystemTime::now());
+        self.paused = None;
     }
+}
+
+/// What [`LiveStats::on_request`] needs to know of one request.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestFacts<'a> {
+    /// `GET` or `HEAD`.
+    pub method: &'a str,
+    pub url: &'a str,
+    /// `None` when it failed before a status line.
+    pub status: Option<u16>,
+    /// Send → headers; `None` when it failed before them.
+    pub latency: Option<Duration>,
 }
 
 /// `s` cut to [`MAX_ERROR_CHARS`] characters.
@@ -269,11 +338,17 @@ mod tests {
             ..Default::default()
         };
         let now = Instant::now();
-        s.on_request("GET", "http://a.test/", Some(200), &c, now);
+        let req = |method, url, status, ms: Option<u64>| RequestFacts {
+            method,
+            url,
+            status,
+            latency: ms.map(Duration::from_millis),
+        };
+        s.on_request(&req("GET", "http://a.test/", Some(200), Some(10)), &c, now);
         assert!(s.last_error.is_none());
-        s.on_request("GET", "http://a.test/x", Some(404), &c, now);
-        s.on_request("HEAD", "http://a.test/y", None, &c, now);
-        s.on_request("GET", "http://a.test/z", Some(302), &c, now);
+        s.on_request(&req("GET", "http://a.test/x", Some(404), Some(30)), &c, now);
+        s.on_request(&req("HEAD", "http://a.test/y", None, None), &c, now);
+        s.on_request(&req("GET", "http://a.test/z", Some(302), Some(20)), &c, now);
         assert_eq!(
             s.responses,
             StatusClasses {
@@ -285,6 +360,10 @@ mod tests {
             }
         );
         assert_eq!(s.counters.requests, 3);
+        // Only answered requests are timed: 3 of 4, 60 ms in all.
+        assert_eq!(s.fetch_latency.count, 3);
+        assert!((s.fetch_latency.sum_secs - 0.060).abs() < 1e-9);
+        assert!((s.fetch_latency.mean_secs().unwrap() - 0.020).abs() < 1e-9);
         let e = s.last_error.as_deref().unwrap();
         assert!(e.starts_with("HEAD http://a.test/y: request failed"), "{e}");
         s.on_failure(&"x".repeat(1000));
@@ -292,5 +371,46 @@ mod tests {
             s.last_error.as_deref().unwrap().chars().count(),
             MAX_ERROR_CHARS + 1
         );
+    }
+
+    #[test]
+    fn a_pause_is_the_last_error_until_cleared_and_keeps_its_start() {
+        let mut s = LiveStats::default();
+        assert_eq!(TimeTotal::default().mean_secs(), None);
+        s.on_paused("writing checkpoint: No space left on device (os error 28)");
+        let first = s.paused.clone().unwrap();
+        assert!(first.error.contains("No space left"));
+        assert_eq!(s.last_error.as_deref(), Some(first.error.as_str()));
+        std::thread::sleep(Duration::from_millis(5));
+        // The engine retries and reports again: still the same pause.
+        s.on_paused("writing checkpoint: No space left on device (os error 28)");
+        assert_eq!(s.paused.as_ref().unwrap().since, first.since);
+        s.on_resumed();
+        assert!(s.paused.is_none());
+        // The error stays as the last one seen.
+        assert!(s.last_error.as_deref().unwrap().contains("No space left"));
+        // A run that ends while paused is not paused any more.
+        s.on_paused(&"disk ".repeat(200));
+        assert_eq!(
+            s.paused.as_ref().unwrap().error.chars().count(),
+            MAX_ERROR_CHARS + 1
+        );
+        s.on_finished(&JobCounters::default(), None);
+        assert!(s.paused.is_none());
+    }
+
+    #[test]
+    fn checkpoints_are_counted_and_timed() {
+        let mut s = LiveStats::default();
+        let c = JobCounters {
+            requests: 9,
+            ..Default::default()
+        };
+        s.on_checkpoint(&c, &StrategyStats::default(), Duration::from_millis(4));
+        s.on_checkpoint(&c, &StrategyStats::default(), Duration::from_millis(6));
+        assert_eq!(s.checkpoints.count, 2);
+        assert!((s.checkpoints.sum_secs - 0.010).abs() < 1e-9);
+        assert_eq!(s.counters.requests, 9);
+        assert!(s.last_checkpoint.is_some());
     }
 }

@@ -4,11 +4,156 @@
 //!
 //! Job counters come from the store and survive restarts (they only go down
 //! when a job is purged, which Prometheus treats as a counter reset).
-//! Response classes and checkpoint counts are since the daemon started.
+//! Response classes, latencies and checkpoint counts are since the daemon started.
+//!
+//! # Cardinality
+//!
+//! With 1 000 jobs every per-job series costs 1 000 series, so distributions
+//! are daemon-wide histograms ([`DaemonHistograms`]: fetch latency, checkpoint
+//! commit time, checkpoint group size, ~15 series each), and each job only
+//! gets a summary without quantiles (`_sum` and `_count`: 2 series) — enough
+//! to see which job's site is slow, which the daemon-wide buckets then place.
+//! Per-job histograms would be ~16 000 series per family at 1 000 jobs.
 
 use super::jobs::Phase;
+use super::live::TimeTotal;
 use super::report::{JobStatus, StatusReport};
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the fetch-latency buckets: loopback answers in
+/// under a millisecond, a distant or busy site in seconds, a timeout at 30 s.
+pub const FETCH_LATENCY_BOUNDS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Upper bounds (seconds) of the checkpoint-commit buckets: an fsync is a
+/// millisecond on an SSD, a large group on a slow disk seconds.
+pub const CHECKPOINT_BOUNDS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Upper bounds of the group-size buckets (job deltas per store transaction).
+pub const GROUP_BOUNDS: &[f64] = &[
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+];
+
+/// A histogram with fixed buckets, updated without a lock: every runner of
+/// every job records into the same one, and a mutex there would be the one
+/// place 1 000 jobs queue.
+#[derive(Debug)]
+pub struct AtomicHistogram {
+    bounds: &'static [f64],
+    /// Per bucket (not cumulative); the last one is `+Inf`.
+    counts: Box<[AtomicU64]>,
+    /// In millionths of the unit, so integer atomics suffice.
+    sum_micros: AtomicU64,
+}
+
+/// A histogram read at one moment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HistogramSnapshot {
+    pub bounds: &'static [f64],
+    /// Cumulative counts, one per bound, then `+Inf` (= `count`).
+    pub cumulative: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl AtomicHistogram {
+    /// `bounds` must be increasing.
+    pub fn new(bounds: &'static [f64]) -> Self {
+        debug_assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+        AtomicHistogram {
+            bounds,
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    pub fn observe(&self, value: f64) {
+        // NaN lands in +Inf; a negative value (it cannot happen for durations) in the first bucket.
+        let slot = self
+            .bounds
+            .iter()
+            .position(|&b| value <= b)
+            .unwrap_or(self.bounds.len());
+        self.counts[slot].fetch_add(1, Ordering::Relaxed);
+        let micros = (value.max(0.0) * 1e6).round();
+        // `as` saturates: an absurd value cannot wrap the sum.
+        self.sum_micros.fetch_add(micros as u64, Ordering::Relaxed);
+    }
+
+    pub fn observe_duration(&self, d: Duration) {
+        self.observe(d.as_secs_f64());
+    }
+
+    /// The counts now. `count` is the sum of the buckets read, so `+Inf`
+    /// always equals `_count` even while other threads record.
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        let mut total = 0u64;
+        let cumulative = self
+            .counts
+            .iter()
+            .map(|c| {
+                total = total.saturating_add(c.load(Ordering::Relaxed));
+                total
+            })
+            .collect();
+        HistogramSnapshot {
+            bounds: self.bounds,
+            cumulative,
+            sum: self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            count: total,
+        }
+    }
+}
+
+/// The daemon-wide distributions, fed by every job's observer.
+#[derive(Debug)]
+pub struct DaemonHistograms {
+    /// Send → response headers of every answered request, seconds.
+    pub fetch_latency: AtomicHistogram,
+    /// Duration of the store transaction that committed each job checkpoint, seconds.
+    pub checkpoint_duration: AtomicHistogram,
+    /// Job deltas in the transaction that committed each job checkpoint.
+    pub checkpoint_group: AtomicHistogram,
+}
+
+impl Default for DaemonHistograms {
+    fn default() -> Self {
+        DaemonHistograms {
+            fetch_latency: AtomicHistogram::new(FETCH_LATENCY_BOUNDS),
+            checkpoint_duration: AtomicHistogram::new(CHECKPOINT_BOUNDS),
+            checkpoint_group: AtomicHistogram::new(GROUP_BOUNDS),
+        }
+    }
+}
+
+impl DaemonHistograms {
+    pub fn snapshot(&self) -> HistogramsSnapshot {
+        HistogramsSnapshot {
+            fetch_latency: self.fetch_latency.snapshot(),
+            checkpoint_duration: self.checkpoint_duration.snapshot(),
+            checkpoint_group: self.checkpoint_group.snapshot(),
+        }
+    }
+}
+
+/// [`DaemonHistograms`] read at one moment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HistogramsSnapshot {
+    pub fetch_latency: HistogramSnapshot,
+    pub checkpoint_duration: HistogramSnapshot,
+    pub checkpoint_group: HistogramSnapshot,
+}
+
+impl Default for HistogramsSnapshot {
+    fn default() -> Self {
+        DaemonHistograms::default().snapshot()
+    }
+}
 
 /// `Content-Type` of the exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -73,6 +218,34 @@ impl Families {
         let _ = writeln!(self.out, " {}", value(v));
     }
 
+    fn histogram(&mut self, name: &str, help: &str, h: &HistogramSnapshot) {
+        self.family(name, "histogram", help);
+        let bucket = format!("{name}_bucket");
+        for (bound, n) in h.bounds.iter().zip(&h.cumulative) {
+            self.sample(&bucket, &[("le", &value(*bound))], *n as f64);
+        }
+        self.sample(&bucket, &[("le", "+Inf")], h.count as f64);
+        self.sample(&format!("{name}_sum"), &[], h.sum);
+        self.sample(&format!("{name}_count"), &[], h.count as f64);
+    }
+
+    /// A summary without quantiles per job: `NAME_sum` and `NAME_count`.
+    fn per_job_summary(
+        &mut self,
+        jobs: &[JobStatus],
+        name: &str,
+        help: &str,
+        get: impl Fn(&JobStatus) -> TimeTotal,
+    ) {
+        self.family(name, "summary", help);
+        let (sum, count) = (format!("{name}_sum"), format!("{name}_count"));
+        for j in jobs {
+            let t = get(j);
+            self.sample(&sum, &[("job", &j.name)], t.sum_secs);
+            self.sample(&count, &[("job", &j.name)], t.count as f64);
+        }
+    }
+
     /// A family with one sample per job.
     fn per_job(
         &mut self,
@@ -91,8 +264,8 @@ impl Families {
     }
 }
 
-/// The whole exposition.
-pub fn render(r: &StatusReport) -> String {
+/// The whole exposition: the report's jobs and the daemon-wide histograms.
+pub fn render(r: &StatusReport, h: &HistogramsSnapshot) -> String {
     let mut f = Families { out: String::new() };
     f.family(
         "forager_build_info",
@@ -133,6 +306,21 @@ pub fn render(r: &StatusReport) -> String {
         "Requests per minute of all jobs over the last minute.",
     );
     f.sample("forager_requests_per_minute", &[], r.request_rate_per_min);
+    f.histogram(
+        "forager_fetch_latency_seconds",
+        "Time from sending a request to its response headers, all jobs (failed requests are not timed).",
+        &h.fetch_latency,
+    );
+    f.histogram(
+        "forager_checkpoint_duration_seconds",
+        "Duration of the store transaction that committed a job's checkpoint (one observation per job checkpoint; a group commit is seen by each job in it).",
+        &h.checkpoint_duration,
+    );
+    f.histogram(
+        "forager_checkpoint_group_deltas",
+        "Job checkpoints committed together in the transaction that carried a job's checkpoint.",
+        &h.checkpoint_group,
+    );
 
     let jobs = r.jobs.as_slice();
     f.family(
@@ -236,6 +424,25 @@ pub fn render(r: &StatusReport) -> String {
             );
         }
     }
+    f.per_job_summary(
+        jobs,
+        "forager_job_fetch_latency_seconds",
+        "Time from sending a request to its response headers since the daemon started (failed requests are not timed).",
+        |j| j.fetch_latency,
+    );
+    f.per_job_summary(
+        jobs,
+        "forager_job_checkpoint_duration_seconds",
+        "Commit time of the job's checkpoints since the daemon started.",
+        |j| j.checkpoint_time,
+    );
+    f.per_job(
+        jobs,
+        "forager_job_paused",
+        "gauge",
+        "1 while the job cannot write its state or targets (disk full, I/O error) and retries.",
+        |j| Some(if j.state == Phase::Paused { 1.0 } else { 0.0 }),
+    );
     f.per_job(
         jobs,
         "forager_job_requests_per_minute",
@@ -286,6 +493,7 @@ mod tests {
     use super::*;
     use crate::daemon::live::StatusClasses;
     use crate::store::JobCounters;
+    use proptest::prelude::*;
     use std::collections::HashMap;
 
     fn job(name: &str, requests: u64) -> JobStatus {
@@ -309,8 +517,17 @@ mod tests {
                 success: 4,
                 ..Default::default()
             },
+            fetch_latency: TimeTotal {
+                count: 4,
+                sum_secs: 0.5,
+            },
             checkpoints: 2,
+            checkpoint_time: TimeTotal {
+                count: 2,
+                sum_secs: 0.004,
+            },
             last_checkpoint_at: Some(1_700_000_000),
+            paused_since: None,
             last_error: None,
             last_error_at: None,
             config_error: None,
@@ -326,6 +543,7 @@ mod tests {
             jobs_dir: "j".into(),
             max_jobs: 8,
             running: 2,
+            paused: 0,
             pending: 0,
             request_rate_per_min: 121.0,
             shutting_down: false,
@@ -385,13 +603,13 @@ mod tests {
 
     #[test]
     fn every_sample_belongs_to_one_declared_family() {
-        let text = render(&report());
+        let text = render(&report(), &HistogramsSnapshot::default());
         let (families, samples) = parse(&text);
         for (name, (_, declared)) in &families {
             assert_eq!(*declared, 1, "{name} declared {declared} times");
         }
         for (name, _, _) in &samples {
-            assert!(families.contains_key(name), "{name} has no TYPE");
+            assert!(family_of(name, &families).is_some(), "{name} has no TYPE");
         }
         assert_eq!(families["forager_job_requests_total"].0, "counter");
         assert_eq!(families["forager_job_requests_per_minute"].0, "gauge");
@@ -424,8 +642,197 @@ mod tests {
     fn hostile_versions_cannot_break_the_format() {
         let mut r = report();
         r.version = "1\"} 0\nevil 1".into();
-        let text = render(&r);
+        let text = render(&r, &HistogramsSnapshot::default());
         let (_, samples) = parse(&text);
         assert!(!samples.iter().any(|(n, _, _)| n == "evil"));
+    }
+
+    /// The family a sample belongs to: its own name, or a histogram's or
+    /// summary's name without `_bucket`, `_sum` or `_count`.
+    fn family_of<'a>(sample: &'a str, families: &Declared) -> Option<&'a str> {
+        if families.contains_key(sample) {
+            return Some(sample);
+        }
+        ["_bucket", "_sum", "_count"].iter().find_map(|suffix| {
+            let base = sample.strip_suffix(suffix)?;
+            let (kind, _) = families.get(base)?;
+            let fits = match *suffix {
+                "_bucket" => kind == "histogram",
+                _ => kind == "histogram" || kind == "summary",
+            };
+            fits.then_some(base)
+        })
+    }
+
+    fn get(samples: &[Sample], name: &str, labels: &str) -> Option<f64> {
+        samples
+            .iter()
+            .find(|(n, l, _)| n == name && l == labels)
+            .map(|s| s.2)
+    }
+
+    /// `(le, cumulative count)` of a histogram's buckets, in output order.
+    fn buckets(samples: &[Sample], name: &str) -> Vec<(String, f64)> {
+        let bucket = format!("{name}_bucket");
+        samples
+            .iter()
+            .filter(|(n, _, _)| *n == bucket)
+            .map(|(_, l, v)| {
+                let le = l
+                    .strip_prefix("le=\"")
+                    .and_then(|l| l.strip_suffix('"'))
+                    .unwrap();
+                (le.to_string(), *v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn histograms_are_cumulative_and_end_at_their_count() {
+        let h = DaemonHistograms::default();
+        for ms in [0.5, 0.9, 3.0, 40.0, 40.0, 700.0, 45_000.0] {
+            h.fetch_latency
+                .observe_duration(Duration::from_secs_f64(ms / 1000.0));
+        }
+        h.checkpoint_duration
+            .observe_duration(Duration::from_millis(2));
+        for group in [1.0, 3.0, 3.0, 3.0] {
+            h.checkpoint_group.observe(group);
+        }
+        let text = render(&report(), &h.snapshot());
+        let (families, samples) = parse(&text);
+        assert_eq!(families["forager_fetch_latency_seconds"].0, "histogram");
+        let b = buckets(&samples, "forager_fetch_latency_seconds");
+        assert_eq!(b.len(), FETCH_LATENCY_BOUNDS.len() + 1);
+        assert_eq!(b.last().unwrap(), &("+Inf".to_string(), 7.0));
+        // ≤ 1 ms: 0.5 and 0.9; ≤ 5 ms: and 3; ≤ 50 ms: and both 40; ≤ 1 s: and 700; 45 s only in +Inf.
+        let at = |le: &str| b.iter().find(|(l, _)| l == le).unwrap().1;
+        assert_eq!(at("0.001"), 2.0);
+        assert_eq!(at("0.0025"), 2.0);
+        assert_eq!(at("0.005"), 3.0);
+        assert_eq!(at("0.05"), 5.0);
+        assert_eq!(at("1"), 6.0);
+        assert_eq!(at("30"), 6.0);
+        assert!(b.windows(2).all(|w| w[0].1 <= w[1].1), "{b:?}");
+        let sum = get(&samples, "forager_fetch_latency_seconds_sum", "").unwrap();
+        assert!((sum - 45.7844).abs() < 1e-4, "{sum}");
+        assert_eq!(
+            get(&samples, "forager_fetch_latency_seconds_count", ""),
+            Some(7.0)
+        );
+        let g = buckets(&samples, "forager_checkpoint_group_deltas");
+        assert_eq!(g[0], ("1".to_string(), 1.0));
+        assert_eq!(g[1], ("2".to_string(), 1.0));
+        assert_eq!(g[2], ("4".to_string(), 4.0));
+        assert_eq!(
+            get(&samples, "forager_checkpoint_duration_seconds_count", ""),
+            Some(1.0)
+        );
+    }
+
+    #[test]
+    fn per_job_summaries_and_the_paused_gauge() {
+        let mut r = report();
+        r.jobs[1].state = Phase::Paused;
+        r.jobs[1].fetch_latency = TimeTotal {
+            count: 10,
+            sum_secs: 2.5,
+        };
+        r.paused = 1;
+        r.running = 1;
+        let text = render(&r, &HistogramsSnapshot::default());
+        let (families, samples) = parse(&text);
+        assert_eq!(families["forager_job_fetch_latency_seconds"].0, "summary");
+        assert_eq!(
+            get(
+                &samples,
+                "forager_job_fetch_latency_seconds_sum",
+                r#"job="b""#
+            ),
+            Some(2.5)
+        );
+        assert_eq!(
+            get(
+                &samples,
+                "forager_job_fetch_latency_seconds_count",
+                r#"job="b""#
+            ),
+            Some(10.0)
+        );
+        assert_eq!(
+            get(
+                &samples,
+                "forager_job_checkpoint_duration_seconds_sum",
+                r#"job="a""#
+            ),
+            Some(0.004)
+        );
+        assert_eq!(get(&samples, "forager_job_paused", r#"job="a""#), Some(0.0));
+        assert_eq!(get(&samples, "forager_job_paused", r#"job="b""#), Some(1.0));
+        assert_eq!(
+            get(&samples, "forager_jobs", r#"state="paused""#),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(&samples, "forager_jobs", r#"state="running""#),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(&samples, "forager_job_state", r#"job="b",state="paused""#),
+            Some(1.0)
+        );
+    }
+
+    #[test]
+    fn series_per_job_stay_bounded() {
+        // 1 000 jobs must not cost a histogram each: count the series.
+        let mut r = report();
+        r.jobs = (0..1000).map(|i| job(&format!("j{i}"), i)).collect();
+        let text = render(&r, &HistogramsSnapshot::default());
+        let series = text.lines().filter(|l| !l.starts_with('#')).count();
+        let per_job = series as f64 / 1000.0;
+        assert!(per_job < 40.0, "{per_job} series per job");
+        assert!(!text.contains("job=\"j1\",le="));
+    }
+
+    #[test]
+    fn concurrent_observations_are_all_counted() {
+        let h = std::sync::Arc::new(AtomicHistogram::new(FETCH_LATENCY_BOUNDS));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let h = h.clone();
+                std::thread::spawn(move || {
+                    for i in 0..10_000u32 {
+                        h.observe(f64::from(i % 100 + t) / 1000.0);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = h.snapshot();
+        assert_eq!(s.count, 40_000);
+        assert_eq!(*s.cumulative.last().unwrap(), 40_000);
+    }
+
+    proptest! {
+        #[test]
+        fn a_snapshot_places_every_value_in_its_bucket(values in proptest::collection::vec(0.0f64..60.0, 0..200)) {
+            let h = AtomicHistogram::new(FETCH_LATENCY_BOUNDS);
+            for &v in &values {
+                h.observe(v);
+            }
+            let s = h.snapshot();
+            prop_assert_eq!(s.count, values.len() as u64);
+            prop_assert_eq!(s.cumulative.len(), FETCH_LATENCY_BOUNDS.len() + 1);
+            for (i, &bound) in FETCH_LATENCY_BOUNDS.iter().enumerate() {
+                let expected = values.iter().filter(|&&v| v <= bound).count() as u64;
+                prop_assert_eq!(s.cumulative[i], expected, "le {}", bound);
+            }
+            let sum: f64 = values.iter().sum();
+            // Each value is rounded to a microsecond.
+            prop_assert!((s.sum - sum).abs() <= 1e-6 * values.len() as f64 + 1e-9);
+        }
     }
 }

@@ -70,6 +70,8 @@ pub struct Shared {
     table: Mutex<JobTable>,
     info: Mutex<DaemonInfo>,
     commands: mpsc::UnboundedSender<Command>,
+    /// Daemon-wide distributions; lock-free, every job's observer records into them.
+    pub(crate) histograms: metrics::DaemonHistograms,
 }
 
 impl Shared {
@@ -82,6 +84,7 @@ impl Shared {
             table: Mutex::new(table),
             info: Mutex::new(info),
             commands,
+            histograms: metrics::DaemonHistograms::default(),
         }
     }
 
@@ -100,8 +103,13 @@ impl Shared {
         use jobs::Phase;
         let table = self.table();
         let now = Instant::now();
+        let paused = table
+            .jobs()
+            .filter(|e| e.state.phase() == Phase::Running && e.live.lock().paused.is_some())
+            .count();
         notify::Summary {
-            running: table.count(Phase::Running),
+            running: table.count(Phase::Running) - paused,
+            paused,
             pending: table.count(Phase::Pending),
             done: table.count(Phase::Done),
             failed: table.count(Phase::Failed),
@@ -117,6 +125,11 @@ impl Shared {
         let info = self.info().clone();
         let table = self.table();
         report::build(&table, &info, Instant::now())
+    }
+
+    /// `GET /metrics`: the report and the histograms, read together.
+    pub fn metrics_text(&self) -> String {
+        metrics::render(&self.report(), &self.histograms.snapshot())
     }
 }
 

@@ -152,7 +152,10 @@ pub fn spawn_watchdog(
 /// The numbers of a STATUS line.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Summary {
+    /// Crawling (paused jobs not included).
     pub running: usize,
+    /// Cannot write their state or targets and retry.
+    pub paused: usize,
     pub pending: usize,
     pub done: usize,
     pub failed: usize,
@@ -170,6 +173,9 @@ pub fn status_line(s: &Summary) -> String {
         }
     };
     let mut parts = vec![plural(s.running, "job running", "jobs running")];
+    if s.paused > 0 {
+        parts.push(format!("{} paused (cannot write)", s.paused));
+    }
     if s.pending > 0 {
         parts.push(format!("{} waiting", s.pending));
     }
@@ -213,6 +219,7 @@ mod tests {
         );
         let s = Summary {
             running: 1,
+            paused: 0,
             pending: 2,
             done: 3,
             failed: 1,
@@ -222,6 +229,15 @@ mod tests {
         assert_eq!(
             status_line(&s),
             "1 job running, 2 waiting, 3 done, 1 failed, 1200 req/min, 1 invalid job file"
+        );
+        let paused = Summary {
+            running: 2,
+            paused: 1,
+            ..Summary::default()
+        };
+        assert_eq!(
+            status_line(&paused),
+            "2 jobs running, 1 paused (cannot write), 0 req/min"
         );
     }
 

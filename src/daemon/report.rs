@@ -2,7 +2,7 @@
 //! `forager status` decodes and prints, and what `/metrics` is rendered from.
 
 use super::jobs::{JobEntry, JobState, JobTable, Phase};
-use super::live::StatusClasses;
+use super::live::{StatusClasses, TimeTotal};
 use crate::config::ConfigError;
 use crate::store::{JobCounters, StopReason};
 use crate::strategy::ActionReport;
@@ -24,7 +24,11 @@ pub struct StatusReport {
     pub uptime_secs: u64,
     pub jobs_dir: PathBuf,
     pub max_jobs: usize,
+    /// Jobs crawling (paused ones not included).
     pub running: usize,
+    /// Jobs that cannot write their state or targets and retry (disk full).
+    #[serde(default)]
+    pub paused: usize,
     pub pending: usize,
     /// All jobs' requests per minute.
     pub request_rate_per_min: f64,
@@ -60,10 +64,21 @@ pub struct JobStatus {
     pub frontier: Option<u64>,
     /// Responses by status class since the daemon started.
     pub responses: StatusClasses,
+    /// Send → headers of the requests answered since the daemon started.
+    #[serde(default)]
+    pub fetch_latency: TimeTotal,
     /// Checkpoints committed since the daemon started.
     pub checkpoints: u64,
+    /// Those checkpoints and their total commit time.
+    #[serde(default)]
+    pub checkpoint_time: TimeTotal,
     /// Unix seconds.
     pub last_checkpoint_at: Option<u64>,
+    /// Unix seconds; set while the job is `paused`.
+    #[serde(default)]
+    pub paused_since: Option<u64>,
+    /// The last error seen (a failed request, a failed run, what paused the
+    /// job). Kept after the job resumes: the state says whether it still holds.
     pub last_error: Option<String>,
     /// Unix seconds.
     pub last_error_at: Option<u64>,
@@ -132,7 +147,8 @@ pub fn build(table: &JobTable, info: &DaemonInfo, now: Instant) -> StatusReport 
         uptime_secs: now.saturating_duration_since(info.started).as_secs(),
         jobs_dir: info.jobs_dir.clone(),
         max_jobs: info.max_jobs,
-        running: table.count(Phase::Running),
+        running: jobs.iter().filter(|j| j.state == Phase::Running).count(),
+        paused: jobs.iter().filter(|j| j.state == Phase::Paused).count(),
         pending: table.count(Phase::Pending),
         // A fold from +0.0: an empty float sum is -0.0, which prints as "-0".
         request_rate_per_min: jobs.iter().fold(0.0, |sum, j| sum + j.request_rate_per_min),
@@ -153,20 +169,40 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         JobState::Done { reason } => Some(*reason),
         _ => live.stop,
     };
+    // Only a running job can be paused: the engine reports it, the table does not know.
+    let paused = live
+        .paused
+        .as_ref()
+        .filter(|_| matches!(e.state, JobState::Running | JobState::Stopping));
     let detail = match &e.state {
         JobState::Pending => {
             Some("waiting for a free slot (max_jobs) or for its previous run to stop".to_string())
         }
-        JobState::Running => None,
-        JobState::Stopping => Some("stopping: writing its last checkpoint".to_string()),
+        JobState::Running => paused.map(|p| {
+            format!(
+                "paused, retrying: cannot write its state or targets: {}",
+                p.error
+            )
+        }),
+        JobState::Stopping => Some(match paused {
+            Some(p) => format!(
+                "stopping: its last checkpoint cannot be written yet ({}); retrying",
+                p.error
+            ),
+            None => "stopping: writing its last checkpoint".to_string(),
+        }),
         JobState::Done { reason } => Some(reason.as_str().to_string()),
         JobState::Failed { error } => Some(error.clone()),
         JobState::Stopped { cause } => Some(cause.as_str().to_string()),
         JobState::Invalid => e.config_error.as_ref().map(ToString::to_string),
     };
+    let state = match (e.state.phase(), paused) {
+        (Phase::Running, Some(_)) => Phase::Paused,
+        (phase, _) => phase,
+    };
     JobStatus {
         name: e.name.clone(),
-        state: e.state.phase(),
+        state,
         stop_reason,
         detail,
         file: e.file.clone(),
@@ -178,8 +214,11 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         top_actions: live.stats.top_actions.iter().take(top).cloned().collect(),
         frontier: live.frontier,
         responses: live.responses,
-        checkpoints: live.checkpoints,
+        fetch_latency: live.fetch_latency,
+        checkpoints: live.checkpoints.count,
+        checkpoint_time: live.checkpoints,
         last_checkpoint_at: live.last_checkpoint.map(unix_secs),
+        paused_since: paused.map(|p| unix_secs(p.since)),
         last_error: live.last_error.clone(),
         last_error_at: live.last_error_at.map(unix_secs),
         config_error: e
@@ -223,11 +262,16 @@ pub fn format_status(r: &StatusReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "forager {} (pid {}), up {}: {} running, {} waiting (max_jobs {}), {:.0} req/min{}",
+        "forager {} (pid {}), up {}: {} running, {}{} waiting (max_jobs {}), {:.0} req/min{}",
         r.version,
         r.pid,
         human_duration(r.uptime_secs),
         r.running,
+        if r.paused > 0 {
+            format!("{} paused, ", r.paused)
+        } else {
+            String::new()
+        },
         r.pending,
         r.max_jobs,
         r.request_rate_per_min,
@@ -453,6 +497,65 @@ mod tests {
         let col = lines[header].find("STATE").unwrap();
         assert_eq!(&lines[header + 1][col..col + 7], "running");
         assert_eq!(&lines[header + 2][col..col + 4], "done");
+    }
+
+    #[test]
+    fn a_paused_job_reads_paused_with_its_error_until_it_resumes() {
+        let t = table();
+        let disk_full = "writing checkpoint: No space left on device (os error 28)";
+        t.get("alpha").unwrap().live.lock().on_paused(disk_full);
+        let r = build(&t, &info(), Instant::now());
+        assert_eq!((r.running, r.paused), (0, 1));
+        let a = &r.jobs[0];
+        assert_eq!(a.state, Phase::Paused);
+        assert_eq!(a.last_error.as_deref(), Some(disk_full));
+        assert!(a.paused_since.is_some());
+        assert!(
+            a.detail.as_deref().unwrap().contains("No space left"),
+            "{a:?}"
+        );
+        let v = serde_json::to_value(a).unwrap();
+        assert_eq!(v["state"], "paused");
+        let text = format_status(&r);
+        assert!(text.contains("0 running, 1 paused, 0 waiting"), "{text}");
+        let row = text.lines().find(|l| l.starts_with("alpha")).unwrap();
+        assert!(
+            row.contains("paused") && row.contains("No space left"),
+            "{row}"
+        );
+        // The table's own state is not touched: a finished job is never shown paused.
+        let b = &r.jobs[1];
+        assert_eq!(b.state, Phase::Done);
+
+        t.get("alpha").unwrap().live.lock().on_resumed();
+        let r = build(&t, &info(), Instant::now());
+        let a = &r.jobs[0];
+        assert_eq!(a.state, Phase::Running);
+        assert_eq!((r.running, r.paused), (1, 0));
+        assert_eq!(a.paused_since, None);
+        assert_eq!(a.detail, None);
+        // last_error is the last error seen, kept after the pause ends.
+        assert_eq!(a.last_error.as_deref(), Some(disk_full));
+    }
+
+    #[test]
+    fn a_stopping_job_that_cannot_write_stays_stopping() {
+        let mut t = table();
+        t.get("alpha")
+            .unwrap()
+            .live
+            .lock()
+            .on_paused("No space left on device");
+        t.begin_shutdown();
+        let r = build(&t, &info(), Instant::now());
+        let a = &r.jobs[0];
+        assert_eq!(a.state, Phase::Stopping);
+        assert!(a
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("cannot be written yet"));
+        assert!(a.paused_since.is_some());
     }
 
     #[test]

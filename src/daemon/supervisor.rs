@@ -7,7 +7,7 @@
 
 use super::admin::{self, Command, PurgeOutcome};
 use super::jobs::{Action, JobTable, PurgeRefused, RunReport};
-use super::live::LiveJob;
+use super::live::{LiveJob, RequestFacts};
 use super::notify::{self, Heartbeat, Notifier};
 use super::report::DaemonInfo;
 use super::scan::Scanner;
@@ -19,7 +19,7 @@ use crate::engine::{
     CrawlObserver, Engine, EngineConfig, EngineError, RequestEvent, RequestKind, Runner,
 };
 use crate::fetch::FetchConfig;
-use crate::store::{JobCounters, StopReason};
+use crate::store::{CommitReport, JobCounters, StopReason};
 use crate::strategy::StrategyStats;
 use anyhow::Context;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -625,7 +625,12 @@ async fn job_task(task: JobTask) {
     shared.table().report(&name, generation, RunReport::Started);
     info!(job = %name, generation, "job started");
     // Its own task, so a panic in the crawl marks the job failed instead of losing it.
-    let result = match tokio::spawn(run_job(engine, spec, live.clone(), stop)).await {
+    let observer = LiveObserver {
+        job: name.clone(),
+        live: live.clone(),
+        shared: shared.clone(),
+    };
+    let result = match tokio::spawn(run_job(engine, spec, observer, stop)).await {
         Ok(result) => result,
         Err(e) => Err(format!("runner crashed: {e}")),
     };
@@ -638,6 +643,8 @@ async fn job_task(task: JobTask) {
             live.lock().on_failure(e);
         }
     }
+    // A run that panicked while paused never said it resumed.
+    live.lock().on_resumed();
     shared
         .table()
         .report(&name, generation, RunReport::Finished(result));
@@ -646,10 +653,10 @@ async fn job_task(task: JobTask) {
 async fn run_job(
     engine: Engine,
     spec: JobSpec,
-    live: Arc<LiveJob>,
+    mut observer: LiveObserver,
     stop: channel::Receiver<bool>,
 ) -> Result<Option<StopReason>, String> {
-    let mut observer = LiveObserver { live: live.clone() };
+    let live = observer.live.clone();
     let runner = open_runner(&engine, &spec, &mut observer).map_err(|e| error_chain(&e))?;
     let outcome = runner.run(stop).await.map_err(|e| error_chain(&e))?;
     let mut l = live.lock();
@@ -692,9 +699,11 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// Feeds a job's live numbers from its runner's events.
+/// Feeds a job's live numbers and the daemon-wide histograms from its runner's events.
 struct LiveObserver {
+    job: String,
     live: Arc<LiveJob>,
+    shared: Arc<Shared>,
 }
 
 impl CrawlObserver for LiveObserver {
@@ -703,22 +712,55 @@ impl CrawlObserver for LiveObserver {
             RequestKind::Get => "GET",
             RequestKind::Head => "HEAD",
         };
-        self.live.lock().on_request(
+        if let Some(latency) = event.latency {
+            self.shared
+                .histograms
+                .fetch_latency
+                .observe_duration(latency);
+        }
+        let facts = RequestFacts {
             method,
-            event.url.as_str(),
-            event.status,
-            event.counters,
-            Instant::now(),
-        );
+            url: event.url.as_str(),
+            status: event.status,
+            latency: event.latency,
+        };
+        self.live
+            .lock()
+            .on_request(&facts, event.counters, Instant::now());
     }
 
-    fn checkpoint(
-        &mut self,
-        counters: &JobCounters,
-        stats: &StrategyStats,
-        _commit: &crate::store::CommitReport,
-    ) {
-        self.live.lock().on_checkpoint(counters, stats);
+    fn checkpoint(&mut self, counters: &JobCounters, stats: &StrategyStats, commit: &CommitReport) {
+        let h = &self.shared.histograms;
+        h.checkpoint_duration.observe_duration(commit.duration);
+        h.checkpoint_group.observe(commit.deltas as f64);
+        self.live
+            .lock()
+            .on_checkpoint(counters, stats, commit.duration);
+    }
+
+    fn paused(&mut self, error: &str) {
+        let first = {
+            let mut live = self.live.lock();
+            let first = live.paused.is_none();
+            live.on_paused(error);
+            first
+        };
+        // The engine retries (and may report again) until it can write: log the pause once.
+        if first {
+            warn!(job = %self.job, error, "job paused: cannot write its state or targets; retrying");
+        }
+    }
+
+    fn resumed(&mut self) {
+        let was_paused = {
+            let mut live = self.live.lock();
+            let was = live.paused.is_some();
+            live.on_resumed();
+            was
+        };
+        if was_paused {
+            info!(job = %self.job, "job resumed: its state and targets can be written again");
+        }
     }
 
     fn finished(&mut self, counters: &JobCounters, stop: Option<StopReason>) {
@@ -740,6 +782,80 @@ mod tests {
         b.state_dir = "/elsewhere".into();
         b.allow_private = true;
         assert_eq!(restart_required(&a, &b), vec!["state_dir", "allow_private"]);
+    }
+
+    #[test]
+    fn the_observer_feeds_the_job_and_the_daemon_histograms() {
+        use crate::daemon::report::DaemonInfo;
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let info = DaemonInfo {
+            started_at: SystemTime::now(),
+            started: Instant::now(),
+            jobs_dir: "j".into(),
+            max_jobs: 1,
+            daemon_config_error: None,
+            restart_required: vec![],
+            jobs_dir_error: None,
+        };
+        let shared = Arc::new(Shared::new(JobTable::new(), info, tx));
+        let live = Arc::new(LiveJob::default());
+        let mut observer = LiveObserver {
+            job: "a".into(),
+            live: live.clone(),
+            shared: shared.clone(),
+        };
+        let url = url::Url::parse("http://a.test/x").unwrap();
+        let counters = JobCounters {
+            requests: 2,
+            ..Default::default()
+        };
+        for (status, latency) in [(Some(200), Some(Duration::from_millis(30))), (None, None)] {
+            observer.request(&RequestEvent {
+                kind: RequestKind::Get,
+                url: &url,
+                status,
+                bytes: 10,
+                label: None,
+                saved_target: false,
+                latency,
+                counters: &counters,
+            });
+        }
+        observer.checkpoint(
+            &counters,
+            &StrategyStats::default(),
+            &CommitReport {
+                duration: Duration::from_millis(7),
+                deltas: 5,
+            },
+        );
+        let h = shared.histograms.snapshot();
+        assert_eq!(h.fetch_latency.count, 1, "a failed request is not timed");
+        assert!((h.fetch_latency.sum - 0.030).abs() < 1e-6);
+        assert_eq!(h.checkpoint_duration.count, 1);
+        // 5 deltas: in the ≤ 8 bucket, not the ≤ 4 one.
+        let le = |b: f64| bucket_index(h.checkpoint_group.bounds, b);
+        assert_eq!(h.checkpoint_group.cumulative[le(4.0)], 0);
+        assert_eq!(h.checkpoint_group.cumulative[le(8.0)], 1);
+        {
+            let l = live.lock();
+            assert_eq!(l.fetch_latency.count, 1);
+            assert_eq!(l.checkpoints.count, 1);
+            assert_eq!(l.responses.failed, 1);
+        }
+        observer.paused("No space left on device");
+        assert!(live.lock().paused.is_some());
+        observer.resumed();
+        assert!(live.lock().paused.is_none());
+        assert_eq!(
+            live.lock().last_error.as_deref(),
+            Some("No space left on device")
+        );
+    }
+
+    /// Index of bucket bound `b` in `bounds`.
+    fn bucket_index(bounds: &[f64], b: f64) -> usize {
+        bounds.iter().position(|&x| x == b).unwrap()
     }
 
     #[test]
