@@ -225,13 +225,14 @@ fn is(r: &StatusReport, name: &str, phase: Phase, reason: Option<StopReason>) ->
     job(r, name).is_some_and(|j| j.state == phase && j.stop_reason == reason)
 }
 
-/// A daemon config for the loopback sites on `port`.
-fn write_config(path: &Path, admin: SocketAddr, port: u16, max_jobs: usize) {
+/// A daemon config for the loopback sites on `port`; `extra` is more top-level keys.
+fn write_config(path: &Path, admin: SocketAddr, port: u16, max_jobs: usize, extra: &str) {
     let config = format!(
         "jobs_dir = \"jobs.d\"\n\
          state_dir = \"state\"\n\
          admin_listen = \"{admin}\"\n\
          max_jobs = {max_jobs}\n\
+         {extra}\n\
          checkpoint_interval = \"30min\"\n\
          allow_private = true\n\
          [resolve]\n\
@@ -268,7 +269,7 @@ impl Fixture {
         let config_path = dir.path().join("forager.toml");
         let notify_path = dir.path().join("notify.sock");
         let notes = listen_notify(&notify_path);
-        write_config(&config_path, admin, server.port(), max_jobs);
+        write_config(&config_path, admin, server.port(), max_jobs, "");
         let log = dir.path().join("daemon.log");
         let log_file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_forager"))
@@ -293,8 +294,14 @@ impl Fixture {
         }
     }
 
-    fn write_config(&self, max_jobs: usize) {
-        write_config(&self.config_path, self.admin, self.server.port(), max_jobs);
+    fn write_config(&self, max_jobs: usize, extra: &str) {
+        write_config(
+            &self.config_path,
+            self.admin,
+            self.server.port(),
+            max_jobs,
+            extra,
+        );
     }
 
     fn job_path(&self, name: &str) -> PathBuf {
@@ -559,7 +566,7 @@ async fn the_daemon_runs_edits_reports_and_stops_cleanly() {
     );
 
     // SIGHUP: max_jobs applies live.
-    f.write_config(7);
+    f.write_config(7, "");
     f.daemon.signal("HUP");
     f.wait_for("max_jobs reloaded", |r| r.max_jobs == 7).await;
 
@@ -629,15 +636,27 @@ async fn max_jobs_bounds_running_jobs_and_reloads_live() {
     let r = daemon::status(f.admin).await.unwrap();
     assert_eq!((r.running, r.pending), (1, 2));
 
-    f.write_config(3);
+    // SIGHUP applies log_level before the rest of the reload: the quieter filter hides its info lines.
+    f.write_config(3, "log_level = \"warn,forager::daemon::logging=info\"");
     f.daemon.signal("HUP");
     f.wait_for("all three running", |r| r.running == 3 && r.max_jobs == 3)
         .await;
+    let log = f.daemon.log();
+    assert!(
+        log.contains("log filter changed filter=warn,forager::daemon::logging=info"),
+        "{log}"
+    );
+    assert!(!log.contains("max_jobs changed from=1 to=3"), "{log}");
+    assert!(!log.contains('\u{1b}'), "no colours in a log file");
 
     // Fewer slots: running jobs keep theirs; a restarted job waits for a free one.
-    f.write_config(2);
+    // log_level removed: RUST_LOG (info) again.
+    f.write_config(2, "");
     f.daemon.signal("HUP");
     f.wait_for("max_jobs 2", |r| r.max_jobs == 2).await;
+    let log = f.daemon.log();
+    assert!(log.contains("log filter changed filter=info"), "{log}");
+    assert!(log.contains("max_jobs changed from=3 to=2"), "{log}");
     std::fs::remove_file(f.job_path("one")).unwrap();
     f.wait_for("one stopped", |r| is(r, "one", Phase::Stopped, None))
         .await;

@@ -76,14 +76,14 @@ enum Command {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let json = cli.log_json || daemon_wants_json(&cli.command);
-    // A service logs what it does; a foreground command shows a progress bar and warnings.
-    let default_level = if matches!(cli.command, Command::Daemon { .. }) {
-        "info"
-    } else {
-        "warn"
-    };
-    init_logging(cli.log.as_deref(), default_level, json);
+    match &cli.command {
+        // The daemon's config says its log format and level, and SIGHUP may change the level.
+        Command::Daemon { config } => {
+            crate::daemon::logging::init(cli.log.as_deref(), cli.log_json, config)
+        }
+        // A foreground command shows a progress bar and warnings.
+        _ => init_logging(cli.log.as_deref(), "warn", cli.log_json),
+    }
     let result = match cli.command {
         Command::Crawl(args) => crawl::run(args),
         Command::Check { files, daemon } => inspect::check(&files, daemon),
@@ -105,15 +105,6 @@ pub fn main() -> ExitCode {
             eprintln!("forager: {e:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// The daemon's config may ask for JSON logs (`log_format = "json"`).
-fn daemon_wants_json(command: &Command) -> bool {
-    match command {
-        Command::Daemon { config } => crate::config::load_daemon(config)
-            .is_ok_and(|c| c.log_format == crate::config::LogFormat::Json),
-        _ => false,
     }
 }
 

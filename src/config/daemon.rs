@@ -22,7 +22,11 @@ const FIELDS: &[&str] = &[
     "watch",
     "poll_interval",
     "cache_size",
+    "log_level",
 ];
+
+/// The levels a `log_level` directive may name (tracing's, case-insensitive).
+const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
 
 /// Shortest checkpoint or poll interval: below it the daemon would do nothing but that.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -72,6 +76,10 @@ pub struct DaemonConfig {
     /// Host name (lower-case) → address to connect to instead of resolving it (tests).
     pub resolve: BTreeMap<String, SocketAddr>,
     pub log_format: LogFormat,
+    /// Log filter in tracing's syntax (`"info"`, `"warn,forager::daemon=debug"`).
+    /// `None` (the key absent): `RUST_LOG`, else `info`. `--log` on the
+    /// command line overrides both. SIGHUP applies a change.
+    pub log_level: Option<String>,
     pub watch: WatchMode,
     /// Rescan period when `watch = "poll"`.
     pub poll_interval: Duration,
@@ -91,6 +99,7 @@ impl Default for DaemonConfig {
             allow_private: false,
             resolve: BTreeMap::new(),
             log_format: LogFormat::Text,
+            log_level: None,
             watch: WatchMode::Notify,
             poll_interval: Duration::from_secs(2),
             cache_size: 64 << 20,
@@ -158,6 +167,10 @@ fn read_daemon(r: &mut Reader<'_>, t: &Table<'_>, origin: &Path) -> Option<Daemo
             &[("text", LogFormat::Text), ("json", LogFormat::Json)],
         ),
     };
+    let log_level = match t.get("log_level") {
+        None => Some(None),
+        Some(n) => read_log_level(r, n).map(Some),
+    };
     let watch = match t.get("watch") {
         None => Some(d.watch),
         Some(n) => r.choice(
@@ -187,6 +200,7 @@ fn read_daemon(r: &mut Reader<'_>, t: &Table<'_>, origin: &Path) -> Option<Daemo
         allow_private: allow_private?,
         resolve: resolve?,
         log_format: log_format?,
+        log_level: log_level?,
         watch: watch?,
         poll_interval: poll_interval?,
         cache_size: cache_size?,
@@ -216,6 +230,72 @@ fn read_dir(r: &mut Reader<'_>, field: &str, n: Node<'_>, base: &Path) -> Option
     } else {
         p.to_path_buf()
     })
+}
+
+/// A tracing filter whose every directive names a real level: a bare word
+/// that is not a level (`"infoo"`) would silently mean "everything of target
+/// infoo, nothing else", so it is refused.
+fn read_log_level(r: &mut Reader<'_>, n: Node<'_>) -> Option<String> {
+    let s = r.string("log_level", n)?;
+    let text = s.trim();
+    if text.is_empty() {
+        r.invalid(
+            "log_level",
+            n,
+            "must not be empty (e.g. \"info\", or \"warn,forager::daemon=debug\")",
+        );
+        return None;
+    }
+    // Spaces around directives and upper-case levels are the user's; tracing wants neither.
+    let mut normalized = Vec::new();
+    for directive in text.split(',').map(str::trim) {
+        if directive.is_empty() {
+            r.invalid("log_level", n, format!("empty directive in {}", quote(s)));
+            return None;
+        }
+        let (target, level) = match directive.rsplit_once('=') {
+            Some((t, l)) => (Some(t.trim()), l.trim()),
+            None => (None, directive),
+        };
+        if target.is_some_and(str::is_empty) {
+            r.invalid(
+                "log_level",
+                n,
+                format!("directive {} has no target before '='", quote(directive)),
+            );
+            return None;
+        }
+        if !LOG_LEVELS.iter().any(|l| l.eq_ignore_ascii_case(level)) {
+            let shape = if target.is_some() {
+                "TARGET=LEVEL"
+            } else {
+                "a level or TARGET=LEVEL"
+            };
+            r.invalid(
+                "log_level",
+                n,
+                format!(
+                    "unknown level {} in {} (expected {shape}, levels: {})",
+                    quote(level),
+                    quote(directive),
+                    LOG_LEVELS.join(", ")
+                ),
+            );
+            return None;
+        }
+        let level = level.to_ascii_lowercase();
+        normalized.push(match target {
+            Some(t) => format!("{t}={level}"),
+            None => level,
+        });
+    }
+    let filter = normalized.join(",");
+    // What the subscriber will parse: anything it still refuses is refused here, not at start.
+    if let Err(e) = tracing_subscriber::EnvFilter::builder().parse(&filter) {
+        r.invalid("log_level", n, format!("invalid filter {}: {e}", quote(s)));
+        return None;
+    }
+    Some(filter)
 }
 
 fn read_admin_listen(r: &mut Reader<'_>, n: Node<'_>, public: bool) -> Option<SocketAddr> {
@@ -354,5 +434,70 @@ fn is_public(ip: IpAddr) -> bool {
                 || (seg0 & 0xFE00) == 0xFC00
                 || (seg0 & 0xFFC0) == 0xFE80)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<DaemonConfig, String> {
+        parse_daemon(text, Path::new("forager.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn log_level_is_absent_by_default_and_read_when_given() {
+        assert_eq!(parse("").unwrap().log_level, None);
+        assert_eq!(
+            parse("log_level = \"debug\"\n")
+                .unwrap()
+                .log_level
+                .as_deref(),
+            Some("debug")
+        );
+        assert_eq!(
+            parse("log_level = \" warn, forager::daemon=DEBUG \"\n")
+                .unwrap()
+                .log_level
+                .as_deref(),
+            Some("warn,forager::daemon=debug")
+        );
+        assert_eq!(
+            parse("log_level = \"off\"\n").unwrap().log_level.as_deref(),
+            Some("off")
+        );
+    }
+
+    #[test]
+    fn log_level_errors_name_file_line_and_reason() {
+        assert_eq!(
+            parse("max_jobs = 2\nlog_level = \"infoo\"\n").unwrap_err(),
+            "forager.toml:2: log_level: unknown level \"infoo\" in \"infoo\" \
+             (expected a level or TARGET=LEVEL, levels: off, error, warn, info, debug, trace)"
+        );
+        assert_eq!(
+            parse("log_level = \"info,forager=loud\"\n").unwrap_err(),
+            "forager.toml:1: log_level: unknown level \"loud\" in \"forager=loud\" \
+             (expected TARGET=LEVEL, levels: off, error, warn, info, debug, trace)"
+        );
+        assert_eq!(
+            parse("log_level = \"\"\n").unwrap_err(),
+            "forager.toml:1: log_level: must not be empty (e.g. \"info\", or \"warn,forager::daemon=debug\")"
+        );
+        assert_eq!(
+            parse("log_level = \"info,,debug\"\n").unwrap_err(),
+            "forager.toml:1: log_level: empty directive in \"info,,debug\""
+        );
+        assert_eq!(
+            parse("log_level = \"=info\"\n").unwrap_err(),
+            "forager.toml:1: log_level: directive \"=info\" has no target before '='"
+        );
+        assert_eq!(
+            parse("\n\nlog_level = 3\n").unwrap_err(),
+            "forager.toml:3: log_level: expected a string, found an integer"
+        );
+        // What tracing itself refuses (an unclosed span filter) is caught too.
+        let e = parse("log_level = \"forager[span=debug\"\n").unwrap_err();
+        assert!(e.starts_with("forager.toml:1: log_level: "), "{e}");
     }
 }

@@ -38,8 +38,8 @@
 //! # What SIGHUP reloads
 //!
 //! `max_jobs` (more slots at once; fewer as running jobs finish),
-//! `checkpoint_interval` (runs started afterwards), `watch` and
-//! `poll_interval`. Everything else — `jobs_dir`, `state_dir`,
+//! `checkpoint_interval` (runs started afterwards), `watch`,
+//! `poll_interval` and `log_level` (unless `--log` fixes the filter). Everything else — `jobs_dir`, `state_dir`,
 //! `admin_listen`, `admin_public`, `allow_private`, `resolve`, `cache_size`,
 //! `log_format` — needs a restart; a reload that changes them says so in the
 //! log and in `/status` (`restart_required`). A config that does not parse is
@@ -48,6 +48,7 @@
 pub mod admin;
 pub mod jobs;
 pub mod live;
+pub mod logging;
 pub mod metrics;
 pub mod notify;
 pub mod report;
@@ -159,8 +160,8 @@ pub const INSTALLED_CONFIG: &str = "/etc/forager/forager.toml";
 /// `forager daemon --config FILE`: run the daemon on its own multi-threaded
 /// runtime until SIGTERM/SIGINT; `Ok` means a clean stop (exit 0).
 ///
-/// Logging is the caller's: set it up first (the config's `log_format` says
-/// text or JSON, see [`crate::config::DaemonConfig::log_format`]).
+/// Logging is the caller's: set it up first with [`logging::init`], so that
+/// `log_format` and `log_level` apply and SIGHUP can change the level.
 pub fn main(config_path: &std::path::Path) -> anyhow::Result<()> {
     use anyhow::Context;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -410,6 +410,10 @@ impl Daemon {
                 self.shared.info().daemon_config_error = Some(e.to_string());
             }
             Ok(new) => {
+                // First, so that the rest of the reload logs at the new level.
+                if new.log_level != self.config.log_level {
+                    super::logging::reload_and_log(new.log_level.as_deref());
+                }
                 let restart = restart_required(&self.config, &new);
                 if !restart.is_empty() {
                     warn!(settings = %restart.join(", "), "changed settings need a restart to apply");
@@ -436,6 +440,7 @@ impl Daemon {
                 self.config.checkpoint_interval = new.checkpoint_interval;
                 self.config.watch = new.watch;
                 self.config.poll_interval = new.poll_interval;
+                self.config.log_level = new.log_level;
                 let mut info = self.shared.info();
                 info.daemon_config_error = None;
                 info.restart_required = restart;
