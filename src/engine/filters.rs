@@ -69,13 +69,13 @@ pub fn stage(filters: &MimeFilters, delta: &mut JobDelta) -> Vec<DirtyChunk> {
         return chunks;
     }
     let l = filters.layout();
-    delta.shared.push((
+    delta.stage_shared(
         LAYOUT_KEY.to_string(),
         codec::encode(&(l.seed, l.hashes, l.words as u64, l.chunk_words as u64)),
-    ));
+    );
     for c in &chunks {
         let bytes: Vec<u8> = c.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        delta.shared.push((chunk_key(c.family, c.index), bytes));
+        delta.stage_shared(chunk_key(c.family, c.index), bytes);
     }
     chunks
 }

@@ -71,6 +71,14 @@ impl Engine {
     }
 }
 
+impl EngineError {
+    /// The state or a target could not be written (disk full, I/O error): the
+    /// job pauses and retries instead of failing.
+    pub fn is_write_failure(&self) -> bool {
+        matches!(self, EngineError::Store(_) | EngineError::Output { .. })
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]

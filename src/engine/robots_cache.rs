@@ -41,9 +41,7 @@ impl PersistedRobots {
                 continue;
             }
             stored.insert(record.origin.clone(), record.fetched_at_ms);
-            delta
-                .shared
-                .push((format!("{PREFIX}{}", record.origin), codec::encode(&record)));
+            delta.stage_shared(format!("{PREFIX}{}", record.origin), codec::encode(&record));
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::output::TargetDir;
 use crate::store::{
     codec, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason,
 };
-use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
+use crate::strategy::{LabelSource, QueueKey, Strategy, StrategyStats, Triage};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -78,7 +78,22 @@ pub struct Runner<'a> {
     last_checkpoint: Instant,
     /// Header latency of the last answered request, for its event.
     last_latency: Option<Duration>,
+    /// The link the current step popped, to put back if the step is abandoned.
+    in_step: Option<Popped>,
+    /// `manifest.jsonl` missed rows (a failed append): rewrite it from the store.
+    manifest_stale: bool,
 }
+
+/// A link taken from the strategy by the step under way.
+struct Popped {
+    id: LinkId,
+    key: QueueKey,
+    entry: FrontierEntry,
+}
+
+/// First wait before retrying a paused job's checkpoint; it doubles up to the max.
+const PAUSE_RETRY_MIN: Duration = Duration::from_secs(1);
+const PAUSE_RETRY_MAX: Duration = Duration::from_secs(30);
 
 impl<'a> Runner<'a> {
     /// Prepare a job: load its stored state if any, else start from its seeds.
@@ -128,6 +143,8 @@ impl<'a> Runner<'a> {
             observer,
             last_checkpoint: Instant::now(),
             last_latency: None,
+            in_step: None,
+            manifest_stale: false,
         };
         runner.restore_or_seed()?;
         Ok(runner)
@@ -204,7 +221,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn enqueue(&mut self, link: Link, key: crate::strategy::QueueKey) {
+    fn enqueue(&mut self, link: Link, key: QueueKey) {
         let id = LinkId(self.next_link_id);
         self.next_link_id += 1;
         let entry = FrontierEntry { link, key };
@@ -221,24 +238,59 @@ impl<'a> Runner<'a> {
         if reason.is_none() {
             info!(job = %job, strategy = self.spec.strategy.name(), "crawl started");
         }
+        let mut stopping = false;
         while reason.is_none() {
             if *stop.borrow() {
+                stopping = true;
                 break;
             }
-            reason = tokio::select! {
+            let stepped = tokio::select! {
                 biased;
                 // A closed channel (sender dropped) means stop too.
                 _ = stop.changed() => {
                     self.abandon_step();
+                    stopping = true;
                     break;
                 }
-                r = self.step() => r?,
+                r = self.step() => r,
             };
-            if self.last_checkpoint.elapsed() >= self.engine.checkpoint_interval {
-                self.checkpoint(None).await?;
+            let mut failed = match stepped {
+                Ok(r) => {
+                    reason = r;
+                    None
+                }
+                Err(e) if e.is_write_failure() => {
+                    self.abandon_step();
+                    Some(e)
+                }
+                Err(e) => return Err(e),
+            };
+            if failed.is_none()
+                && reason.is_none()
+                && self.last_checkpoint.elapsed() >= self.engine.checkpoint_interval
+            {
+                failed = self.checkpoint(None).await.err();
+            }
+            if let Some(e) = failed {
+                if !e.is_write_failure() {
+                    return Err(e);
+                }
+                if self.pause_until_writable(e, &mut stop).await {
+                    stopping = true;
+                    break;
+                }
             }
         }
-        self.checkpoint(reason).await?;
+        // The last checkpoint waits for a full disk too, unless a stop is asked for.
+        loop {
+            match self.checkpoint(reason).await {
+                Ok(()) => break,
+                Err(e) if e.is_write_failure() && !stopping => {
+                    stopping = self.pause_until_writable(e, &mut stop).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
         let stats = self.strategy.stats();
         self.observer.finished(&self.counters, reason);
         match reason {
@@ -293,6 +345,11 @@ impl<'a> Runner<'a> {
             self.delta.frontier_removed.push(id);
             return Ok(None);
         };
+        self.in_step = Some(Popped {
+            id,
+            key,
+            entry: entry.clone(),
+        });
         let targets_before = self.counters.targets;
         let requests_before = self.counters.requests;
         let popped_url = entry.link.url.clone();
@@ -317,6 +374,7 @@ impl<'a> Runner<'a> {
         }
         // Only a finished step removes its link from the stored frontier.
         self.delta.frontier_removed.push(id);
+        self.in_step = None;
         self.unsettled.clear();
         let reward = (self.counters.targets - targets_before) as u32;
         self.strategy.reward(key, reward);
@@ -329,10 +387,14 @@ impl<'a> Runner<'a> {
         Ok(None)
     }
 
-    /// Undo a step cancelled at an await point: its popped link was never
-    /// marked removed (so it is fetched again after a restart) and every
-    /// unsettled link goes back to the frontier.
+    /// Undo a step cancelled at an await point or stopped by a failed write:
+    /// its popped link goes back under its own id (the stored frontier still
+    /// has it) and every unsettled link goes back to the frontier.
     fn abandon_step(&mut self) {
+        if let Some(p) = self.in_step.take() {
+            self.links.insert(p.id, p.entry);
+            self.strategy.push(p.id, p.key);
+        }
         let mut links: Vec<Link> = self.unsettled.drain().map(|(_, l)| l).collect();
         links.sort_by(|a, b| a.url.as_str().cmp(b.url.as_str()));
         for link in links {
@@ -612,7 +674,9 @@ impl<'a> Runner<'a> {
                 }
                 200..=299 => {
                     let result = self.got(link, url.clone(), resp).await;
-                    if !matches!(result, Ok(Fetched::Page { .. })) {
+                    // A page settles once its links are admitted; a failed write
+                    // leaves the link unsettled, to go back to the frontier.
+                    if matches!(result, Ok(Fetched::Target | Fetched::Nothing)) {
                         self.unsettled.remove(&url_hash(&url));
                     }
                     return result;
@@ -789,6 +853,73 @@ impl<'a> Runner<'a> {
         self.observer.request(&event);
     }
 
+    /// Append the rows just committed to `manifest.jsonl`; after a failed
+    /// append, rewrite the whole file from the store instead.
+    fn write_manifest_file(&mut self) {
+        let rows = std::mem::take(&mut self.uncommitted_rows);
+        let result = if self.manifest_stale {
+            self.engine
+                .store
+                .manifest_rows(&self.spec.name)
+                .map_err(std::io::Error::other)
+                .and_then(|all| self.out.rewrite_manifest(&all))
+        } else {
+            self.out.append_manifest(&rows)
+        };
+        self.manifest_stale = result.is_err();
+        if let Err(e) = result {
+            // The store holds the rows; the file is rewritten at the next checkpoint.
+            warn!(job = %self.spec.name, error = %e, "could not write manifest.jsonl");
+        }
+    }
+
+    /// A write failed: stop fetching, say why, and retry the checkpoint (with
+    /// back-off) until it commits and the target folder takes a file again.
+    /// Returns true when a stop signal came first.
+    async fn pause_until_writable(
+        &mut self,
+        error: EngineError,
+        stop: &mut watch::Receiver<bool>,
+    ) -> bool {
+        let mut said = error.to_string();
+        warn!(job = %self.spec.name, error = %said, "cannot write; job paused until it can");
+        self.observer.paused(&said);
+        let mut wait = PAUSE_RETRY_MIN;
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.changed() => return true,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            let retried = match self.checkpoint(None).await {
+                Ok(()) => self
+                    .out
+                    .probe_writable()
+                    .map_err(|source| EngineError::Output {
+                        job: self.spec.name.clone(),
+                        source,
+                    }),
+                Err(e) => Err(e),
+            };
+            match retried {
+                Ok(()) => {
+                    info!(job = %self.spec.name, "writes succeed again; job resumed");
+                    self.observer.resumed();
+                    return false;
+                }
+                Err(e) => {
+                    let now = e.to_string();
+                    if now != said {
+                        warn!(job = %self.spec.name, error = %now, "still cannot write");
+                        self.observer.paused(&now);
+                        said = now;
+                    }
+                    wait = (wait * 2).min(PAUSE_RETRY_MAX);
+                }
+            }
+        }
+    }
+
     /// Commit everything since the last checkpoint, atomically.
     async fn checkpoint(&mut self, stop: Option<StopReason>) -> Result<(), EngineError> {
         let record = JobRecord {
@@ -810,14 +941,19 @@ impl<'a> Runner<'a> {
         delta.record = Some(record);
         let chunks = super::filters::stage(&lock(&self.engine.filters), &mut delta);
         self.engine.robots.stage(&self.engine.fetcher, &mut delta);
-        let report = self.engine.store.commit(delta).await?;
+        let report = match self.engine.store.commit(delta).await {
+            Ok(report) => report,
+            Err(failed) => {
+                // Keep the delta: the retry commits it with whatever comes after.
+                let mut older = *failed.delta;
+                older.record = None;
+                self.delta.absorb_older(older);
+                return Err(failed.error.into());
+            }
+        };
         lock(&self.engine.filters).mark_persisted(&chunks);
         debug!(job = %self.spec.name, ms = report.duration.as_millis() as u64, grouped = report.deltas, "checkpoint committed");
-        let rows = std::mem::take(&mut self.uncommitted_rows);
-        if let Err(e) = self.out.append_manifest(&rows) {
-            // The store holds the rows; manifest.jsonl is rebuilt from it on the next start.
-            warn!(job = %self.spec.name, error = %e, "could not append to manifest.jsonl");
-        }
+        self.write_manifest_file();
         self.last_checkpoint = Instant::now();
         let stats = self.strategy.stats();
         self.observer.checkpoint(&self.counters, &stats, &report);

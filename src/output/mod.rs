@@ -51,6 +51,18 @@ impl TargetDir {
         })
     }
 
+    /// Whether a file can be written and synced here again (after a full disk):
+    /// writes, fsyncs and removes a 64 KiB probe in `.partial`.
+    pub fn probe_writable(&self) -> io::Result<()> {
+        let (path, mut file) = tempfile_in(&self.dir.join(".partial"))?;
+        let result = file
+            .write_all(&[0u8; 64 << 10])
+            .and_then(|()| file.sync_all());
+        drop(file);
+        let _ = fs::remove_file(&path);
+        result
+    }
+
     /// Append committed rows to `manifest.jsonl`.
     pub fn append_manifest(&self, rows: &[ManifestRow]) -> io::Result<()> {
         if rows.is_empty() {
@@ -131,11 +143,17 @@ impl TargetFile {
 
     /// fsync, then rename to `<sha256><ext>`; identical content lands on the same name.
     pub fn finish(self) -> io::Result<SavedTarget> {
-        self.file.sync_all()?;
+        if let Err(e) = self.file.sync_all() {
+            let _ = fs::remove_file(&self.tmp_path);
+            return Err(e);
+        }
         drop(self.file);
         let sha256 = hex::encode(self.hasher.finalize());
         let name = format!("{sha256}{}", self.ext);
-        fs::rename(&self.tmp_path, self.final_dir.join(&name))?;
+        if let Err(e) = fs::rename(&self.tmp_path, self.final_dir.join(&name)) {
+            let _ = fs::remove_file(&self.tmp_path);
+            return Err(e);
+        }
         sync_dir(&self.final_dir)?;
         Ok(SavedTarget {
             sha256,

@@ -29,7 +29,7 @@ pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, StopReason}
 use crate::link::LinkId;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -66,6 +66,25 @@ pub enum StoreError {
     },
     #[error("state database writer has stopped")]
     WriterGone,
+    #[error("state database {path}: commit failed: {why}")]
+    Commit { path: PathBuf, why: String },
+    #[error("state database {path} is closed after a failed write ({why}); it reopens at the next commit")]
+    Unavailable { path: PathBuf, why: String },
+}
+
+/// A commit that did not happen; the delta comes back so that nothing is lost
+/// and the caller can retry it (merged with what it learned since).
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct CommitFailed {
+    pub error: StoreError,
+    pub delta: Box<JobDelta>,
+}
+
+impl From<CommitFailed> for StoreError {
+    fn from(f: CommitFailed) -> Self {
+        f.error
+    }
 }
 
 macro_rules! db_err {
@@ -107,6 +126,31 @@ impl JobDelta {
         }
     }
 
+    /// Put an older delta that failed to commit in front of this one, so one
+    /// commit carries both in order (an id added there may be removed here).
+    pub fn absorb_older(&mut self, older: JobDelta) {
+        fn prepend<T>(newer: &mut Vec<T>, mut older: Vec<T>) {
+            older.append(newer);
+            *newer = older;
+        }
+        if self.record.is_none() {
+            self.record = older.record;
+        }
+        prepend(&mut self.frontier_added, older.frontier_added);
+        prepend(&mut self.frontier_removed, older.frontier_removed);
+        prepend(&mut self.seen_added, older.seen_added);
+        prepend(&mut self.manifest_added, older.manifest_added);
+        prepend(&mut self.shared, older.shared);
+    }
+
+    /// Stage a process-wide blob, replacing a copy of it staged earlier.
+    pub fn stage_shared(&mut self, name: String, bytes: Vec<u8>) {
+        match self.shared.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = bytes,
+            None => self.shared.push((name, bytes)),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.record.is_none()
             && self.frontier_added.is_empty()
@@ -127,8 +171,11 @@ pub struct CommitReport {
 
 enum WriterMsg {
     Shutdown,
-    Commit(Box<JobDelta>, oneshot::Sender<Result<CommitReport, String>>),
-    Purge(String, oneshot::Sender<Result<(), String>>),
+    Commit(
+        Box<JobDelta>,
+        oneshot::Sender<Result<CommitReport, CommitFailed>>,
+    ),
+    Purge(String, oneshot::Sender<Result<(), StoreError>>),
 }
 
 /// A job's state as loaded at start-up.
@@ -149,10 +196,81 @@ pub struct Store {
 }
 
 struct Inner {
-    db: Arc<Database>,
+    db: Arc<DbSlot>,
     tx: mpsc::Sender<WriterMsg>,
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// The open database, or why it is closed. redb latches the first I/O error
+/// (a full disk) and refuses every later operation, so after a failed write
+/// the writer closes the database and reopens it (quick repair) before the
+/// next commit: a job retries its checkpoint until the disk has room again.
+struct DbSlot {
     path: PathBuf,
+    cache_bytes: usize,
+    db: RwLock<Result<Arc<Database>, String>>,
+}
+
+impl DbSlot {
+    /// The database for one read; an error while it waits to be reopened.
+    fn get(&self) -> Result<Arc<Database>, StoreError> {
+        match &*self.db.read().unwrap_or_else(|p| p.into_inner()) {
+            Ok(db) => Ok(db.clone()),
+            Err(why) => Err(StoreError::Unavailable {
+                path: self.path.clone(),
+                why: why.clone(),
+            }),
+        }
+    }
+
+    /// Close the database after a failed write; readers see `why` until it reopens.
+    fn close(&self, why: String) {
+        let mut slot = self.db.write().unwrap_or_else(|p| p.into_inner());
+        if let Ok(db) = std::mem::replace(&mut *slot, Err(why)) {
+            wait_for_sole_owner(db);
+        }
+    }
+
+    /// Reopen a closed database (redb repairs it); a no-op when open.
+    fn reopen(&self) -> Result<Arc<Database>, StoreError> {
+        let mut slot = self.db.write().unwrap_or_else(|p| p.into_inner());
+        if let Ok(db) = &*slot {
+            return Ok(db.clone());
+        }
+        let db = Arc::new(open_database(&self.path, self.cache_bytes)?);
+        *slot = Ok(db.clone());
+        tracing::info!(path = %self.path.display(), "state database reopened");
+        Ok(db)
+    }
+}
+
+/// Drop the last handle to a database, waiting for readers that still hold one
+/// (reads are short), so the file lock is released before it is reopened.
+fn wait_for_sole_owner(mut db: Arc<Database>) {
+    for _ in 0..10_000 {
+        match Arc::try_unwrap(db) {
+            Ok(db) => {
+                drop(db);
+                return;
+            }
+            Err(shared) => {
+                db = shared;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    tracing::warn!("a reader kept the state database open for 10 s; leaking its handle");
+    std::mem::forget(db);
+}
+
+fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, StoreError> {
+    Database::builder()
+        .set_cache_size(cache_bytes)
+        .create(path)
+        .map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 impl Drop for Inner {
@@ -168,33 +286,30 @@ impl Store {
     /// Open (or create) `state_dir/forager.redb` with quick repair and a bounded cache.
     pub fn open(state_dir: &Path, cache_bytes: usize) -> Result<Store, StoreError> {
         let path = state_dir.join("forager.redb");
-        let db = Database::builder()
-            .set_cache_size(cache_bytes)
-            .create(&path)
-            .map_err(|source| StoreError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        let db = Arc::new(db);
+        let db = open_database(&path, cache_bytes)?;
         Self::check_schema(&db, &path)?;
+        let slot = Arc::new(DbSlot {
+            path,
+            cache_bytes,
+            db: RwLock::new(Ok(Arc::new(db))),
+        });
         let (tx, rx) = mpsc::channel();
-        let writer_db = db.clone();
+        let writer_slot = slot.clone();
         let writer = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer_loop(&writer_db, rx))
+            .spawn(move || writer_loop(&writer_slot, rx))
             .map_err(|e| StoreError::Db(redb::StorageError::Io(e).into()))?;
         Ok(Store {
             inner: Arc::new(Inner {
-                db,
+                db: slot,
                 tx,
                 writer: std::sync::Mutex::new(Some(writer)),
-                path,
             }),
         })
     }
 
     pub fn path(&self) -> &Path {
-        &self.inner.path
+        &self.inner.db.path
     }
 
     fn check_schema(db: &Database, path: &Path) -> Result<(), StoreError> {
@@ -235,31 +350,43 @@ impl Store {
         Ok(())
     }
 
-    /// Commit a delta (group-committed with other jobs' deltas); resolves when durable.
-    pub async fn commit(&self, delta: JobDelta) -> Result<CommitReport, StoreError> {
-        let (ack, done) = oneshot::channel();
-        self.inner
-            .tx
-            .send(WriterMsg::Commit(Box::new(delta), ack))
-            .map_err(|_| StoreError::WriterGone)?;
-        match done.await {
-            Ok(Ok(report)) => Ok(report),
-            Ok(Err(msg)) => Err(StoreError::Db(redb::Error::Corrupted(msg))),
-            Err(_) => Err(StoreError::WriterGone),
-        }
+    /// Commit a delta (group-committed with other jobs' deltas); resolves when
+    /// durable. On failure the delta comes back in the error.
+    pub async fn commit(&self, delta: JobDelta) -> Result<CommitReport, CommitFailed> {
+        let done = self.send_commit(delta)?;
+        done.await.unwrap_or_else(|_| Err(self.writer_gone()))
     }
 
     /// Blocking variant of [`Store::commit`] for code outside the async runtime.
-    pub fn commit_blocking(&self, delta: JobDelta) -> Result<CommitReport, StoreError> {
+    pub fn commit_blocking(&self, delta: JobDelta) -> Result<CommitReport, CommitFailed> {
+        let done = self.send_commit(delta)?;
+        done.blocking_recv()
+            .unwrap_or_else(|_| Err(self.writer_gone()))
+    }
+
+    fn send_commit(
+        &self,
+        delta: JobDelta,
+    ) -> Result<oneshot::Receiver<Result<CommitReport, CommitFailed>>, CommitFailed> {
         let (ack, done) = oneshot::channel();
-        self.inner
-            .tx
-            .send(WriterMsg::Commit(Box::new(delta), ack))
-            .map_err(|_| StoreError::WriterGone)?;
-        match done.blocking_recv() {
-            Ok(Ok(report)) => Ok(report),
-            Ok(Err(msg)) => Err(StoreError::Db(redb::Error::Corrupted(msg))),
-            Err(_) => Err(StoreError::WriterGone),
+        match self.inner.tx.send(WriterMsg::Commit(Box::new(delta), ack)) {
+            Ok(()) => Ok(done),
+            Err(mpsc::SendError(msg)) => Err(CommitFailed {
+                error: StoreError::WriterGone,
+                delta: match msg {
+                    WriterMsg::Commit(delta, _) => delta,
+                    _ => Box::default(),
+                },
+            }),
+        }
+    }
+
+    /// The writer dropped an acknowledgement without answering (it panicked):
+    /// the delta is gone with it.
+    fn writer_gone(&self) -> CommitFailed {
+        CommitFailed {
+            error: StoreError::WriterGone,
+            delta: Box::default(),
         }
     }
 
@@ -270,16 +397,13 @@ impl Store {
             .tx
             .send(WriterMsg::Purge(job.to_string(), ack))
             .map_err(|_| StoreError::WriterGone)?;
-        match done.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(msg)) => Err(StoreError::Db(redb::Error::Corrupted(msg))),
-            Err(_) => Err(StoreError::WriterGone),
-        }
+        done.await.unwrap_or(Err(StoreError::WriterGone))
     }
 
     /// Names of every job with stored state.
     pub fn job_names(&self) -> Result<Vec<String>, StoreError> {
-        let txn = self.inner.db.begin_read()?;
+        let db = self.inner.db.get()?;
+        let txn = db.begin_read()?;
         let jobs = txn.open_table(JOBS)?;
         let mut names = Vec::new();
         for row in jobs.iter()? {
@@ -291,7 +415,8 @@ impl Store {
 
     /// A job's small record only (for status and explain).
     pub fn job_record(&self, job: &str) -> Result<Option<JobRecord>, StoreError> {
-        let txn = self.inner.db.begin_read()?;
+        let db = self.inner.db.get()?;
+        let txn = db.begin_read()?;
         let jobs = txn.open_table(JOBS)?;
         let Some(v) = jobs.get(job)? else {
             return Ok(None);
@@ -305,14 +430,16 @@ impl Store {
 
     /// A process-wide blob.
     pub fn shared(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let txn = self.inner.db.begin_read()?;
+        let db = self.inner.db.get()?;
+        let txn = db.begin_read()?;
         let t = txn.open_table(SHARED)?;
         Ok(t.get(name)?.map(|v| v.value().to_vec()))
     }
 
     /// Every process-wide blob whose name starts with `prefix`, in name order.
     pub fn shared_with_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let txn = self.inner.db.begin_read()?;
+        let db = self.inner.db.get()?;
+        let txn = db.begin_read()?;
         let t = txn.open_table(SHARED)?;
         let mut out = Vec::new();
         for row in t.range(prefix..)? {
@@ -325,9 +452,28 @@ impl Store {
         Ok(out)
     }
 
+    /// A job's manifest rows, in row order.
+    pub fn manifest_rows(&self, job: &str) -> Result<Vec<ManifestRow>, StoreError> {
+        let db = self.inner.db.get()?;
+        let txn = db.begin_read()?;
+        let manifest = txn.open_table(MANIFEST)?;
+        let mut rows = Vec::new();
+        for row in manifest.range((job, 0u64)..=(job, u64::MAX))? {
+            let (_, v) = row?;
+            rows.push(
+                codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
+                    table: "manifest",
+                    source,
+                })?,
+            );
+        }
+        Ok(rows)
+    }
+
     /// Everything stored for a job, to resume it.
     pub fn load_job(&self, job: &str) -> Result<LoadedJob, StoreError> {
-        let txn = self.inner.db.begin_read()?;
+        let db = self.inner.db.get()?;
+        let txn = db.begin_read()?;
         let mut loaded = LoadedJob {
             record: self.job_record(job)?,
             ..Default::default()
@@ -360,7 +506,7 @@ impl Store {
     }
 }
 
-fn writer_loop(db: &Database, rx: mpsc::Receiver<WriterMsg>) {
+fn writer_loop(slot: &DbSlot, rx: mpsc::Receiver<WriterMsg>) {
     let mut open = true;
     while open {
         let Ok(first) = rx.recv() else { break };
@@ -372,8 +518,7 @@ fn writer_loop(db: &Database, rx: mpsc::Receiver<WriterMsg>) {
                 WriterMsg::Shutdown => open = false,
                 WriterMsg::Commit(delta, ack) => commits.push((delta, ack)),
                 WriterMsg::Purge(job, ack) => {
-                    let r = purge_job(db, &job).map_err(|e| e.to_string());
-                    let _ = ack.send(r);
+                    let _ = ack.send(with_db(slot, |db| purge_job(db, &job)));
                 }
             }
             msg = rx.try_recv().ok();
@@ -382,19 +527,43 @@ fn writer_loop(db: &Database, rx: mpsc::Receiver<WriterMsg>) {
             continue;
         }
         let started = Instant::now();
-        let deltas: Vec<&JobDelta> = commits.iter().map(|(d, _)| d.as_ref()).collect();
-        let result = write_deltas(db, &deltas);
+        let result = {
+            let deltas: Vec<&JobDelta> = commits.iter().map(|(d, _)| d.as_ref()).collect();
+            with_db(slot, |db| write_deltas(db, &deltas))
+        };
         let report = CommitReport {
             duration: started.elapsed(),
             deltas: commits.len(),
         };
-        for (_, ack) in commits {
+        for (delta, ack) in commits {
             let _ = ack.send(match &result {
                 Ok(()) => Ok(report),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(CommitFailed {
+                    error: StoreError::Commit {
+                        path: slot.path.clone(),
+                        why: e.to_string(),
+                    },
+                    delta,
+                }),
             });
         }
     }
+}
+
+/// Run one write transaction on the database, reopening it first if an earlier
+/// write failed, and closing it if this one fails (redb latches I/O errors).
+fn with_db(
+    slot: &DbSlot,
+    write: impl FnOnce(&Database) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let db = slot.reopen()?;
+    let result = write(&db);
+    drop(db);
+    if let Err(e) = &result {
+        tracing::warn!(path = %slot.path.display(), error = %e, "state database write failed; closing it until the next commit");
+        slot.close(e.to_string());
+    }
+    result
 }
 
 fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<(), StoreError> {
@@ -517,6 +686,32 @@ mod tests {
         let b = store.load_job("b").unwrap();
         assert_eq!(b.frontier.len(), 5);
         assert_eq!(store.job_names().unwrap(), vec!["b".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_delta_absorbed_into_a_newer_one_commits_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let mut older = JobDelta::new("j");
+        older.frontier_added = vec![(LinkId(1), entry("one")), (LinkId(2), entry("two"))];
+        older.seen_added = vec![1, 2];
+        older.manifest_added = vec![(0, row(0))];
+        older.stage_shared("blob".into(), vec![1]);
+        let mut newer = JobDelta::new("j");
+        // Removes an id only the older delta added: order matters.
+        newer.frontier_removed = vec![LinkId(1)];
+        newer.seen_added = vec![3];
+        newer.manifest_added = vec![(1, row(1))];
+        newer.absorb_older(older);
+        newer.stage_shared("blob".into(), vec![2]);
+        assert_eq!(newer.shared, vec![("blob".to_string(), vec![2])]);
+        store.commit(newer).await.unwrap();
+        let j = store.load_job("j").unwrap();
+        assert_eq!(j.frontier, vec![(LinkId(2), entry("two"))]);
+        assert_eq!(j.seen, vec![1, 2, 3]);
+        assert_eq!(j.manifest, vec![(0, row(0)), (1, row(1))]);
+        assert_eq!(store.manifest_rows("j").unwrap(), vec![row(0), row(1)]);
+        assert_eq!(store.shared("blob").unwrap(), Some(vec![2]));
     }
 
     #[tokio::test]
