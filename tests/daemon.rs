@@ -688,3 +688,49 @@ async fn max_jobs_bounds_running_jobs_and_reloads_live() {
     drop(store);
     let _ = f.server.shutdown().await;
 }
+
+/// The load harness end to end at a tiny scale: three jobs for a few seconds.
+#[test]
+fn the_daemon_load_bench_reports_rates_memory_and_a_clean_exit() {
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args([
+            "bench",
+            "--daemon-load",
+            "--jobs",
+            "3",
+            "--site",
+            "synthetic:small",
+            "--warmup",
+            "1s",
+            "--duration",
+            "3s",
+            "--sample",
+            "1s",
+            "--out",
+        ])
+        .arg(out.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("running forager bench --daemon-load");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("daemon load: 3 jobs on synthetic:small"),
+        "{stdout}"
+    );
+    // Three sites at one request per second each: some requests, never more than the delay allows.
+    let rate: f64 = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("requests/s (GET + HEAD)"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no request rate in\n{stdout}"));
+    assert!(rate > 0.5 && rate <= 3.5, "{rate} requests/s\n{stdout}");
+    assert!(stdout.contains("daemon peak RSS (VmHWM)"), "{stdout}");
+    assert!(stdout.contains("exit status 0"), "{stdout}");
+    assert!(out.path().join("daemon-load-3.txt").is_file());
+    // The work folder (jobs, state, logs) is gone.
+    assert!(!stderr.contains("could not remove"), "{stderr}");
+}

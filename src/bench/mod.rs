@@ -15,6 +15,7 @@
 pub mod directory;
 pub mod fixture;
 pub mod groundtruth;
+pub mod load;
 pub mod report;
 pub mod runner;
 pub mod server;

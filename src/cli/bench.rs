@@ -1,6 +1,7 @@
 //! `forager bench`, `forager demo` and the hidden `forager serve-site`.
 
 use crate::bench::directory::DirectorySite;
+use crate::bench::load;
 use crate::bench::report::{self, RunFigures};
 use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
 use crate::bench::server::{Site, SiteServer};
@@ -8,7 +9,7 @@ use crate::bench::synthetic::{Preset, SyntheticSite};
 use crate::strategy::StrategyKind;
 use anyhow::{bail, Context};
 use clap::Args;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -46,12 +47,42 @@ pub struct BenchArgs {
     /// first strategy, report pages/s, CPU per page and per MiB of HTML, peak RSS.
     #[arg(long)]
     cpu: bool,
+    /// Daemon load mode: the real daemon with --jobs site jobs (the first --site,
+    /// default synthetic:medium, under one host name per job) for --warmup then
+    /// --duration; reports aggregate requests/s, HTML pages/s, daemon CPU and RSS,
+    /// and the time from SIGTERM to exit.
+    #[arg(long)]
+    daemon_load: bool,
+    /// Daemon load: concurrent site jobs.
+    #[arg(long, default_value_t = 1000)]
+    jobs: usize,
+    /// Daemon load: the steady-state window measured.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Daemon load: time from every job listed to the window's start.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    warmup: Duration,
+    /// Daemon load: politeness delay of every job (1s: one request per second per site).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    delay: Duration,
+    /// Daemon load: how often /status is sampled.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    sample: Duration,
+    /// Daemon load: the daemon's checkpoint_interval.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    checkpoint_interval: Duration,
+    /// Daemon load: keep the work folder (job files, config, state, logs).
+    #[arg(long)]
+    keep: bool,
 }
 
 #[derive(Args)]
 pub struct ServeArgs {
     /// The site, as for `bench --site`.
     site: String,
+    /// Serve it under this many host names, site-0001.test … (the daemon load bench); 0: its own name.
+    #[arg(long, default_value_t = 0)]
+    hosts: usize,
 }
 
 fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
@@ -142,6 +173,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.daemon_load {
+        return daemon_load(&args);
+    }
     let mut sites: Vec<BenchSite> = args
         .sites
         .iter()
@@ -279,22 +313,8 @@ fn cpu_mode(
         .unwrap_or_else(|| "synthetic:small".to_string());
     // The site runs in a child process so that this process's CPU time is the crawler's alone.
     let exe = std::env::current_exe().context("locating the forager binary")?;
-    let mut child = std::process::Command::new(exe)
-        .args(["serve-site", &spec])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .context("starting the site server process")?;
-    let stdout = child.stdout.take().context("site server stdout")?;
-    let mut line = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .context("reading the site server's address")?;
-    let addr: std::net::SocketAddr = line
-        .trim()
-        .strip_prefix("listening ")
-        .and_then(|a| a.parse().ok())
-        .with_context(|| format!("unexpected site server greeting {line:?}"))?;
+    let server = load::SiteProcess::spawn(&exe, &spec, 0, std::process::Stdio::inherit())?;
+    let addr = server.addr;
     std::fs::create_dir_all(&args.out)?;
     let state_root = args.out.join("state-cpu");
     let rt = runtime()?;
@@ -313,11 +333,9 @@ fn cpu_mode(
     ));
     let wall = started.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
-    if let Some(stdin) = child.stdin.as_mut() {
-        let _ = stdin.write_all(b"stop\n");
+    if let Err(e) = server.stop() {
+        eprintln!("stopping the site server: {e:#}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
     let run = run?;
     let db_size = std::fs::metadata(
         state_root
@@ -363,14 +381,64 @@ fn cpu_mode(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Serve one site on 127.0.0.1 until stdin closes (the child of `bench --cpu`).
+/// `bench --daemon-load`: the real daemon under `--jobs` site jobs.
+fn daemon_load(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let site = args
+        .sites
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "synthetic:medium".to_string());
+    // Checked here, so a typo fails before two processes start.
+    let start_path = parse_site(&site)?.start_path;
+    let strategy = strategies(&args.strategies)?
+        .first()
+        .copied()
+        .unwrap_or(StrategyKind::Sb);
+    let work_dir = std::env::temp_dir().join(format!("forager-load-{}", std::process::id()));
+    let options = load::LoadOptions {
+        exe: std::env::current_exe().context("locating the forager binary")?,
+        jobs: args.jobs,
+        site,
+        start_path,
+        strategy: strategy.name().to_string(),
+        delay: args.delay,
+        warmup: args.warmup,
+        duration: args.duration,
+        sample_every: args.sample,
+        checkpoint_interval: args.checkpoint_interval,
+        work_dir,
+        keep: args.keep,
+    };
+    let report = load::run(&options, |line| eprintln!("{line}"))?;
+    let text = load::format_report(&report);
+    print!("{text}");
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let saved = args.out.join(format!("daemon-load-{}.txt", args.jobs));
+    std::fs::write(&saved, &text).with_context(|| format!("writing {}", saved.display()))?;
+    eprintln!("report saved to {}", saved.display());
+    if args.keep {
+        eprintln!("work folder kept: {}", options.work_dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serve one site on 127.0.0.1 until stdin closes (the child of `bench --cpu`
+/// and, under `--hosts N` names, of `bench --daemon-load`).
 pub fn serve_site(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let site = parse_site(&args.site)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let sites: Vec<(String, Arc<dyn Site>)> = vec![(site.host.clone(), site.site.clone())];
+        let sites: Vec<(String, Arc<dyn Site>)> = if args.hosts == 0 {
+            vec![(site.host.clone(), site.site.clone())]
+        } else {
+            // One site object behind every name: N sites cost the memory of one.
+            (1..=args.hosts)
+                .map(|i| (load::site_host(i), site.site.clone()))
+                .collect()
+        };
         let server = SiteServer::start(sites).await?;
         println!("listening {}", server.addr());
         std::io::stdout().flush()?;

@@ -184,6 +184,24 @@ pub async fn status_of(admin: SocketAddr) -> anyhow::Result<StatusReport> {
     decode(admin, resp).await
 }
 
+/// `GET /metrics` of the daemon at `admin`, as text.
+pub async fn metrics_of(admin: SocketAddr) -> anyhow::Result<String> {
+    let resp = client()?
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .await
+        .with_context(|| unreachable(admin))?;
+    let status = resp.status();
+    let text = resp
+        .text()
+        .await
+        .with_context(|| format!("reading the metrics of the daemon at {admin}"))?;
+    if !status.is_success() {
+        bail!("daemon at {admin}: /metrics answered {status}");
+    }
+    Ok(text)
+}
+
 /// `GET /jobs/{name}` of the daemon at `admin`.
 pub async fn job_of(admin: SocketAddr, name: &str) -> anyhow::Result<JobStatus> {
     let resp = client()?
