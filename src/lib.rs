@@ -11,6 +11,7 @@
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod crashpoint;
 pub mod daemon;
 pub mod engine;
 pub mod extract;

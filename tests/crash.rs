@@ -3,6 +3,11 @@
 //! target URLs and hashes), has no duplicate rows, and the requests redone
 //! stay within what the lost checkpoint intervals can explain.
 //!
+//! A second test kills it exactly where it hurts, through crash points
+//! (`FORAGER_CRASH_AT`): between two writes of a checkpoint commit, in the
+//! middle of a target body, and after a target's rename but before its
+//! manifest row commits.
+//!
 //! The soak version (200 kills) runs with `FORAGER_CRASH_KILLS=200 cargo test
 //! --release --test crash -- --nocapture`.
 
@@ -116,5 +121,85 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
         "{killed} kills: {redone} requests redone (bound {bound:.0}; reference {reference_requests} requests at {per_second:.0}/s)"
     );
     assert!((redone as f64) <= bound, "{redone} redone > {bound:.0}");
+    let _ = server.shutdown().await;
+}
+
+/// Every file in a job's target folder is named by a manifest row (a target
+/// renamed before a crash is found again, not duplicated).
+fn assert_no_orphan_files(state: &Path, rows: &BTreeMap<String, String>) {
+    let dir = state.join("targets/crash");
+    let hashes: std::collections::BTreeSet<&str> = rows.values().map(String::as_str).collect();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        if name == "manifest.jsonl" || name == ".partial" {
+            continue;
+        }
+        let hash = name.split('.').next().unwrap();
+        assert!(hashes.contains(hash), "orphan target file {name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kills_inside_commits_and_target_writes_lose_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    let site = SyntheticSite::preset(Preset::Small, 4).unwrap();
+    let start = site.start_path().to_string();
+    let sites: Vec<(String, Arc<dyn Site>)> = vec![(HOST.to_string(), Arc::new(site))];
+    let server = SiteServer::start(sites).await.unwrap();
+    let port = server.port();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job(tmp.path(), port, &start);
+
+    let reference = tmp.path().join("reference");
+    assert!(command(&job, &reference, port)
+        .status()
+        .await
+        .unwrap()
+        .success());
+    let expected = manifest(&reference);
+    assert!(expected.len() > 100, "{} targets", expected.len());
+
+    let crashed = tmp.path().join("crashed");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+    // (point, largest N): N is drawn per run, so kills spread over each run.
+    let points = [
+        ("store-write", 120u64),
+        ("target-write", 40),
+        ("target-saved", 30),
+    ];
+    let mut landed = BTreeMap::new();
+    let mut finished = false;
+    'runs: for round in 0..8 {
+        for (point, max) in points {
+            let n = rng.random_range(1..=max);
+            let mut c = command(&job, &crashed, port);
+            c.env(forager::crashpoint::ENV, format!("{point}:{n}"));
+            let status = c.status().await.unwrap();
+            if status.success() {
+                finished = true;
+                eprintln!("the crawl finished in round {round}");
+                break 'runs;
+            }
+            assert_eq!(status.signal(), Some(9), "{point}:{n} ended with {status}");
+            *landed.entry(point).or_insert(0u32) += 1;
+        }
+    }
+    if !finished {
+        assert!(command(&job, &crashed, port)
+            .status()
+            .await
+            .unwrap()
+            .success());
+    }
+    eprintln!("kills landed: {landed:?}");
+    for (point, _) in points {
+        assert!(
+            landed.get(point).copied().unwrap_or(0) >= 3,
+            "too few kills at {point}: {landed:?}"
+        );
+    }
+    let got = manifest(&crashed);
+    assert_eq!(got, expected);
+    assert_no_orphan_files(&crashed, &got);
     let _ = server.shutdown().await;
 }

@@ -10,6 +10,7 @@
 //! under a final name. No part of a URL or of a server's headers ever becomes
 //! a file name: names are hex digests plus an extension from a fixed table.
 
+use crate::crashpoint::{self, CrashPoint};
 use crate::store::ManifestRow;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
@@ -134,7 +135,9 @@ impl TargetFile {
     pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
         self.hasher.update(chunk);
         self.bytes += chunk.len() as u64;
-        self.file.write_all(chunk)
+        self.file.write_all(chunk)?;
+        crashpoint::reached(CrashPoint::TargetWrite);
+        Ok(())
     }
 
     pub fn bytes(&self) -> u64 {
@@ -155,6 +158,7 @@ impl TargetFile {
             return Err(e);
         }
         sync_dir(&self.final_dir)?;
+        crashpoint::reached(CrashPoint::TargetSaved);
         Ok(SavedTarget {
             sha256,
             file: name,

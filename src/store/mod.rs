@@ -22,11 +22,14 @@
 //! so a checkpoint is atomic and costs one fsync however many jobs run.
 
 pub mod codec;
+mod crash_backend;
 mod schema;
 
 pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, StopReason};
 
+use crate::crashpoint::{self, CrashPoint};
 use crate::link::LinkId;
+use redb::backends::FileBackend;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, RwLock};
@@ -264,13 +267,24 @@ fn wait_for_sole_owner(mut db: Arc<Database>) {
 }
 
 fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, StoreError> {
-    Database::builder()
-        .set_cache_size(cache_bytes)
-        .create(path)
-        .map_err(|source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        })
+    let open_err = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut builder = Database::builder();
+    builder.set_cache_size(cache_bytes);
+    if crashpoint::is_armed(CrashPoint::StoreWrite) {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| open_err(e.into()))?;
+        let backend = crash_backend::CrashingBackend(FileBackend::new(file).map_err(open_err)?);
+        return builder.create_with_backend(backend).map_err(open_err);
+    }
+    builder.create(path).map_err(open_err)
 }
 
 impl Drop for Inner {
