@@ -1,19 +1,24 @@
-//! A full disk pauses a crawl and loses nothing: `forager crawl` runs with
-//! its state directory on a small tmpfs (in a user + mount namespace, so no
-//! privileges are needed); the test fills the tmpfs mid-crawl, sees the job
-//! pause with the system's error, frees the space and sees the job resume and
+//! A full disk pauses a crawl and loses nothing: `forager crawl`, then the
+//! daemon, run with their state directory on a small tmpfs (in a user + mount
+//! namespace, so no privileges are needed); the test fills the tmpfs
+//! mid-crawl, sees the job pause with the system's error (in the log; in
+//! `/status` for the daemon), frees the space and sees the job resume and
 //! finish with the same manifest as an uninterrupted run, no duplicate rows,
-//! and a store that opens cleanly.
+//! no partial files, and a store that opens cleanly.
 //!
 //! Needs `unshare --user --map-root-user --mount` (unprivileged user
 //! namespaces); where the kernel forbids them the test says so and skips.
 
 use forager::bench::server::{Site, SiteServer};
 use forager::bench::synthetic::{Preset, SyntheticSite};
-use std::path::Path;
+use forager::daemon::jobs::Phase;
+use forager::store::StopReason;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 mod common;
@@ -56,29 +61,156 @@ fn crawl_args(job: &Path, state: &Path, port: u16) -> Vec<String> {
     ]
 }
 
-/// Mount a 32 MiB tmpfs on $STATE, crawl into it; once 10 targets are saved
-/// fill it to the last byte; free it when the test creates $WORK/release;
-/// copy the state out before the namespace (and its tmpfs) goes away.
+/// Mount a 32 MiB tmpfs on $CTL/state and run the command on it; once 12
+/// targets are saved fill the tmpfs to the last byte; free it when the test
+/// creates $CTL/release; SIGTERM the command when it creates $CTL/stop; copy
+/// the state to $CTL/final before the namespace (and its tmpfs) goes away.
 const SCRIPT: &str = r#"
 set -u
+STATE="$CTL/state"
 mount -t tmpfs -o size=32m tmpfs "$STATE" || exit 90
 "$@" &
 pid=$!
+( while [ ! -e "$CTL/stop" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
+  kill -TERM $pid 2>/dev/null ) &
 while [ "$(ls "$STATE/targets/full" 2>/dev/null | wc -l)" -lt 12 ]; do
     kill -0 $pid 2>/dev/null || { echo "crawl ended before the disk filled" >&2; exit 91; }
     sleep 0.02
 done
 dd if=/dev/zero of="$STATE/ballast" bs=64k 2>/dev/null
 echo "FILLED $(df -k "$STATE" | tail -1)" >&2
-while [ ! -e "$WORK/release" ]; do sleep 0.05; done
+while [ ! -e "$CTL/release" ]; do sleep 0.05; done
 rm -f "$STATE/ballast"
 wait $pid
 code=$?
-mkdir -p "$WORK/final"
-rm -f "$STATE/ballast"
-cp -a "$STATE/." "$WORK/final/"
+mkdir -p "$CTL/final"
+cp -a "$STATE/." "$CTL/final/"
 exit $code
 "#;
+
+/// The command under `SCRIPT`, its log collected as it comes.
+struct OnTmpfs {
+    ctl: PathBuf,
+    child: tokio::process::Child,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl OnTmpfs {
+    fn start(ctl: PathBuf, command: Vec<String>) -> OnTmpfs {
+        std::fs::create_dir_all(ctl.join("state")).unwrap();
+        let mut child = tokio::process::Command::new("unshare")
+            .args([
+                "--user",
+                "--map-root-user",
+                "--mount",
+                "sh",
+                "-c",
+                SCRIPT,
+                "sh",
+            ])
+            .args(command)
+            .env("CTL", &ctl)
+            .env("RUST_LOG", "forager::engine=info,forager::store=info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let sink = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        OnTmpfs { ctl, child, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    fn log_line(&self, needle: &str) -> Option<String> {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| l.contains(needle))
+            .cloned()
+    }
+
+    /// Poll `check` every 50 ms; panic with the log after `within`.
+    async fn wait_for<T>(
+        &self,
+        what: &str,
+        within: Duration,
+        mut check: impl FnMut() -> Option<T>,
+    ) -> T {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(v) = check() {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("timed out waiting for {what}; log:\n{}", self.log());
+    }
+
+    fn release(&self) {
+        std::fs::write(self.ctl.join("release"), b"").unwrap();
+    }
+
+    fn stop(&self) {
+        std::fs::write(self.ctl.join("stop"), b"").unwrap();
+    }
+
+    /// Wait for the command to exit 0; returns the state copied out of the tmpfs.
+    async fn finish(mut self) -> PathBuf {
+        let status = tokio::time::timeout(Duration::from_secs(120), self.child.wait())
+            .await
+            .expect("did not exit after space returned")
+            .unwrap();
+        assert!(status.success(), "exit {status}; log:\n{}", self.log());
+        self.ctl.join("final")
+    }
+}
+
+/// While paused the job fetches (almost) nothing: at most one retried step.
+async fn assert_idle_while_paused(server: &SiteServer) {
+    let before = server.log().len();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let during = server.log().len() - before;
+    assert!(during <= 3, "{during} requests while paused");
+}
+
+/// Nothing lost or duplicated, no partial files, and the store opens.
+fn assert_complete(state: &Path, expected: &BTreeMap<String, String>) {
+    let got = manifest_by_final_url(&state.join("targets/full"));
+    let missing: Vec<_> = expected.keys().filter(|k| !got.contains_key(*k)).collect();
+    let extra: Vec<_> = got.keys().filter(|k| !expected.contains_key(*k)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{} targets, {} expected; missing {missing:?}; extra {extra:?}",
+        got.len(),
+        expected.len()
+    );
+    assert_eq!(&got, expected, "same URLs, different content");
+    let partial = std::fs::read_dir(state.join("targets/full/.partial"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(partial, 0, "partial target files left");
+    let store = forager::store::Store::open(state, 1 << 20).unwrap();
+    assert_eq!(store.manifest_rows("full").unwrap().len(), expected.len());
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
@@ -94,11 +226,11 @@ async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path();
     let job = write_job(work, port, &start);
-    let bin = env!("CARGO_BIN_EXE_forager");
+    let bin = env!("CARGO_BIN_EXE_forager").to_string();
 
     // The reference: one uninterrupted run on the normal disk.
     let reference = work.join("reference");
-    let status = tokio::process::Command::new(bin)
+    let status = tokio::process::Command::new(&bin)
         .args(crawl_args(&job, &reference, port))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -109,101 +241,85 @@ async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
     let expected = manifest_by_final_url(&reference.join("targets/full"));
     assert!(expected.len() > 100, "{} targets", expected.len());
 
-    // The same crawl on a tmpfs that fills up mid-crawl.
-    let state = work.join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let mut child = tokio::process::Command::new("unshare")
-        .args([
-            "--user",
-            "--map-root-user",
-            "--mount",
-            "sh",
-            "-c",
-            SCRIPT,
-            "sh",
-        ])
-        .arg(bin)
-        .args(crawl_args(&job, &state, port))
-        .env("STATE", &state)
-        .env("RUST_LOG", "forager::engine=info,forager::store=info")
-        .env("WORK", work)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut log = Vec::new();
-
-    // Wait for the pause; the error must name the cause.
-    let paused = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            log.push(line.clone());
-            if line.contains("job paused") {
-                return Some(line);
-            }
-        }
-        None
-    })
-    .await;
-    let paused = match paused {
-        Ok(Some(line)) => line,
-        _ => panic!("the job never paused; log:\n{}", log.join("\n")),
-    };
+    // `forager crawl`: the pause and the resume are in the log.
+    let ctl = work.join("crawl");
+    let mut command = vec![bin.clone()];
+    command.extend(crawl_args(&job, &ctl.join("state"), port));
+    let run = OnTmpfs::start(ctl, command);
+    let paused = run
+        .wait_for("the pause", Duration::from_secs(60), || {
+            run.log_line("job paused")
+        })
+        .await;
     assert!(
         paused.contains("No space left on device"),
         "the pause should say why: {paused}"
     );
+    assert_idle_while_paused(&server).await;
+    run.release();
+    run.wait_for("the resume", Duration::from_secs(60), || {
+        run.log_line("job resumed")
+    })
+    .await;
+    assert_complete(&run.finish().await, &expected);
 
-    // While paused the job fetches (almost) nothing: at most one retried step.
-    let before = server.log().len();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let during = server.log().len() - before;
-    assert!(during <= 3, "{during} requests while paused");
-
-    // Space returns: the job resumes and finishes.
-    std::fs::write(work.join("release"), b"").unwrap();
-    let rest = tokio::spawn(async move {
-        let mut rest = Vec::new();
-        while let Ok(Some(line)) = lines.next_line().await {
-            rest.push(line);
+    // The daemon: the pause and its cause are in /status, and the job finishes.
+    let ctl = work.join("daemon");
+    let jobs_dir = ctl.join("jobs.d");
+    std::fs::create_dir_all(&jobs_dir).unwrap();
+    std::fs::copy(&job, jobs_dir.join("full.toml")).unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let config = ctl.join("forager.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "jobs_dir = \"jobs.d\"\nstate_dir = \"state\"\nadmin_listen = \"{admin}\"\n\
+             checkpoint_interval = \"200ms\"\nallow_private = true\n\
+             [resolve]\n\"{HOST}\" = \"127.0.0.1:{port}\"\n"
+        ),
+    )
+    .unwrap();
+    let run = OnTmpfs::start(
+        ctl,
+        vec![
+            bin,
+            "daemon".into(),
+            "--config".into(),
+            config.display().to_string(),
+        ],
+    );
+    let status = |phase: Phase| {
+        let rt = tokio::runtime::Handle::current();
+        move || {
+            let report =
+                tokio::task::block_in_place(|| rt.block_on(forager::daemon::status(admin))).ok()?;
+            let job = report.jobs.into_iter().find(|j| j.name == "full")?;
+            (job.state == phase).then_some(job)
         }
-        rest
-    });
-    let status = tokio::time::timeout(Duration::from_secs(120), child.wait())
-        .await
-        .expect("the crawl did not finish after space returned")
-        .unwrap();
-    let rest = rest.await.unwrap();
-    log.extend(rest);
-    assert!(status.success(), "exit {status}; log:\n{}", log.join("\n"));
+    };
+    let paused = run
+        .wait_for(
+            "paused in /status",
+            Duration::from_secs(60),
+            status(Phase::Paused),
+        )
+        .await;
+    let error = paused.last_error.unwrap_or_default();
     assert!(
-        log.iter().any(|l| l.contains("job resumed")),
-        "no resume in the log:\n{}",
-        log.join("\n")
+        error.contains("No space left on device"),
+        "status error: {error}"
     );
-
-    // Nothing lost, nothing duplicated (manifest_by_final_url rejects duplicates).
-    if let Ok(p) = std::env::var("DISKFULL_LOG") {
-        std::fs::write(p, log.join("\n")).unwrap();
-    }
-    let final_state = work.join("final");
-    let got = manifest_by_final_url(&final_state.join("targets/full"));
-    let missing: Vec<_> = expected.keys().filter(|k| !got.contains_key(*k)).collect();
-    let extra: Vec<_> = got.keys().filter(|k| !expected.contains_key(*k)).collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "{} targets, {} expected; missing {missing:?}; extra {extra:?}",
-        got.len(),
-        expected.len()
-    );
-    assert_eq!(got, expected, "same URLs, different content");
-    // No partial files left behind, and the store opens and holds the same rows.
-    let partial = std::fs::read_dir(final_state.join("targets/full/.partial"))
-        .map(|d| d.count())
-        .unwrap_or(0);
-    assert_eq!(partial, 0, "partial target files left");
-    let store = forager::store::Store::open(&final_state, 1 << 20).unwrap();
-    assert_eq!(store.manifest_rows("full").unwrap().len(), expected.len());
+    assert_idle_while_paused(&server).await;
+    run.release();
+    let done = run
+        .wait_for(
+            "done in /status",
+            Duration::from_secs(120),
+            status(Phase::Done),
+        )
+        .await;
+    assert_eq!(done.stop_reason, Some(StopReason::FrontierEmpty));
+    run.stop();
+    assert_complete(&run.finish().await, &expected);
     let _ = server.shutdown().await;
 }
