@@ -203,3 +203,100 @@ async fn a_resumed_job_reuses_the_stored_robots_txt_and_finishes_the_harvest() {
     assert_eq!(manifest.lines().count(), expected.len(), "{manifest}");
     let _ = server.shutdown().await;
 }
+
+/// A site whose data files are listed only in its sitemaps (robots.txt →
+/// a sitemap index → a gzip-compressed urlset and a plain-text sitemap).
+struct SitemapSite;
+
+impl forager::bench::server::Site for SitemapSite {
+    fn respond(
+        &self,
+        req: &forager::bench::server::SiteRequest,
+    ) -> forager::bench::server::SiteResponse {
+        use forager::bench::server::SiteResponse;
+        use std::io::Write as _;
+        match req.path.as_str() {
+            "/robots.txt" => SiteResponse::ok(
+                "text/plain",
+                "User-agent: *\nDisallow: /private/\nSitemap: /sitemap-index.xml\n",
+            ),
+            "/" => SiteResponse::html(
+                "<html><body><h1>Portal</h1><a href=\"/about.html\">About</a></body></html>"
+                    .to_string(),
+            ),
+            "/about.html" => {
+                SiteResponse::html("<html><body><p>Nothing here.</p></body></html>".to_string())
+            }
+            "/sitemap-index.xml" => SiteResponse::ok(
+                "application/xml",
+                "<?xml version=\"1.0\"?>\n<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+                 <sitemap><loc>/sitemaps/data.xml.gz</loc></sitemap>\
+                 <sitemap><loc>/sitemaps/more.txt</loc></sitemap></sitemapindex>",
+            ),
+            "/sitemaps/data.xml.gz" => {
+                let xml = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+                    <url><loc>/about.html</loc></url>\
+                    <url><loc>/data/only-in-sitemap.csv</loc></url>\
+                    <url><loc>/private/secret.csv</loc></url></urlset>";
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(xml.as_bytes()).unwrap();
+                SiteResponse::ok("application/gzip", gz.finish().unwrap())
+            }
+            "/sitemaps/more.txt" => SiteResponse::ok("text/plain", "/data/listed.xlsx\n"),
+            "/data/only-in-sitemap.csv" => SiteResponse::ok("text/csv", "a,b\n1,2\n"),
+            "/data/listed.xlsx" => SiteResponse::ok(
+                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                vec![0x50u8, 0x4b, 3, 4],
+            ),
+            "/private/secret.csv" => SiteResponse::ok("text/csv", "secret\n"),
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sitemaps_listed_in_robots_txt_are_a_source_of_links() {
+    for strategy in ["bfs", "sb"] {
+        let sites: Vec<(String, std::sync::Arc<dyn forager::bench::server::Site>)> =
+            vec![(FIXTURE_HOST.to_string(), std::sync::Arc::new(SitemapSite))];
+        let server = SiteServer::start(sites).await.unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let job = job_file(
+            tmp.path(),
+            &format!("sitemap-{strategy}"),
+            strategy,
+            server.port(),
+        );
+        let out = crawl(&job, &tmp.path().join("state"), server.port()).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let gets = gets_by_path(&server.log());
+        for path in [
+            "/sitemap-index.xml",
+            "/sitemaps/data.xml.gz",
+            "/sitemaps/more.txt",
+            "/data/only-in-sitemap.csv",
+            "/data/listed.xlsx",
+            "/about.html",
+        ] {
+            assert_eq!(gets.get(path), Some(&1), "{strategy}: {path}: {gets:?}");
+        }
+        assert_eq!(
+            gets.get("/private/secret.csv"),
+            None,
+            "robots.txt still rules"
+        );
+        let manifest = std::fs::read_to_string(
+            tmp.path()
+                .join("state/targets")
+                .join(format!("sitemap-{strategy}"))
+                .join("manifest.jsonl"),
+        )
+        .unwrap();
+        assert_eq!(manifest.lines().count(), 2, "{strategy}: {manifest}");
+        let _ = server.shutdown().await;
+    }
+}

@@ -3,10 +3,11 @@
 use super::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
 use crate::config::JobSpec;
+use crate::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use crate::extract::{self, ExtractLimits, PageLinks, Scope, UrlRules};
-use crate::fetch::{FetchError, Method, Politeness, Response};
+use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules};
 use crate::learn::{EarlyStop, EarlyStopConfig};
-use crate::link::{Link, LinkId};
+use crate::link::{Link, LinkId, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
 use crate::output::TargetDir;
 use crate::store::{
@@ -82,6 +83,8 @@ pub struct Runner<'a> {
     in_step: Option<Popped>,
     /// `manifest.jsonl` missed rows (a failed append): rewrite it from the store.
     manifest_stale: bool,
+    /// Origins whose robots.txt sitemaps were queued in this run.
+    sitemap_origins: HashSet<String>,
 }
 
 /// A link taken from the strategy by the step under way.
@@ -145,6 +148,7 @@ impl<'a> Runner<'a> {
             last_latency: None,
             in_step: None,
             manifest_stale: false,
+            sitemap_origins: HashSet::new(),
         };
         runner.restore_or_seed()?;
         Ok(runner)
@@ -453,7 +457,12 @@ impl<'a> Runner<'a> {
                 pattern_run,
             };
             self.unsettled.insert(h, link.clone());
-            let mut known = self.known_label(&link.url);
+            // A sitemap is read as a link source whatever its type says.
+            let mut known = if sitemap::is_sitemap(&link.tag_path) {
+                Some(Label::Html)
+            } else {
+                self.known_label(&link.url)
+            };
             let mut asked = false;
             loop {
                 match self.strategy.triage(&link, known) {
@@ -523,6 +532,7 @@ impl<'a> Runner<'a> {
         {
             Ok(verdict) => {
                 self.counters.robots_fetches += u64::from(verdict.requests);
+                self.admit_sitemaps(url, &verdict.rules);
                 let ok = verdict.rules.allowed(url);
                 if !ok {
                     self.counters.robots_disallowed += 1;
@@ -535,6 +545,42 @@ impl<'a> Runner<'a> {
                 self.counters.robots_disallowed += 1;
                 false
             }
+        }
+    }
+
+    /// Queue the sitemaps robots.txt lists for this URL's origin, once per run
+    /// (the seen set keeps them from being queued again after a restart).
+    fn admit_sitemaps(&mut self, url: &Url, rules: &RobotsRules) {
+        if rules.sitemaps().is_empty() {
+            return;
+        }
+        let origin = url.origin().ascii_serialization();
+        if !self.sitemap_origins.insert(origin.clone()) {
+            return;
+        }
+        let robots_url = Url::parse(&format!("{origin}/robots.txt")).ok();
+        for listed in rules.sitemaps() {
+            let mut sitemap = listed.clone();
+            extract::normalize(&mut sitemap, &self.limits.url_rules);
+            if extract::check_limits(&sitemap, &self.limits.url_rules).is_err()
+                || !self.scope.contains(&sitemap)
+            {
+                continue;
+            }
+            let h = url_hash(&sitemap);
+            if !self.seen.insert(h) {
+                continue;
+            }
+            self.delta.seen_added.push(h);
+            debug!(job = %self.spec.name, sitemap = %sitemap, "sitemap from robots.txt queued");
+            self.requeue(Link {
+                url: sitemap,
+                tag_path: TagPath::new(SITEMAP_TAG_PATH),
+                anchor: String::new(),
+                depth: 1,
+                referrer: robots_url.clone(),
+                pattern_run: 0,
+            });
         }
     }
 
@@ -695,6 +741,9 @@ impl<'a> Runner<'a> {
 
     /// A 2xx answer to a GET: decide from its type whether to read the body.
     async fn got(&mut self, link: &Link, url: Url, resp: Response) -> Result<Fetched, EngineError> {
+        if sitemap::is_sitemap(&link.tag_path) {
+            return Ok(self.got_sitemap(url, resp).await);
+        }
         let content_type = resp.content_type.clone();
         let label = self.targets.classify(content_type.as_deref());
         self.remember_family(&link.url, content_type.as_deref());
@@ -750,6 +799,47 @@ impl<'a> Runner<'a> {
                 self.counters.neither += 1;
                 self.emit(RequestKind::Get, &url, Some(200), 0, Some(label), false);
                 Ok(Fetched::Nothing)
+            }
+        }
+    }
+
+    /// A sitemap: its entries are links, like a page's (counted as a page).
+    async fn got_sitemap(&mut self, url: Url, resp: Response) -> Fetched {
+        let body = match resp.read_capped(MAX_PAGE_BYTES).await {
+            Ok(b) => b,
+            Err(e) => {
+                self.counters.fetch_errors += 1;
+                self.fetch_failed(Method::Get, &url, &e);
+                return Fetched::Nothing;
+            }
+        };
+        self.counters.pages += 1;
+        self.counters.bytes += body.bytes.len() as u64;
+        self.emit(
+            RequestKind::Get,
+            &url,
+            Some(200),
+            body.bytes.len() as u64,
+            None,
+            false,
+        );
+        let limits = self.limits.clone();
+        let sitemap_url = url.clone();
+        let links = tokio::task::spawn_blocking(move || {
+            sitemap::sitemap_links(&body.bytes, &sitemap_url, &limits)
+        })
+        .await;
+        match links {
+            Ok(links) => {
+                info!(job = %self.spec.name, url = %url, links = links.links.len(), "sitemap read");
+                Fetched::Page {
+                    url,
+                    links: Box::new(links),
+                }
+            }
+            Err(e) => {
+                warn!(job = %self.spec.name, url = %url, error = %e, "sitemap parsing failed");
+                Fetched::Nothing
             }
         }
     }

@@ -4,8 +4,8 @@
 //! `a`/`area`/`iframe`/`frame`/meta refresh, their tag paths, anchor text,
 //! `<base href>`, entity decoding, structured-data detection), URL
 //! normalisation and the URL trap rules ([`normalize`]: length, repeated path
-//! segments, session ids), and the job scope rules and politeness keys
-//! ([`scope`]).
+//! segments, session ids), the job scope rules and politeness keys
+//! ([`scope`]), and the links of sitemaps listed in robots.txt ([`sitemap`]).
 //!
 //! Must not touch: the network, the store, or learning. Everything here is
 //! pure and synchronous: bytes and URLs in, values out; the engine decides
@@ -14,6 +14,7 @@
 pub mod links;
 pub mod normalize;
 pub mod scope;
+pub mod sitemap;
 
 pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, PageLinks};
 pub use normalize::{
