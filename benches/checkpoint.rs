@@ -19,7 +19,8 @@
 //!
 //! Run: `cargo bench --bench checkpoint`. Environment knobs:
 //! `FORAGER_CKPT_PARTS` (e.g. `1,2`; default all), `FORAGER_CKPT_STORE_MIB`
-//! (size of the killed store, default 1024), `FORAGER_CKPT_KILLS` (default 8),
+//! (size of the killed store, default 1024), `FORAGER_CKPT_KILLS` (default 10:
+//! 2 after open, 2 after open and a quick-repair commit, the rest inside commits),
 //! `FORAGER_CKPT_SITE` (synthetic preset of part 4, default `medium`),
 //! `FORAGER_CKPT_FRONTIER` / `FORAGER_CKPT_ACTIONS` (defaults 1 000 000 / 100 000).
 
@@ -52,7 +53,7 @@ use url::Url;
 
 /// Set in the re-executed child of part 3: the state directory it commits to.
 const CHILD_DIR_ENV: &str = "FORAGER_CKPT_CHILD_DIR";
-/// `commit` (commit back to back) or `idle` (open, then wait for the kill).
+/// The child's [`KillMoment`], by [`KillMoment::env`] name.
 const CHILD_MODE_ENV: &str = "FORAGER_CKPT_CHILD_MODE";
 
 /// Job name and RNG seed of the big job (parts 1 and 2).
@@ -235,7 +236,7 @@ impl BenchConfig {
             frontier: num("FORAGER_CKPT_FRONTIER", 1_000_000)? as usize,
             actions: num("FORAGER_CKPT_ACTIONS", 100_000)? as usize,
             store_bytes: num("FORAGER_CKPT_STORE_MIB", 1024)? << 20,
-            kills: num("FORAGER_CKPT_KILLS", 8)? as usize,
+            kills: num("FORAGER_CKPT_KILLS", 10)? as usize,
             site,
         })
     }
@@ -1356,8 +1357,14 @@ fn child_main(dir: &Path) -> Result<()> {
     let store = Store::open(dir, CACHE_BYTES)?;
     let mut stdout = std::io::stdout();
     writeln!(stdout, "open {}", started.elapsed().as_micros())?;
-    if mode == "idle" {
-        // Killed after opening, before its first checkpoint.
+    if mode == KillMoment::AfterOpenQuickCommit.env() {
+        // One small commit with quick repair on, as a checkpoint makes.
+        let mut delta = JobDelta::new(CHILD_JOB);
+        delta.seen_added = vec![1];
+        store.commit_blocking(delta)?;
+    }
+    if mode != KillMoment::DuringCommits.env() {
+        // Killed after opening, before any checkpoint of its own.
         writeln!(stdout, "ready")?;
         stdout.flush()?;
         loop {
@@ -1404,10 +1411,47 @@ fn child_main(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// When the child is killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KillMoment {
+    /// After `Store::open`, before its first checkpoint.
+    AfterOpen,
+    /// After `Store::open` and one tiny commit with quick repair (what a
+    /// quick-repair schema commit at open would give).
+    AfterOpenQuickCommit,
+    /// Inside one of back-to-back checkpoint commits.
+    DuringCommits,
+}
+
+impl KillMoment {
+    const ALL: [KillMoment; 3] = [
+        KillMoment::DuringCommits,
+        KillMoment::AfterOpen,
+        KillMoment::AfterOpenQuickCommit,
+    ];
+
+    fn env(self) -> &'static str {
+        match self {
+            KillMoment::AfterOpen => "idle",
+            KillMoment::AfterOpenQuickCommit => "idle-committed",
+            KillMoment::DuringCommits => "commit",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            KillMoment::AfterOpen => "after open, before the first checkpoint",
+            KillMoment::AfterOpenQuickCommit => {
+                "after open and one small quick-repair commit (the proposed fix)"
+            }
+            KillMoment::DuringCommits => "inside back-to-back checkpoint commits",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct KillRound {
-    /// The child was killed after opening, before its first checkpoint.
-    before_first_checkpoint: bool,
+    moment: KillMoment,
     /// Time from the start of the targeted commit (or from "ready") to the kill.
     after: Duration,
     /// Commits the child finished before the kill.
@@ -1442,12 +1486,17 @@ fn kill_and_reopen(dir: &Path, config: &BenchConfig) -> Result<KillCosts> {
     let exe = std::env::current_exe().context("locating the bench binary")?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(4242);
     let mut rounds = Vec::new();
-    // Two kills before the first checkpoint, the rest during back-to-back commits.
-    let modes = (0..config.kills).map(|k| k < 2);
-    for (k, idle) in modes.enumerate() {
+    // Two kills of each idle kind, the rest inside commits.
+    let moments = (0..config.kills).map(|k| match k {
+        0 | 1 => KillMoment::AfterOpen,
+        2 | 3 => KillMoment::AfterOpenQuickCommit,
+        _ => KillMoment::DuringCommits,
+    });
+    for (k, moment) in moments.enumerate() {
+        let idle = moment != KillMoment::DuringCommits;
         let mut child = Command::new(&exe)
             .env(CHILD_DIR_ENV, dir)
-            .env(CHILD_MODE_ENV, if idle { "idle" } else { "commit" })
+            .env(CHILD_MODE_ENV, moment.env())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -1528,17 +1577,13 @@ fn kill_and_reopen(dir: &Path, config: &BenchConfig) -> Result<KillCosts> {
         drop(reopened);
         eprintln!(
             "  kill {k} ({}) {} after ready, {commits_done} commits: open {}, verify {}",
-            if idle {
-                "before 1st checkpoint"
-            } else {
-                "mid-commit"
-            },
+            moment.env(),
             ms(after),
             ms(open),
             ms(verify)
         );
         rounds.push(KillRound {
-            before_first_checkpoint: idle,
+            moment,
             after,
             commits_done,
             inside_commit,
@@ -1880,12 +1925,9 @@ impl Report {
         ));
         self.line("| kill moment | kills | open (min / median / max) | verify (load one job) | commits before kill | kill landed inside the commit |");
         self.line("|---|---|---|---|---|---|");
-        for idle in [false, true] {
-            let rounds: Vec<&KillRound> = k
-                .rounds
-                .iter()
-                .filter(|r| r.before_first_checkpoint == idle)
-                .collect();
+        for moment in KillMoment::ALL {
+            let idle = moment != KillMoment::DuringCommits;
+            let rounds: Vec<&KillRound> = k.rounds.iter().filter(|r| r.moment == moment).collect();
             if rounds.is_empty() {
                 continue;
             }
@@ -1893,11 +1935,7 @@ impl Report {
             let inside = rounds.iter().filter(|r| r.inside_commit).count();
             self.line(format!(
                 "| {} | {} | {} | {} ({} rows) | {} | {} |",
-                if idle {
-                    "after open, before the first checkpoint"
-                } else {
-                    "during back-to-back commits"
-                },
+                moment.describe(),
                 rounds.len(),
                 Spread::of(rounds.iter().map(|r| r.open)),
                 Spread::of(rounds.iter().map(|r| r.verify)),
