@@ -741,6 +741,8 @@ pub fn run(opts: &LoadOptions, mut progress: impl FnMut(&str)) -> anyhow::Result
         .with_context(|| format!("creating {}", work.join("jobs.d").display()))?;
     let result = run_in(opts, &mut progress);
     if !opts.keep {
+        // Thousands of target files: this can take a while on a slow disk.
+        progress(&format!("removing the work folder {}", work.display()));
         if let Err(e) = std::fs::remove_dir_all(work) {
             progress(&format!("could not remove {}: {e}", work.display()));
         }

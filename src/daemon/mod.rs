@@ -164,15 +164,37 @@ pub const INSTALLED_CONFIG: &str = "/etc/forager/forager.toml";
 /// `log_format` and `log_level` apply and SIGHUP can change the level.
 pub fn main(config_path: &std::path::Path) -> anyhow::Result<()> {
     use anyhow::Context;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
         .enable_all()
         .thread_name("forager")
-        .build()
-        .context("starting the async runtime")?;
+        .max_blocking_threads(blocking_threads(cores));
+    // TOKIO_WORKER_THREADS, when set, is tokio's to apply.
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        builder.worker_threads(worker_threads(cores));
+    }
+    let runtime = builder.build().context("starting the async runtime")?;
     let result = runtime.block_on(run(config_path));
     // A blocking task stuck in a syscall must not hold the exit hostage.
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     result
+}
+
+/// Async workers for `cores` cores. More than the cores: a job's runner
+/// writes and fsyncs target files on its worker, and with one worker per core
+/// (2 here) a single slow fsync stalls half of a thousand jobs. Measured with
+/// 1 000 loopback jobs on 2 cores (README, "Daemon load"): 2 workers sustained
+/// 568 requests/s, 16 workers 804 requests/s.
+pub fn worker_threads(cores: usize) -> usize {
+    (cores * 4).clamp(16, 64)
+}
+
+/// Threads for blocking work (link extraction, store reads, scans). Tokio's
+/// default of 512 lets a backlog of CPU-bound extractions become hundreds of
+/// threads that only compete for the same cores and each keep a stack.
+pub fn blocking_threads(cores: usize) -> usize {
+    (cores * 8).clamp(32, 256)
 }
 
 #[cfg(test)]
@@ -182,6 +204,17 @@ mod tests {
     use crate::config::{ConfigError, JobSpec};
     use crate::store::StopReason;
     use std::time::SystemTime;
+
+    #[test]
+    fn thread_counts_stay_in_their_bounds() {
+        assert_eq!(worker_threads(1), 16);
+        assert_eq!(worker_threads(2), 16);
+        assert_eq!(worker_threads(8), 32);
+        assert_eq!(worker_threads(256), 64);
+        assert_eq!(blocking_threads(2), 32);
+        assert_eq!(blocking_threads(16), 128);
+        assert_eq!(blocking_threads(1024), 256);
+    }
 
     #[test]
     fn the_status_summary_counts_states_and_bad_files() {
