@@ -1,7 +1,7 @@
 //! Persistence of the shared MIME Bloom filters: raw 4 KiB word chunks in the
 //! store's `shared` table, only the chunks that changed since the last commit.
 
-use crate::learn::{BloomLayout, DirtyChunk, MimeFilters};
+use crate::learn::{BloomLayout, MimeFilters};
 use crate::mime::MimeFamily;
 use crate::store::{codec, JobDelta, Store, StoreError};
 use std::collections::BTreeMap;
@@ -61,12 +61,12 @@ pub fn load(store: &Store, filters: &mut MimeFilters) -> Result<(), StoreError> 
     Ok(())
 }
 
-/// Put the changed chunks in `delta`; returns them so they can be marked
-/// persisted once the delta committed.
-pub fn stage(filters: &MimeFilters, delta: &mut JobDelta) -> Vec<DirtyChunk> {
-    let chunks = filters.dirty_chunks();
+/// Move the chunks changed since the last staging into `delta` (whichever
+/// job stages them commits them for every job).
+pub fn stage(filters: &mut MimeFilters, delta: &mut JobDelta) {
+    let chunks = filters.take_dirty_chunks();
     if chunks.is_empty() {
-        return chunks;
+        return;
     }
     let l = filters.layout();
     delta.stage_shared(
@@ -77,7 +77,6 @@ pub fn stage(filters: &MimeFilters, delta: &mut JobDelta) -> Vec<DirtyChunk> {
         let bytes: Vec<u8> = c.words.iter().flat_map(|w| w.to_le_bytes()).collect();
         delta.stage_shared(chunk_key(c.family, c.index), bytes);
     }
-    chunks
 }
 
 #[cfg(test)]
@@ -101,12 +100,12 @@ mod tests {
             f.insert(&csv, MimeFamily::Csv);
             f.insert(&page, MimeFamily::Html);
             let mut delta = JobDelta::new("j");
-            let chunks = stage(&f, &mut delta);
-            assert!(!chunks.is_empty());
+            stage(&mut f, &mut delta);
+            assert!(!delta.shared.is_empty());
             store.commit_blocking(delta).unwrap();
-            f.mark_persisted(&chunks);
             let mut again = JobDelta::new("j");
-            assert!(stage(&f, &mut again).is_empty(), "nothing changed since");
+            stage(&mut f, &mut again);
+            assert!(again.shared.is_empty(), "nothing changed since");
         }
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         let mut f = MimeFilters::new(config);

@@ -25,7 +25,7 @@ use crate::learn::{MimeFilterConfig, MimeFilters};
 use crate::store::Store;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What every job of a process shares.
 #[derive(Clone)]
@@ -38,6 +38,8 @@ pub struct Engine {
     pub checkpoint_interval: Duration,
     /// Which robots.txt copies the store already holds.
     robots: Arc<robots_cache::PersistedRobots>,
+    /// When a checkpoint last carried the process-wide state.
+    shared_staged_at: Arc<Mutex<Instant>>,
 }
 
 /// How to open an [`Engine`].
@@ -67,7 +69,24 @@ impl Engine {
             state_dir: config.state_dir,
             checkpoint_interval: config.checkpoint_interval,
             robots,
+            shared_staged_at: Arc::new(Mutex::new(Instant::now())),
         })
+    }
+
+    /// Whether this checkpoint carries the process-wide state (MIME filter
+    /// chunks, robots.txt copies): one job's checkpoint per interval does it
+    /// for all — a thousand jobs each copying it was most of a daemon's CPU —
+    /// and a job's last checkpoint always does.
+    fn claim_shared_staging(&self, last: bool) -> bool {
+        let mut at = self
+            .shared_staged_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if last || at.elapsed() >= self.checkpoint_interval {
+            *at = Instant::now();
+            return true;
+        }
+        false
     }
 }
 

@@ -273,7 +273,7 @@ impl<'a> Runner<'a> {
                 && reason.is_none()
                 && self.last_checkpoint.elapsed() >= self.engine.checkpoint_interval
             {
-                failed = self.checkpoint(None).await.err();
+                failed = self.checkpoint(None, false).await.err();
             }
             if let Some(e) = failed {
                 if !e.is_write_failure() {
@@ -287,7 +287,7 @@ impl<'a> Runner<'a> {
         }
         // The last checkpoint waits for a full disk too, unless a stop is asked for.
         loop {
-            match self.checkpoint(reason).await {
+            match self.checkpoint(reason, true).await {
                 Ok(()) => break,
                 Err(e) if e.is_write_failure() && !stopping => {
                     stopping = self.pause_until_writable(e, &mut stop).await;
@@ -981,7 +981,7 @@ impl<'a> Runner<'a> {
                 _ = stop.changed() => return true,
                 _ = tokio::time::sleep(wait) => {}
             }
-            let retried = match self.checkpoint(None).await {
+            let retried = match self.checkpoint(None, false).await {
                 Ok(()) => self
                     .out
                     .probe_writable()
@@ -1011,7 +1011,8 @@ impl<'a> Runner<'a> {
     }
 
     /// Commit everything since the last checkpoint, atomically.
-    async fn checkpoint(&mut self, stop: Option<StopReason>) -> Result<(), EngineError> {
+    /// `last`: the run ends with it (it then carries the shared state too).
+    async fn checkpoint(&mut self, stop: Option<StopReason>, last: bool) -> Result<(), EngineError> {
         let record = JobRecord {
             strategy: self.spec.strategy.name().to_string(),
             seed: self.spec.seed,
@@ -1029,8 +1030,10 @@ impl<'a> Runner<'a> {
         };
         let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(&self.spec.name));
         delta.record = Some(record);
-        let chunks = super::filters::stage(&lock(&self.engine.filters), &mut delta);
-        self.engine.robots.stage(&self.engine.fetcher, &mut delta);
+        if self.engine.claim_shared_staging(last) {
+            super::filters::stage(&mut lock(&self.engine.filters), &mut delta);
+            self.engine.robots.stage(&self.engine.fetcher, &mut delta);
+        }
         let report = match self.engine.store.commit(delta).await {
             Ok(report) => report,
             Err(failed) => {
@@ -1041,7 +1044,6 @@ impl<'a> Runner<'a> {
                 return Err(failed.error.into());
             }
         };
-        lock(&self.engine.filters).mark_persisted(&chunks);
         debug!(job = %self.spec.name, ms = report.duration.as_millis() as u64, grouped = report.deltas, "checkpoint committed");
         self.write_manifest_file();
         self.last_checkpoint = Instant::now();

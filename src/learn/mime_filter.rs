@@ -157,21 +157,23 @@ impl MimeFilters {
         self.filters[family.index()].bloom.as_slice()
     }
 
-    /// Chunks that differ from what was last persisted.
-    pub fn dirty_chunks(&self) -> Vec<DirtyChunk> {
+    /// Take the chunks that changed since they were last taken: the caller
+    /// commits them (a commit that fails keeps them in its delta and retries).
+    pub fn take_dirty_chunks(&mut self) -> Vec<DirtyChunk> {
         let mut out = Vec::new();
         for family in MimeFamily::ALL {
-            let f = &self.filters[family.index()];
+            let f = &mut self.filters[family.index()];
             if !f.changed {
                 continue;
             }
             let words = f.bloom.as_slice();
             for (index, (now, then)) in words
                 .chunks(CHUNK_WORDS)
-                .zip(f.persisted.chunks(CHUNK_WORDS))
+                .zip(f.persisted.chunks_mut(CHUNK_WORDS))
                 .enumerate()
             {
                 if now != then {
+                    then.copy_from_slice(now);
                     out.push(DirtyChunk {
                         family,
                         index: index as u32,
@@ -179,13 +181,18 @@ impl MimeFilters {
                     });
                 }
             }
+            f.changed = false;
         }
         out
     }
 
-    /// The store committed these chunks (as they were when listed).
+    /// Chunks that differ from what was last taken or persisted (read-only).
+    pub fn dirty_chunks(&self) -> Vec<DirtyChunk> {
+        self.clone().take_dirty_chunks()
+    }
+
+    /// Record chunks as persisted (as they were when listed).
     pub fn mark_persisted(&mut self, chunks: &[DirtyChunk]) {
-        let mut touched = Vec::new();
         for c in chunks {
             let f = &mut self.filters[c.family.index()];
             let start = c.index as usize * CHUNK_WORDS;
@@ -193,12 +200,8 @@ impl MimeFilters {
             if start < end {
                 f.persisted[start..end].copy_from_slice(&c.words[..end - start]);
             }
-            if !touched.contains(&c.family) {
-                touched.push(c.family);
-            }
         }
-        for family in touched {
-            let f = &mut self.filters[family.index()];
+        for f in &mut self.filters {
             f.changed = f.bloom.as_slice() != f.persisted.as_slice();
         }
     }
@@ -268,7 +271,7 @@ mod tests {
     #[test]
     fn dirty_chunks_reload_into_an_identical_filter() {
         let mut a = small();
-        assert!(a.dirty_chunks().is_empty());
+        assert!(a.take_dirty_chunks().is_empty());
         for i in 0..500 {
             a.insert(
                 &u(i),
@@ -279,13 +282,12 @@ mod tests {
                 },
             );
         }
-        let dirty = a.dirty_chunks();
+        let dirty = a.take_dirty_chunks();
         assert!(!dirty.is_empty());
         assert!(dirty
             .iter()
             .all(|c| matches!(c.family, MimeFamily::Pdf | MimeFamily::Html)));
-        a.mark_persisted(&dirty);
-        assert!(a.dirty_chunks().is_empty());
+        assert!(a.take_dirty_chunks().is_empty(), "taken once");
 
         // Rebuild from the persisted chunks, as the store would.
         let layout = a.layout();
@@ -304,7 +306,7 @@ mod tests {
         assert_eq!(b.words(MimeFamily::Pdf), a.words(MimeFamily::Pdf));
         // One more insert dirties exactly the chunks of its bits.
         b.insert(&u(10_001), MimeFamily::Csv);
-        let d = b.dirty_chunks();
+        let d = b.take_dirty_chunks();
         assert!(!d.is_empty() && d.len() <= layout.hashes as usize);
         assert!(d.iter().all(|c| c.family == MimeFamily::Csv));
     }
