@@ -887,7 +887,7 @@ impl BigJob {
             updated_at: now_secs(),
         };
         let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(BIG_JOB));
-        let chunks = stage_filters(&self.filters, &mut delta);
+        forager::engine::filters::stage(&mut self.filters, &mut delta);
         let encode = started.elapsed();
         delta.record = Some(record);
 
@@ -926,7 +926,6 @@ impl BigJob {
         let report: CommitReport = store.commit_blocking(delta)?;
         let commit = commit_started.elapsed();
         let writer = writer_cpu()?.saturating_sub(cpu_before);
-        self.filters.mark_persisted(&chunks);
         let file_after = file_len(&db)?;
         Ok(CheckpointCost {
             encode,
@@ -939,28 +938,6 @@ impl BigJob {
             file_growth: file_after as i64 - file_before as i64,
         })
     }
-}
-
-/// The MIME filter chunks that changed, staged as the engine stages them
-/// (`engine::filters::stage`, private to the engine: same keys and values).
-fn stage_filters(filters: &MimeFilters, delta: &mut JobDelta) -> Vec<forager::learn::DirtyChunk> {
-    let chunks = filters.dirty_chunks();
-    if chunks.is_empty() {
-        return chunks;
-    }
-    let l = filters.layout();
-    delta.shared.push((
-        "mime/layout".to_string(),
-        codec::encode(&(l.seed, l.hashes, l.words as u64, l.chunk_words as u64)),
-    ));
-    for c in &chunks {
-        let bytes: Vec<u8> = c.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        delta.shared.push((
-            format!("mime/{:02}/{:08}", c.family.index(), c.index),
-            bytes,
-        ));
-    }
-    chunks
 }
 
 fn big_job_checkpoints(dir: &Path, port: u16, config: &BenchConfig) -> Result<BigJobCosts> {
@@ -1755,7 +1732,7 @@ fn crawl_share(
 /// The MIME filters' part of one checkpoint.
 #[derive(Clone, Copy, Debug, Default)]
 struct FilterCost {
-    /// `dirty_chunks` + staging, on the job's thread.
+    /// Taking the dirty chunks + staging, on the job's thread.
     stage: Duration,
     /// Chunk bytes staged.
     bytes: u64,
@@ -1802,7 +1779,7 @@ fn filter_checkpoint_cost(dir: &Path, urls: u64) -> Result<FilterCost> {
         persisted = now;
         let mut delta = JobDelta::new("stage");
         let t = Instant::now();
-        let chunks = stage_filters(&filters, &mut delta);
+        forager::engine::filters::stage(&mut filters, &mut delta);
         stages.push(t.elapsed());
         bytes += delta
             .shared
@@ -1812,7 +1789,6 @@ fn filter_checkpoint_cost(dir: &Path, urls: u64) -> Result<FilterCost> {
         let before = writer_cpu()?;
         store.commit_blocking(delta)?;
         commit_cpu += writer_cpu()?.saturating_sub(before);
-        filters.mark_persisted(&chunks);
     }
     drop(store);
     std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;

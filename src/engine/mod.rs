@@ -11,7 +11,7 @@
 //! function of its seed and the site (the politeness delay dominates anyway).
 //! Concurrency comes from running many jobs.
 
-mod filters;
+pub mod filters;
 mod observer;
 mod robots_cache;
 mod runner;

@@ -7,12 +7,12 @@
 //!
 //! Persistence: the filters are built with a fixed seed (a randomly seeded
 //! filter cannot be reloaded) and expose their raw words. The store writes
-//! only the 4 KiB chunks that changed: [`MimeFilters::dirty_chunks`] lists
-//! them by comparing with a copy of what was last persisted, and
-//! [`MimeFilters::mark_persisted`] records a commit. fastbloom does not say
-//! which words an insert touched; the copy costs as much memory as the filters
-//! and one comparison per changed filter at each checkpoint, which is cheap
-//! next to the checkpoint itself.
+//! only the 4 KiB chunks that changed: [`MimeFilters::take_dirty_chunks`]
+//! lists them by comparing with a copy of what was last taken, and updates
+//! the copy (the engine stages them once per checkpoint interval for the whole
+//! process). fastbloom does not say which words an insert touched; the copy
+//! costs as much memory as the filters and one comparison per changed filter
+//! at each staging, which is cheap next to the checkpoint itself.
 //!
 //! A plain struct: the engine shares it between jobs behind a mutex.
 
@@ -184,26 +184,6 @@ impl MimeFilters {
             f.changed = false;
         }
         out
-    }
-
-    /// Chunks that differ from what was last taken or persisted (read-only).
-    pub fn dirty_chunks(&self) -> Vec<DirtyChunk> {
-        self.clone().take_dirty_chunks()
-    }
-
-    /// Record chunks as persisted (as they were when listed).
-    pub fn mark_persisted(&mut self, chunks: &[DirtyChunk]) {
-        for c in chunks {
-            let f = &mut self.filters[c.family.index()];
-            let start = c.index as usize * CHUNK_WORDS;
-            let end = (start + c.words.len()).min(f.persisted.len());
-            if start < end {
-                f.persisted[start..end].copy_from_slice(&c.words[..end - start]);
-            }
-        }
-        for f in &mut self.filters {
-            f.changed = f.bloom.as_slice() != f.persisted.as_slice();
-        }
     }
 
     /// Load one family's stored words (assembled from its chunks; missing chunks are zeros).
