@@ -1012,7 +1012,11 @@ impl<'a> Runner<'a> {
 
     /// Commit everything since the last checkpoint, atomically.
     /// `last`: the run ends with it (it then carries the shared state too).
-    async fn checkpoint(&mut self, stop: Option<StopReason>, last: bool) -> Result<(), EngineError> {
+    async fn checkpoint(
+        &mut self,
+        stop: Option<StopReason>,
+        last: bool,
+    ) -> Result<(), EngineError> {
         let record = JobRecord {
             strategy: self.spec.strategy.name().to_string(),
             seed: self.spec.seed,
