@@ -80,8 +80,8 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
         .restore(&record.strategy_state)
         .map_err(|e| anyhow::anyhow!("stored learner state: {e}"))?;
     let loaded = store.load_job(&args.job)?;
-    for (id, entry) in loaded.frontier {
-        strategy.push(id, entry.key);
+    for (id, key) in loaded.frontier {
+        strategy.push(id, key);
     }
     let stats = strategy.stats();
     print_explain(

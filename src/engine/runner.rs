@@ -58,7 +58,8 @@ pub struct Runner<'a> {
     limits: Arc<ExtractLimits>,
     politeness: Politeness,
     strategy: Box<dyn Strategy>,
-    /// Frontier link records by id (the strategy holds only ids).
+    /// Records of the frontier links not committed yet, by id (the strategy
+    /// holds only ids; committed records are read from the store when popped).
     links: HashMap<LinkId, FrontierEntry>,
     /// Hashes of every URL discovered (queued, fetched, dropped).
     seen: HashSet<u64>,
@@ -156,7 +157,6 @@ impl<'a> Runner<'a> {
 
     fn restore_or_seed(&mut self) -> Result<(), EngineError> {
         let job = self.spec.name.clone();
-        let loaded = self.engine.store.load_job(&job)?;
         let restore_err = |source| EngineError::Restore {
             job: job.clone(),
             source,
@@ -164,7 +164,7 @@ impl<'a> Runner<'a> {
         if let Err(e) = self.out.clean_partial() {
             warn!(job = %job, error = %e, "could not clean partial target files");
         }
-        let Some(record) = loaded.record else {
+        let Some(record) = self.engine.store.job_record(&job)? else {
             self.seed_frontier();
             return Ok(());
         };
@@ -177,18 +177,30 @@ impl<'a> Runner<'a> {
                 wanted_seed: self.spec.seed,
             });
         }
-        self.strategy
-            .restore(&record.strategy_state)
-            .map_err(restore_err)?;
+        // The learner decodes on a second thread while the frontier loads:
+        // the two dominate the time to the first request of a big job.
+        let store = &self.engine.store;
+        let strategy = &mut self.strategy;
+        let (restored, loaded) = std::thread::scope(|s| {
+            let restoring = s.spawn(|| strategy.restore(&record.strategy_state));
+            let loaded = store.load_job(&job);
+            let restored = restoring
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (restored, loaded)
+        });
+        restored.map_err(restore_err)?;
+        let loaded = loaded?;
         self.early_stop = codec::decode(&record.early_stop_state).map_err(restore_err)?;
         self.traps = codec::decode(&record.trap_state).map_err(restore_err)?;
         self.counters = record.counters;
         self.next_link_id = record.next_link_id;
         self.next_manifest_row = record.next_manifest_row;
         self.seen = loaded.seen.into_iter().collect();
-        for (id, entry) in loaded.frontier {
-            self.strategy.push(id, entry.key);
-            self.links.insert(id, entry);
+        // Link records stay in the store until popped.
+        let frontier = loaded.frontier.len();
+        for (id, key) in loaded.frontier {
+            self.strategy.push(id, key);
         }
         let rows: Vec<ManifestRow> = loaded.manifest.into_iter().map(|(_, r)| r).collect();
         self.out
@@ -199,7 +211,7 @@ impl<'a> Runner<'a> {
             })?;
         info!(
             job = %job,
-            frontier = self.links.len(),
+            frontier,
             seen = self.seen.len(),
             targets = rows.len(),
             "resumed from checkpoint"
@@ -344,7 +356,17 @@ impl<'a> Runner<'a> {
         let Some((id, key)) = self.strategy.pop() else {
             return Ok(Some(StopReason::FrontierEmpty));
         };
-        let Some(entry) = self.links.remove(&id) else {
+        let entry = match self.links.remove(&id) {
+            Some(entry) => Some(entry),
+            None => match self.engine.store.frontier_entry(&self.spec.name, id) {
+                Ok(entry) => entry,
+                Err(e) => {
+                    self.strategy.push(id, key);
+                    return Err(e.into());
+                }
+            },
+        };
+        let Some(entry) = entry else {
             warn!(job = %self.spec.name, link = %id, "frontier id without a link record; skipped");
             self.delta.frontier_removed.push(id);
             return Ok(None);
@@ -1038,8 +1060,14 @@ impl<'a> Runner<'a> {
             super::filters::stage(&mut lock(&self.engine.filters), &mut delta);
             self.engine.robots.stage(&self.engine.fetcher, &mut delta);
         }
+        let added: Vec<LinkId> = delta.frontier_added.iter().map(|(id, _)| *id).collect();
         let report = match self.engine.store.commit(delta).await {
-            Ok(report) => report,
+            Ok(report) => {
+                for id in added {
+                    self.links.remove(&id);
+                }
+                report
+            }
             Err(failed) => {
                 // Keep the delta: the retry commits it with whatever comes after.
                 let mut older = *failed.delta;

@@ -41,6 +41,18 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     out
 }
 
+/// Decode the first field(s) of a value written by [`encode`] as `T`,
+/// ignoring the rest (a struct's leading fields decode as a prefix).
+pub fn decode_prefix<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
+    let (&version, body) = bytes.split_first().ok_or(CodecError::Empty)?;
+    if version != FORMAT_VERSION {
+        return Err(CodecError::Version { found: version });
+    }
+    let (value, _) = bincode::serde::decode_from_slice(body, config())
+        .map_err(|e| CodecError::Decode(e.to_string()))?;
+    Ok(value)
+}
+
 /// Decode a value written by [`encode`]; never panics on arbitrary bytes.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
     let (&version, body) = bytes.split_first().ok_or(CodecError::Empty)?;
@@ -74,6 +86,29 @@ mod tests {
     }
 
     #[test]
+    fn a_frontier_entry_decodes_its_key_as_a_prefix() {
+        use crate::store::FrontierEntry;
+        use crate::strategy::QueueKey;
+        let entry = FrontierEntry {
+            key: QueueKey {
+                slot: 70_000,
+                score: -0.25,
+            },
+            link: Link::seed(url::Url::parse("https://example.org/long/path?q=1").unwrap()),
+        };
+        let bytes = encode(&entry);
+        assert_eq!(decode_prefix::<QueueKey>(&bytes).unwrap(), entry.key);
+        assert!(
+            decode::<QueueKey>(&bytes).is_err(),
+            "trailing bytes refused"
+        );
+        assert!(matches!(
+            decode_prefix::<QueueKey>(&[7, 0]),
+            Err(CodecError::Version { found: 7 })
+        ));
+    }
+
+    #[test]
     fn rejects_other_versions_and_garbage() {
         assert!(matches!(decode::<u32>(&[]), Err(CodecError::Empty)));
         assert!(matches!(
@@ -87,6 +122,7 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = decode::<Link>(&bytes);
+            let _ = decode_prefix::<crate::strategy::QueueKey>(&bytes);
             let _ = decode::<Vec<(u64, String)>>(&bytes);
         }
 

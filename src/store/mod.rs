@@ -29,6 +29,7 @@ pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, StopReason}
 
 use crate::crashpoint::{self, CrashPoint};
 use crate::link::LinkId;
+use crate::strategy::QueueKey;
 use redb::backends::FileBackend;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -44,7 +45,8 @@ const MANIFEST: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("mani
 const SHARED: TableDefinition<&str, &[u8]> = TableDefinition::new("shared");
 
 /// Version of the table layout; stored in `meta` and checked at open.
-const SCHEMA_VERSION: u32 = 1;
+/// 2: frontier values put the queue key before the link.
+const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -184,9 +186,9 @@ enum WriterMsg {
 /// A job's state as loaded at start-up.
 #[derive(Debug, Default)]
 pub struct LoadedJob {
-    pub record: Option<JobRecord>,
-    /// In id order.
-    pub frontier: Vec<(LinkId, FrontierEntry)>,
+    /// Queue keys of the frontier links, in id order; a link's record is read
+    /// with [`Store::frontier_entry`] when it is popped.
+    pub frontier: Vec<(LinkId, QueueKey)>,
     pub seen: Vec<u64>,
     pub manifest: Vec<(u64, ManifestRow)>,
 }
@@ -487,23 +489,23 @@ impl Store {
         Ok(rows)
     }
 
-    /// Everything stored for a job, to resume it.
+    /// A job's frontier (keys only), seen set and manifest, to resume it; its
+    /// record comes from [`Store::job_record`].
     pub fn load_job(&self, job: &str) -> Result<LoadedJob, StoreError> {
         let db = self.inner.db.get()?;
         let txn = db.begin_read()?;
-        let mut loaded = LoadedJob {
-            record: self.job_record(job)?,
-            ..Default::default()
-        };
+        let mut loaded = LoadedJob::default();
         let range = (job, 0u64)..=(job, u64::MAX);
         let frontier = txn.open_table(FRONTIER)?;
         for row in frontier.range(range.clone())? {
             let (k, v) = row?;
-            let entry = codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
-                table: "frontier",
-                source,
+            let key = codec::decode_prefix::<QueueKey>(v.value()).map_err(|source| {
+                StoreError::Corrupt {
+                    table: "frontier",
+                    source,
+                }
             })?;
-            loaded.frontier.push((LinkId(k.value().1), entry));
+            loaded.frontier.push((LinkId(k.value().1), key));
         }
         let seen = txn.open_table(SEEN)?;
         for row in seen.range(range.clone())? {
@@ -520,6 +522,25 @@ impl Store {
             loaded.manifest.push((k.value().1, entry));
         }
         Ok(loaded)
+    }
+
+    /// One committed frontier link of a job.
+    pub fn frontier_entry(
+        &self,
+        job: &str,
+        id: LinkId,
+    ) -> Result<Option<FrontierEntry>, StoreError> {
+        let db = self.inner.db.get()?;
+        let txn = db.begin_read()?;
+        let frontier = txn.open_table(FRONTIER)?;
+        let Some(v) = frontier.get((job, id.0))? else {
+            return Ok(None);
+        };
+        let entry = codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
+            table: "frontier",
+            source,
+        })?;
+        Ok(Some(entry))
     }
 }
 
@@ -640,13 +661,12 @@ fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
 mod tests {
     use super::*;
     use crate::link::Link;
-    use crate::strategy::QueueKey;
 
     fn entry(path: &str) -> FrontierEntry {
         FrontierEntry {
             link: Link::seed(url::Url::parse(&format!("http://a.test/{path}")).unwrap()),
             key: QueueKey {
-                slot: 3,
+                slot: path.len() as u32,
                 score: 0.5,
             },
         }
@@ -693,14 +713,20 @@ mod tests {
         let a = store.load_job("a").unwrap();
         let ids: Vec<u64> = a.frontier.iter().map(|(id, _)| id.0).collect();
         assert_eq!(ids, vec![1, 2, 4]);
-        assert_eq!(a.frontier[0].1, entry("a1"));
+        assert_eq!(a.frontier[0].1, entry("a1").key);
+        assert_eq!(
+            store.frontier_entry("a", LinkId(1)).unwrap(),
+            Some(entry("a1"))
+        );
+        assert_eq!(store.frontier_entry("a", LinkId(0)).unwrap(), None);
         assert_eq!(a.seen, vec![1, 2, 3, 4]);
         assert_eq!(a.manifest, vec![(0, row(0))]);
-        assert_eq!(a.record.unwrap().next_link_id, 5);
+        assert_eq!(store.job_record("a").unwrap().unwrap().next_link_id, 5);
 
         store.purge("a").await.unwrap();
         let a = store.load_job("a").unwrap();
-        assert!(a.record.is_none() && a.frontier.is_empty() && a.seen.is_empty());
+        assert!(store.job_record("a").unwrap().is_none());
+        assert!(a.frontier.is_empty() && a.seen.is_empty());
         let b = store.load_job("b").unwrap();
         assert_eq!(b.frontier.len(), 5);
         assert_eq!(store.job_names().unwrap(), vec!["b".to_string()]);
@@ -725,7 +751,7 @@ mod tests {
         assert_eq!(newer.shared, vec![("blob".to_string(), vec![2])]);
         store.commit(newer).await.unwrap();
         let j = store.load_job("j").unwrap();
-        assert_eq!(j.frontier, vec![(LinkId(2), entry("two"))]);
+        assert_eq!(j.frontier, vec![(LinkId(2), entry("two").key)]);
         assert_eq!(j.seen, vec![1, 2, 3]);
         assert_eq!(j.manifest, vec![(0, row(0)), (1, row(1))]);
         assert_eq!(store.manifest_rows("j").unwrap(), vec![row(0), row(1)]);

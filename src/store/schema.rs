@@ -6,10 +6,12 @@ use crate::strategy::QueueKey;
 use serde::{Deserialize, Serialize};
 
 /// A link waiting in the frontier, with the key its strategy gave it.
+/// The key comes first: a resume decodes only the keys (a prefix of each
+/// value) and reads a link's record when it is popped.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FrontierEntry {
-    pub link: Link,
     pub key: QueueKey,
+    pub link: Link,
 }
 
 /// Why a job finished.

@@ -273,9 +273,11 @@ fn load_job_state(
     job: &str,
 ) -> (JobCounters, Option<StopReason>, Vec<ManifestRow>) {
     let store = Store::open(state_dir, 1 << 20).expect("open the crawler's store");
-    let loaded = store.load_job(job).expect("load job state");
-    let record = loaded.record.expect("the job committed a checkpoint");
-    let manifest = loaded.manifest.into_iter().map(|(_, row)| row).collect();
+    let record = store
+        .job_record(job)
+        .expect("read the job record")
+        .expect("the job committed a checkpoint");
+    let manifest = store.manifest_rows(job).expect("read the manifest");
     (record.counters, record.stop, manifest)
 }
 
