@@ -1,4 +1,4 @@
-//! Persistence of the shared MIME Bloom filters: raw 4 KiB word chunks in the
+//! Persistence of the shared MIME Bloom filters: raw 512-byte word chunks in the
 //! store's `shared` table, only the chunks that changed since the last commit.
 
 use crate::learn::{BloomLayout, MimeFilters};
@@ -40,6 +40,10 @@ pub fn load(store: &Store, filters: &mut MimeFilters) -> Result<(), StoreError> 
         else {
             continue;
         };
+        // A chunk of another layout (left by an older build) is not this layout's.
+        if bytes.len() != layout.chunk_words * 8 {
+            continue;
+        }
         let all = per_family
             .entry(fam)
             .or_insert_with(|| vec![0u64; layout.words]);
@@ -113,5 +117,31 @@ mod tests {
         assert_eq!(f.lookup(&csv), Some(MimeFamily::Csv));
         assert_eq!(f.lookup(&page), Some(MimeFamily::Html));
         assert_eq!(f.lookup(&Url::parse("http://a.test/other").unwrap()), None);
+    }
+
+    #[test]
+    fn chunks_of_another_chunk_size_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = MimeFilterConfig {
+            expected_items: 10_000,
+            false_positive_rate: 0.01,
+        };
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let mut f = MimeFilters::new(config);
+        let csv = Url::parse("http://a.test/data/x.csv").unwrap();
+        f.insert(&csv, MimeFamily::Csv);
+        let mut delta = JobDelta::new("j");
+        stage(&mut f, &mut delta);
+        // A stale 4 KiB chunk of an older build, all bits set, at index 0 of every family.
+        for fam in 0..MimeFamily::ALL.len() {
+            delta.stage_shared(chunk_key(MimeFamily::ALL[fam], 0), vec![0xff; 4096]);
+        }
+        store.commit_blocking(delta).unwrap();
+        let mut g = MimeFilters::new(config);
+        load(&store, &mut g).unwrap();
+        assert_eq!(g.lookup(&csv), Some(MimeFamily::Csv));
+        for family in MimeFamily::ALL {
+            assert_eq!(g.words(family), f.words(family), "stale chunks loaded");
+        }
     }
 }
