@@ -44,27 +44,26 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
 /// Decode the first field(s) of a value written by [`encode`] as `T`,
 /// ignoring the rest (a struct's leading fields decode as a prefix).
 pub fn decode_prefix<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
+    decode_counted(bytes).map(|(value, _)| value)
+}
+
+/// The value at the start of `bytes` and how many body bytes it used.
+fn decode_counted<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, usize), CodecError> {
     let (&version, body) = bytes.split_first().ok_or(CodecError::Empty)?;
     if version != FORMAT_VERSION {
         return Err(CodecError::Version { found: version });
     }
-    let (value, _) = bincode::serde::decode_from_slice(body, config())
-        .map_err(|e| CodecError::Decode(e.to_string()))?;
-    Ok(value)
+    bincode::serde::decode_from_slice(body, config()).map_err(|e| CodecError::Decode(e.to_string()))
 }
 
 /// Decode a value written by [`encode`]; never panics on arbitrary bytes.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
-    let (&version, body) = bytes.split_first().ok_or(CodecError::Empty)?;
-    if version != FORMAT_VERSION {
-        return Err(CodecError::Version { found: version });
-    }
-    let (value, used) = bincode::serde::decode_from_slice(body, config())
-        .map_err(|e| CodecError::Decode(e.to_string()))?;
-    if used != body.len() {
+    let (value, used) = decode_counted(bytes)?;
+    let body = bytes.len() - 1;
+    if used != body {
         return Err(CodecError::Decode(format!(
             "{} trailing bytes",
-            body.len() - used
+            body - used
         )));
     }
     Ok(value)

@@ -336,16 +336,10 @@ impl Store {
         txn.set_quick_repair(true);
         {
             let mut meta = txn.open_table(META)?;
-            let found =
-                match meta.get("schema_version")? {
-                    Some(v) => Some(codec::decode::<u32>(v.value()).map_err(|source| {
-                        StoreError::Corrupt {
-                            table: "meta",
-                            source,
-                        }
-                    })?),
-                    None => None,
-                };
+            let found = match meta.get("schema_version")? {
+                Some(v) => Some(decode_row::<u32>("meta", v.value())?),
+                None => None,
+            };
             match found {
                 Some(v) if v != SCHEMA_VERSION => {
                     return Err(StoreError::Schema {
@@ -440,10 +434,7 @@ impl Store {
         let Some(v) = jobs.get(job)? else {
             return Ok(None);
         };
-        let record = codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
-            table: "jobs",
-            source,
-        })?;
+        let record = decode_row("jobs", v.value())?;
         Ok(Some(record))
     }
 
@@ -479,12 +470,7 @@ impl Store {
         let mut rows = Vec::new();
         for row in manifest.range((job, 0u64)..=(job, u64::MAX))? {
             let (_, v) = row?;
-            rows.push(
-                codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
-                    table: "manifest",
-                    source,
-                })?,
-            );
+            rows.push(decode_row("manifest", v.value())?);
         }
         Ok(rows)
     }
@@ -515,10 +501,7 @@ impl Store {
         let manifest = txn.open_table(MANIFEST)?;
         for row in manifest.range(range)? {
             let (k, v) = row?;
-            let entry = codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
-                table: "manifest",
-                source,
-            })?;
+            let entry = decode_row("manifest", v.value())?;
             loaded.manifest.push((k.value().1, entry));
         }
         Ok(loaded)
@@ -536,12 +519,17 @@ impl Store {
         let Some(v) = frontier.get((job, id.0))? else {
             return Ok(None);
         };
-        let entry = codec::decode(v.value()).map_err(|source| StoreError::Corrupt {
-            table: "frontier",
-            source,
-        })?;
+        let entry = decode_row("frontier", v.value())?;
         Ok(Some(entry))
     }
+}
+
+/// Decode a stored value of `table`; a value that does not decode is corruption.
+fn decode_row<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    bytes: &[u8],
+) -> Result<T, StoreError> {
+    codec::decode(bytes).map_err(|source| StoreError::Corrupt { table, source })
 }
 
 fn writer_loop(slot: &DbSlot, rx: mpsc::Receiver<WriterMsg>) {
