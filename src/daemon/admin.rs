@@ -228,7 +228,6 @@ mod tests {
     use crate::config::JobSpec;
     use crate::daemon::jobs::{JobTable, Parsed, ScannedFile};
     use crate::daemon::report::DaemonInfo;
-    use std::time::SystemTime;
     use tokio::sync::mpsc;
 
     async fn start() -> (
@@ -246,15 +245,7 @@ mod tests {
             )),
         }]);
         let (tx, rx) = mpsc::unbounded_channel();
-        let info = DaemonInfo {
-            started_at: SystemTime::now(),
-            started: Instant::now(),
-            jobs_dir: "j".into(),
-            max_jobs: 2,
-            daemon_config_error: None,
-            restart_required: vec![],
-            jobs_dir_error: None,
-        };
+        let info = DaemonInfo::for_tests(2);
         let shared = Arc::new(Shared::new(table, info, tx));
         let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let addr = listener.local_addr().unwrap();

@@ -203,7 +203,6 @@ mod tests {
     use super::*;
     use crate::config::{ConfigError, JobSpec};
     use crate::store::StopReason;
-    use std::time::SystemTime;
 
     #[test]
     fn thread_counts_stay_in_their_bounds() {
@@ -255,15 +254,7 @@ mod tests {
             .lock()
             .rate
             .record(Instant::now());
-        let info = DaemonInfo {
-            started_at: SystemTime::now(),
-            started: Instant::now(),
-            jobs_dir: "j".into(),
-            max_jobs: 1,
-            daemon_config_error: None,
-            restart_required: vec![],
-            jobs_dir_error: None,
-        };
+        let info = DaemonInfo::for_tests(1);
         let (tx, _rx) = mpsc::unbounded_channel();
         let s = Shared::new(table, info, tx).summary();
         assert_eq!((s.running, s.pending, s.done, s.failed), (1, 1, 1, 0));

@@ -124,6 +124,22 @@ pub struct DaemonInfo {
     pub jobs_dir_error: Option<String>,
 }
 
+#[cfg(test)]
+impl DaemonInfo {
+    /// A daemon that just started on jobs folder `j`, for tests.
+    pub(crate) fn for_tests(max_jobs: usize) -> DaemonInfo {
+        DaemonInfo {
+            started_at: SystemTime::now(),
+            started: Instant::now(),
+            jobs_dir: "j".into(),
+            max_jobs,
+            daemon_config_error: None,
+            restart_required: vec![],
+            jobs_dir_error: None,
+        }
+    }
+}
+
 pub fn unix_secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -436,15 +452,7 @@ mod tests {
     }
 
     fn info() -> DaemonInfo {
-        DaemonInfo {
-            started_at: SystemTime::now(),
-            started: Instant::now(),
-            jobs_dir: "j".into(),
-            max_jobs: 4,
-            daemon_config_error: None,
-            restart_required: vec![],
-            jobs_dir_error: None,
-        }
+        DaemonInfo::for_tests(4)
     }
 
     #[test]

@@ -793,15 +793,7 @@ mod tests {
     fn the_observer_feeds_the_job_and_the_daemon_histograms() {
         use crate::daemon::report::DaemonInfo;
         let (tx, _rx) = mpsc::unbounded_channel();
-        let info = DaemonInfo {
-            started_at: SystemTime::now(),
-            started: Instant::now(),
-            jobs_dir: "j".into(),
-            max_jobs: 1,
-            daemon_config_error: None,
-            restart_required: vec![],
-            jobs_dir_error: None,
-        };
+        let info = DaemonInfo::for_tests(1);
         let shared = Arc::new(Shared::new(JobTable::new(), info, tx));
         let live = Arc::new(LiveJob::default());
         let mut observer = LiveObserver {
