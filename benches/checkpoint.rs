@@ -24,11 +24,15 @@
 //! `FORAGER_CKPT_SITE` (synthetic preset of part 4, default `medium`),
 //! `FORAGER_CKPT_FRONTIER` / `FORAGER_CKPT_ACTIONS` (defaults 1 000 000 / 100 000).
 
+mod common;
+
 use anyhow::{anyhow, bail, Context, Result};
+use common::random_path;
 use forager::bench::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::bench::synthetic::{Preset, SyntheticSite};
 use forager::config::JobSpec;
 use forager::engine::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
+use forager::engine::url_hash;
 use forager::engine::{CrawlObserver, Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
 use forager::learn::{EarlyStop, EarlyStopConfig, MimeFilterConfig, MimeFilters};
@@ -114,10 +118,6 @@ const WORDS: &[&str] = &[
     "summary",
     "detailed",
     "provisional",
-];
-const TAGS: &[&str] = &[
-    "div", "ul", "li", "span", "p", "section", "table", "tbody", "tr", "td", "nav", "header",
-    "footer", "main", "article", "aside", "dl", "dd", "h2", "h3", "ol", "form", "figure",
 ];
 const TARGET_EXT: &[(&str, &str)] = &[
     ("csv", "text/csv"),
@@ -417,12 +417,6 @@ fn pct(part: Duration, whole: Duration) -> f64 {
     }
 }
 
-/// Stable 64-bit hash of a URL, the engine's seen-set key (MurmurHash3 x64/128, low half).
-fn url_hash(url: &Url) -> u64 {
-    let mut cursor = std::io::Cursor::new(url.as_str().as_bytes());
-    murmur3::murmur3_x64_128(&mut cursor, 0x666f_7261).map_or(0, |h| h as u64)
-}
-
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -432,24 +426,6 @@ fn now_secs() -> u64 {
 
 // ---------------------------------------------------------------------------
 // Synthetic crawl material: URLs, tag paths, anchors shaped like a statistics site
-
-/// A random tag path: `/html/body/...` with 3–10 elements, classes and some
-/// ids (the generator of benches/learn.rs: these rarely join an action).
-fn random_path(rng: &mut Xoshiro256PlusPlus) -> String {
-    let mut s = String::from("/html/body");
-    for _ in 0..rng.random_range(3..11) {
-        s.push('/');
-        s.push_str(TAGS[rng.random_range(0..TAGS.len())]);
-        if rng.random_bool(0.6) {
-            s.push_str(&format!(".c{}", rng.random_range(0..3000)));
-        }
-        if rng.random_bool(0.1) {
-            s.push_str(&format!("#i{}", rng.random_range(0..100_000)));
-        }
-    }
-    s.push_str("/a");
-    s
-}
 
 /// A URL as the crawler stores it, and what a response to it would say.
 struct Discovered {

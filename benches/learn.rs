@@ -9,6 +9,9 @@
 //! Inputs are synthetic but shaped like real pages: tag paths repeat a page
 //! template with a few new paths per page; URLs mix pages and data files.
 
+mod common;
+
+use common::random_path;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use forager::learn::{ActionConfig, ActionIndex};
 use forager::link::{Link, LinkId, TagPath};
@@ -26,28 +29,6 @@ const LINKS_PER_PAGE: usize = 200;
 const PATHS_PER_PAGE: usize = 25;
 /// Of those, never seen before on a typical page.
 const NEW_PATHS_PER_PAGE: usize = 3;
-
-const TAGS: &[&str] = &[
-    "div", "ul", "li", "span", "p", "section", "table", "tbody", "tr", "td", "nav", "header",
-    "footer", "main", "article", "aside", "dl", "dd", "h2", "h3", "ol", "form", "figure",
-];
-
-/// A random tag path: `/html/body/...` with 3–10 elements, classes and some ids.
-fn random_path(rng: &mut Xoshiro256PlusPlus) -> String {
-    let mut s = String::from("/html/body");
-    for _ in 0..rng.random_range(3..11) {
-        s.push('/');
-        s.push_str(TAGS[rng.random_range(0..TAGS.len())]);
-        if rng.random_bool(0.6) {
-            s.push_str(&format!(".c{}", rng.random_range(0..3000)));
-        }
-        if rng.random_bool(0.1) {
-            s.push_str(&format!("#i{}", rng.random_range(0..100_000)));
-        }
-    }
-    s.push_str("/a");
-    s
-}
 
 /// An index with `ACTIONS` actions, and the paths that built it.
 fn index_with_actions(rng: &mut Xoshiro256PlusPlus) -> (ActionIndex, Vec<String>) {

@@ -18,7 +18,7 @@ mod runner;
 pub mod traps;
 
 pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
-pub use runner::{JobOutcome, Runner};
+pub use runner::{url_hash, JobOutcome, Runner};
 
 use crate::fetch::Fetcher;
 use crate::learn::{MimeFilterConfig, MimeFilters};

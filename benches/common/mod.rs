@@ -1,0 +1,27 @@
+//! Material shared by the benchmarks.
+
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+const TAGS: &[&str] = &[
+    "div", "ul", "li", "span", "p", "section", "table", "tbody", "tr", "td", "nav", "header",
+    "footer", "main", "article", "aside", "dl", "dd", "h2", "h3", "ol", "form", "figure",
+];
+
+/// A random tag path: `/html/body/...` with 3–10 elements, classes and some
+/// ids (distinct enough that they rarely join an existing action).
+pub fn random_path(rng: &mut Xoshiro256PlusPlus) -> String {
+    let mut s = String::from("/html/body");
+    for _ in 0..rng.random_range(3..11) {
+        s.push('/');
+        s.push_str(TAGS[rng.random_range(0..TAGS.len())]);
+        if rng.random_bool(0.6) {
+            s.push_str(&format!(".c{}", rng.random_range(0..3000)));
+        }
+        if rng.random_bool(0.1) {
+            s.push_str(&format!("#i{}", rng.random_range(0..100_000)));
+        }
+    }
+    s.push_str("/a");
+    s
+}
