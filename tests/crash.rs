@@ -11,16 +11,13 @@
 //! The soak version (200 kills) runs with `FORAGER_CRASH_KILLS=200 cargo test
 //! --release --test crash -- --nocapture`.
 
-use forager::bench::server::{Site, SiteServer};
-use forager::bench::synthetic::{Preset, SyntheticSite};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
 mod common;
-use common::manifest_by_final_url;
+use common::{manifest_by_final_url, serve_small_site};
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const HOST: &str = "crash.test";
@@ -59,10 +56,7 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
-    let site = SyntheticSite::preset(Preset::Small, 1).unwrap();
-    let start = site.start_path().to_string();
-    let sites: Vec<(String, Arc<dyn Site>)> = vec![(HOST.to_string(), Arc::new(site))];
-    let server = SiteServer::start(sites).await.unwrap();
+    let (server, start) = serve_small_site(HOST, 1).await;
     let port = server.port();
     let tmp = tempfile::tempdir().unwrap();
     let job = job(tmp.path(), port, &start);
@@ -142,10 +136,7 @@ fn assert_no_orphan_files(state: &Path, rows: &BTreeMap<String, String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kills_inside_commits_and_target_writes_lose_nothing() {
     use std::os::unix::process::ExitStatusExt;
-    let site = SyntheticSite::preset(Preset::Small, 4).unwrap();
-    let start = site.start_path().to_string();
-    let sites: Vec<(String, Arc<dyn Site>)> = vec![(HOST.to_string(), Arc::new(site))];
-    let server = SiteServer::start(sites).await.unwrap();
+    let (server, start) = serve_small_site(HOST, 4).await;
     let port = server.port();
     let tmp = tempfile::tempdir().unwrap();
     let job = job(tmp.path(), port, &start);

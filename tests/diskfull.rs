@@ -9,8 +9,7 @@
 //! Needs `unshare --user --map-root-user --mount` (unprivileged user
 //! namespaces); where the kernel forbids them the test says so and skips.
 
-use forager::bench::server::{Site, SiteServer};
-use forager::bench::synthetic::{Preset, SyntheticSite};
+use forager::bench::server::SiteServer;
 use forager::daemon::jobs::Phase;
 use forager::store::StopReason;
 use std::collections::BTreeMap;
@@ -22,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 mod common;
-use common::manifest_by_final_url;
+use common::{manifest_by_final_url, serve_small_site};
 
 const HOST: &str = "full.test";
 
@@ -218,10 +217,7 @@ async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
         eprintln!("SKIPPED: unprivileged user and mount namespaces are not available here");
         return;
     }
-    let site = SyntheticSite::preset(Preset::Small, 2).unwrap();
-    let start = site.start_path().to_string();
-    let sites: Vec<(String, Arc<dyn Site>)> = vec![(HOST.to_string(), Arc::new(site))];
-    let server = SiteServer::start(sites).await.unwrap();
+    let (server, start) = serve_small_site(HOST, 2).await;
     let port = server.port();
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path();

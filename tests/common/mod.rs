@@ -1,7 +1,20 @@
 //! Helpers shared by the integration tests.
 
+use forager::bench::server::{Site, SiteServer};
+use forager::bench::synthetic::{Preset, SyntheticSite};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
+
+/// The synthetic `small` site of `seed` served under `host` on loopback;
+/// returns the server and the site's start path.
+#[allow(dead_code)] // not every test crate serves a synthetic site
+pub async fn serve_small_site(host: &str, seed: u64) -> (SiteServer, String) {
+    let site = SyntheticSite::preset(Preset::Small, seed).unwrap();
+    let start = site.start_path().to_string();
+    let sites: Vec<(String, Arc<dyn Site>)> = vec![(host.to_string(), Arc::new(site))];
+    (SiteServer::start(sites).await.unwrap(), start)
+}
 
 /// A job's `manifest.jsonl` as final URL → sha256; panics on a duplicate row.
 pub fn manifest_by_final_url(job_targets: &Path) -> BTreeMap<String, String> {
