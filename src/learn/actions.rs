@@ -64,6 +64,9 @@ pub struct Assignment {
     pub action: ActionId,
     /// The path founded this action.
     pub founded: bool,
+    /// Which of the action's distinct tag paths this is, in first-seen order
+    /// (the founding path is 0): the same path always gets the same member.
+    pub member: u32,
 }
 
 /// Nearest action of a vector, with its cosine similarity.
@@ -128,6 +131,8 @@ pub struct ActionIndex {
     /// Memo in first-seen order (stored); `lookup` is rebuilt from it.
     known: Vec<KnownPath>,
     lookup: HashMap<Arc<str>, u32>,
+    /// Derived from `known`: each known path's member index within its action.
+    members: Vec<u32>,
     /// Bucket → actions whose centroid is non-zero there (never shrinks: sums only grow).
     postings: Vec<Vec<Posting>>,
     /// Bucket → upper bound of any centroid's normalised weight there.
@@ -205,6 +210,11 @@ struct QueryBucket {
     posting_len: usize,
     /// Normalised query weight.
     weight: f64,
+}
+
+/// Member index of an action's `paths`-th distinct path (1-based count).
+fn member_index(paths: u64) -> u32 {
+    u32::try_from(paths.saturating_sub(1)).unwrap_or(u32::MAX)
 }
 
 /// Exact cosine of a query with an action's centroid (one fixed summation
@@ -285,6 +295,7 @@ impl ActionIndex {
             return Assignment {
                 action,
                 founded: false,
+                member: self.members[slot as usize],
             };
         }
         let vector = self.vectorizer.vectorize(path);
@@ -301,11 +312,13 @@ impl ActionIndex {
                 Assignment {
                     action: n.action,
                     founded: false,
+                    member: member_index(a.paths),
                 }
             }
             None => Assignment {
                 action: self.found(path.clone(), &vector),
                 founded: true,
+                member: 0,
             },
         };
         let slot = u32::try_from(self.known.len()).unwrap_or(u32::MAX);
@@ -313,6 +326,7 @@ impl ActionIndex {
             path: path.clone(),
             action: assignment.action,
         });
+        self.members.push(assignment.member);
         self.lookup.insert(path, slot);
         assignment
     }
@@ -513,10 +527,14 @@ impl ActionIndex {
             }
         }
         self.lookup = HashMap::with_capacity(self.known.len());
+        self.members = Vec::with_capacity(self.known.len());
+        let mut paths_so_far = vec![0u64; self.actions.len()];
         for (slot, known) in self.known.iter().enumerate() {
-            if known.action.0 as usize >= self.actions.len() {
+            let Some(count) = paths_so_far.get_mut(known.action.0 as usize) else {
                 return Err(format!("tag path {:?} names a missing action", known.path));
-            }
+            };
+            *count += 1;
+            self.members.push(member_index(*count));
             if self
                 .lookup
                 .insert(known.path.clone(), slot as u32)
@@ -614,16 +632,18 @@ mod tests {
             b,
             Assignment {
                 action: ActionId(0),
-                founded: false
+                founded: false,
+                member: 0,
             }
         );
         // The last element differs: 8 of 10 2-grams shared, cos = 0.8 ≥ θ → joins.
         let c = idx.assign("/html/body/div.main/div.c/div.d/div.e/ul.files/li/a.other");
         assert_eq!(c.action, ActionId(0), "cos ≥ θ joins");
         assert!(!c.founded);
+        assert_eq!(c.member, 1, "the action's second distinct path");
         let d = idx.assign("/html/body/footer/p/span/a");
         assert!(d.founded);
-        assert_eq!(d.action, ActionId(1));
+        assert_eq!((d.action, d.member), (ActionId(1), 0));
         assert_eq!(idx.len(), 2);
         assert_eq!(idx.links(ActionId(0)), 3);
         assert_eq!(idx.paths(ActionId(0)), 2);
@@ -634,7 +654,24 @@ mod tests {
         assert_eq!(idx.peek(similar), Some(ActionId(0)));
         assert_eq!(idx.peek("/html/body/form/select/option/a"), None);
         assert_eq!(idx.known_paths(), 3);
-        assert_eq!(idx.assign(similar).action, ActionId(0));
+        let e = idx.assign(similar);
+        assert_eq!((e.action, e.member), (ActionId(0), 2));
+        // Members are derived on restore: the same paths get the same members.
+        let mut restored: ActionIndex = codec::decode(&codec::encode(&idx)).unwrap();
+        for (path, action, member) in [
+            (first, 0, 0),
+            ("/html/body/footer/p/span/a", 1, 0),
+            (similar, 0, 2),
+            (
+                "/html/body/div.main/div.c/div.d/div.e/ul.files/li/a.other",
+                0,
+                1,
+            ),
+        ] {
+            let r = restored.assign(path);
+            assert_eq!((r.action, r.member), (ActionId(action), member), "{path}");
+            assert_eq!(r, idx.assign(path));
+        }
     }
 
     #[test]

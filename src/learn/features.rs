@@ -6,6 +6,14 @@
 //!   only 65 536 values, so hashing would only add collisions, and keeping
 //!   them in a low range lets the model hold them in a small table that stays
 //!   in cache (they are ~90 % of a URL's features);
+//! - one more 2-gram, the last character with an end marker (`x$`, as
+//!   fastText-style character n-grams mark word boundaries): beyond the
+//!   paper. Without it nothing says where a URL *ends*: a trailing `/` or
+//!   `.html` is lost among the other 2-grams, and `/node/8722` (a page) and
+//!   `/node/8723` (a file, on the synthetic sites) differ in no position-free
+//!   2-gram at all. Measured by replaying 18 crawls' labels (6 sites × 3
+//!   seeds): online accuracy dense 96.5 → 97.2 %, deep 94.6 → 94.8 %,
+//!   sklearn 99.0 → 99.2 %, the others within ±0.1;
 //! - LDCOC's URL parts, lower-cased — scheme, host, each path segment, the
 //!   extension of the last segment, each query key — and a bias feature (the
 //!   intercept) are hashed with MurmurHash3, one seed per namespace (so the
@@ -52,6 +60,10 @@ impl Namespace {
         HOT_FEATURES + murmur3_32(bytes, self.seed()) % (FEATURE_SPACE - HOT_FEATURES)
     }
 }
+
+/// Second byte of the end-of-URL 2-gram: a serialised `Url` never holds a NUL
+/// (control bytes are percent-encoded), so `(last, 0)` collides with no real pair.
+const END_MARK: u8 = 0;
 
 /// The id of a character 2-gram: its byte-pair code.
 #[inline]
@@ -105,6 +117,9 @@ impl UrlFeatures {
         push(Namespace::Bias.feature(b""));
         for gram in lower.windows(2) {
             push(bigram(gram[0], gram[1]));
+        }
+        if let Some(&last) = lower.last() {
+            push(bigram(last, END_MARK));
         }
         // Url positions index its ASCII serialisation, so they index `lower` too.
         let part = |from: Position, to: Position| &lower[range(url, from, to)];
@@ -218,6 +233,21 @@ mod tests {
         // 2-grams are their byte-pair codes; everything else is above them.
         assert!(f.ids().contains(&(u32::from(b'c') << 8 | u32::from(b's'))));
         assert!(has(&f, Namespace::Bias, b"") && Namespace::Bias.feature(b"") >= HOT_FEATURES);
+    }
+
+    #[test]
+    fn the_last_character_is_marked() {
+        let end = |u: &str, c: u8| features(u).ids().contains(&bigram(c, END_MARK));
+        assert!(end("https://a.org/node/8723", b'3'));
+        assert!(!end("https://a.org/node/8723", b'2'));
+        assert!(end("https://a.org/node/8722", b'2'));
+        assert!(end("https://a.org/Docs/", b'/'));
+        // Only the end is marked, not every occurrence of the character.
+        assert!(!end("https://a.org/node/3/x", b'3'));
+        // A one-character path: its own 2-gram, and the same character marked as the end.
+        let f = features("https://a.org/b");
+        assert!(f.ids().contains(&bigram(b'/', b'b')));
+        assert!(f.ids().contains(&bigram(b'b', END_MARK)));
     }
 
     #[test]
