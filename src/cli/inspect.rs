@@ -127,6 +127,13 @@ fn print_explain(
             "{:>6} {:>8} {:>6} {:>8.3} {:>7}  {}",
             a.id, a.links_seen, a.selections, a.mean_reward, a.links_left, a.tag_path
         );
+        // Inside a group the member bandit may prefer a path other than the founding one.
+        if let Some(m) = &a.best_member {
+            println!(
+                "{:>6} {:>8} {:>6} {:>8.3} {:>7}  best of its {} paths: {}",
+                "", "", m.selections, m.mean_reward, m.links_left, a.paths, m.tag_path
+            );
+        }
     }
 }
 

@@ -133,6 +133,8 @@ pub struct ActionIndex {
     lookup: HashMap<Arc<str>, u32>,
     /// Derived from `known`: each known path's member index within its action.
     members: Vec<u32>,
+    /// Derived from `known`: per action, its known paths' slots in member order.
+    member_slots: Vec<Vec<u32>>,
     /// Bucket → actions whose centroid is non-zero there (never shrinks: sums only grow).
     postings: Vec<Vec<Posting>>,
     /// Bucket → upper bound of any centroid's normalised weight there.
@@ -327,8 +329,26 @@ impl ActionIndex {
             action: assignment.action,
         });
         self.members.push(assignment.member);
+        self.push_member_slot(assignment.action, slot);
         self.lookup.insert(path, slot);
         assignment
+    }
+
+    fn push_member_slot(&mut self, action: ActionId, slot: u32) {
+        let i = action.0 as usize;
+        if self.member_slots.len() <= i {
+            self.member_slots.resize_with(i + 1, Vec::new);
+        }
+        self.member_slots[i].push(slot);
+    }
+
+    /// The tag path of `action`'s `member`-th distinct path (see [`Assignment::member`]).
+    pub fn member_path(&self, action: ActionId, member: u32) -> Option<&str> {
+        let slot = *self
+            .member_slots
+            .get(action.0 as usize)?
+            .get(member as usize)?;
+        self.known.get(slot as usize).map(|k| &*k.path)
     }
 
     /// The action `path` would join now (`None`: it would found one), without
@@ -528,13 +548,13 @@ impl ActionIndex {
         }
         self.lookup = HashMap::with_capacity(self.known.len());
         self.members = Vec::with_capacity(self.known.len());
-        let mut paths_so_far = vec![0u64; self.actions.len()];
+        self.member_slots = vec![Vec::new(); self.actions.len()];
         for (slot, known) in self.known.iter().enumerate() {
-            let Some(count) = paths_so_far.get_mut(known.action.0 as usize) else {
+            let Some(slots) = self.member_slots.get_mut(known.action.0 as usize) else {
                 return Err(format!("tag path {:?} names a missing action", known.path));
             };
-            *count += 1;
-            self.members.push(member_index(*count));
+            slots.push(slot as u32);
+            self.members.push(member_index(slots.len() as u64));
             if self
                 .lookup
                 .insert(known.path.clone(), slot as u32)
@@ -671,7 +691,12 @@ mod tests {
             let r = restored.assign(path);
             assert_eq!((r.action, r.member), (ActionId(action), member), "{path}");
             assert_eq!(r, idx.assign(path));
+            for index in [&idx, &restored] {
+                assert_eq!(index.member_path(ActionId(action), member), Some(path));
+            }
         }
+        assert_eq!(idx.member_path(ActionId(0), 3), None);
+        assert_eq!(idx.member_path(ActionId(2), 0), None);
     }
 
     #[test]

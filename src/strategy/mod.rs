@@ -113,6 +113,20 @@ pub struct ActionReport {
     pub selections: u64,
     pub mean_reward: f64,
     pub links_left: u64,
+    /// Distinct tag paths grouped in the action (its members).
+    pub paths: u64,
+    /// The member path that has paid best so far, when the action has several
+    /// and one of them was picked (sb's member bandit).
+    pub best_member: Option<MemberReport>,
+}
+
+/// One exact tag path inside an action, as `forager explain` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemberReport {
+    pub tag_path: String,
+    pub selections: u64,
+    pub mean_reward: f64,
+    pub links_left: u64,
 }
 
 /// What a strategy knows about itself, for status, explain and bench.

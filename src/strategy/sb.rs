@@ -34,7 +34,10 @@
 //! queue key names the member, so the restored queues are the saved ones and a
 //! resumed crawl takes the decisions of an uninterrupted one.
 
-use super::{ActionReport, LabelSource, QueueKey, Strategy, StrategyKind, StrategyStats, Triage};
+use super::{
+    ActionReport, LabelSource, MemberReport, QueueKey, Strategy, StrategyKind, StrategyStats,
+    Triage,
+};
 use crate::learn::{
     ActionConfig, ActionId, ActionIndex, AuerBandit, AuerConfig, ClassifierConfig, UrlClassifier,
     Verdict,
@@ -184,6 +187,10 @@ impl ActionQueue {
 
     fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    fn member_len(&self, member: u32) -> usize {
+        self.members.get(&member).map_or(0, LinkBag::len)
     }
 
     fn push(&mut self, id: LinkId, member: u32) {
@@ -367,7 +374,36 @@ impl SleepingBandit {
             selections: stats.selections,
             mean_reward: stats.mean_reward,
             links_left: self.queues.get(id as usize).map_or(0, |q| q.len() as u64),
+            paths: self.actions.paths(ActionId(id)),
+            best_member: self.best_member(id),
         }
+    }
+
+    /// The member of action `id` with the best mean reward (then most picks, then
+    /// lowest index) among those picked at least once; `None` with one member.
+    fn best_member(&self, id: u32) -> Option<MemberReport> {
+        if self.actions.paths(ActionId(id)) < 2 {
+            return None;
+        }
+        let members = self.member_bandits.get(id as usize)?;
+        let (member, stats) = (0..members.arms() as u32)
+            .filter_map(|m| Some((m, members.stats(m)?)))
+            .filter(|(_, s)| s.selections > 0)
+            .min_by(|(ma, a), (mb, b)| {
+                b.mean_reward
+                    .total_cmp(&a.mean_reward)
+                    .then(b.selections.cmp(&a.selections))
+                    .then(ma.cmp(mb))
+            })?;
+        Some(MemberReport {
+            tag_path: self.actions.member_path(ActionId(id), member)?.to_owned(),
+            selections: stats.selections,
+            mean_reward: stats.mean_reward,
+            links_left: self
+                .queues
+                .get(id as usize)
+                .map_or(0, |q| q.member_len(member) as u64),
+        })
     }
 }
 
@@ -1023,8 +1059,8 @@ mod tests {
 
     /// Pops out of an action holding 40 links of `DATA` (reward 2 each) among
     /// 400 of `EVENTS` (reward 0), next to a small zero-reward action; returns
-    /// how many of the first 60 pops were `DATA` links.
-    fn data_pops_in_a_mixed_action(config: SbConfig, seed: u64) -> usize {
+    /// how many of the first 60 pops were `DATA` links, and the strategy.
+    fn data_pops_in_a_mixed_action(config: SbConfig, seed: u64) -> (usize, SleepingBandit) {
         let mut sb = SleepingBandit::with_config(seed, config);
         let mut is_data = Vec::new();
         let mut push = |sb: &mut SleepingBandit, url: String, path: &str| {
@@ -1054,7 +1090,7 @@ mod tests {
             data += usize::from(hit);
             sb.reward(key, if hit { 2 } else { 0 });
         }
-        data
+        (data, sb)
     }
 
     #[test]
@@ -1062,19 +1098,46 @@ mod tests {
         let mut by_members = 0;
         let mut uniform = 0;
         for seed in 1..=5 {
-            by_members += data_pops_in_a_mixed_action(SbConfig::default(), seed);
+            by_members += data_pops_in_a_mixed_action(SbConfig::default(), seed).0;
             uniform += data_pops_in_a_mixed_action(
                 SbConfig {
                     pick: LinkPick::Uniform,
                     ..SbConfig::default()
                 },
                 seed,
-            );
+            )
+            .0;
         }
         // Uniform picks find DATA in proportion, 40 of 440 (~5 of 60 pops);
         // the member bandit tries each path, then keeps to the one that pays.
         assert!(uniform < 60, "uniform: {uniform} of 300");
         assert!(by_members > 150, "member bandit: {by_members} of 300");
+    }
+
+    #[test]
+    fn explain_names_the_paying_path_inside_an_action() {
+        let (_, sb) = data_pops_in_a_mixed_action(SbConfig::default(), 1);
+        let stats = sb.stats();
+        let mixed = stats
+            .top_actions
+            .iter()
+            .find(|a| a.tag_path == EVENTS)
+            .unwrap();
+        assert_eq!(mixed.paths, 2);
+        let best = mixed
+            .best_member
+            .as_ref()
+            .expect("two members, both picked");
+        assert_eq!(best.tag_path, DATA);
+        assert_eq!(best.mean_reward, 2.0);
+        assert!(best.links_left < 40 && best.selections > 20, "{best:?}");
+        // A one-path action names no member.
+        let nav = stats
+            .top_actions
+            .iter()
+            .find(|a| a.tag_path == NAV)
+            .unwrap();
+        assert_eq!((nav.paths, nav.best_member.as_ref()), (1, None));
     }
 
     #[test]
