@@ -134,6 +134,11 @@ async fn check_strategy(strategy: &str) {
     assert_eq!(paths, expected, "{strategy}: manifest");
 
     // Running the finished job again resumes from the store and sends no request.
+    // robots.txt fetches are the fetcher's own, not the job's requests.
+    let job_requests = log
+        .iter()
+        .filter(|r| r.path_and_query != "/robots.txt")
+        .count();
     server.clear_log();
     let again = crawl(&job, &state, server.port()).await;
     assert!(again.status.success());
@@ -142,6 +147,26 @@ async fn check_strategy(strategy: &str) {
         refetched.is_empty(),
         "{strategy}: resumed job requested {refetched:?}"
     );
+
+    // `forager explain` reads the stored state: counters, classifier, link groups.
+    let explain = tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(["explain", &format!("fixture-{strategy}"), "--state-dir"])
+        .arg(&state)
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&explain.stdout);
+    eprintln!("{text}");
+    assert!(explain.status.success(), "{text}");
+    let head = format!("job fixture-{strategy} ({strategy}): {job_requests} requests");
+    assert!(text.starts_with(&head), "{text}");
+    if strategy == "sb" {
+        assert!(text.contains("online accuracy over"), "{text}");
+        assert!(text.contains("actions; best first"), "{text}");
+        assert!(text.contains("  /html/body"), "a tag path: {text}");
+    } else {
+        assert!(text.contains("does not group links"), "{text}");
+    }
     let _ = server.shutdown().await;
 }
 
