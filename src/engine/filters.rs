@@ -77,10 +77,10 @@ pub fn stage(filters: &mut MimeFilters, delta: &mut JobDelta) {
         LAYOUT_KEY.to_string(),
         codec::encode(&(l.seed, l.hashes, l.words as u64, l.chunk_words as u64)),
     );
-    for c in &chunks {
+    delta.stage_shared_all(chunks.iter().map(|c| {
         let bytes: Vec<u8> = c.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        delta.stage_shared(chunk_key(c.family, c.index), bytes);
-    }
+        (chunk_key(c.family, c.index), bytes)
+    }));
 }
 
 #[cfg(test)]

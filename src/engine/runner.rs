@@ -1039,6 +1039,14 @@ impl<'a> Runner<'a> {
         stop: Option<StopReason>,
         last: bool,
     ) -> Result<(), EngineError> {
+        if !self.delta.manifest_added.is_empty() {
+            // The rows about to be committed name files renamed since the
+            // last checkpoint: their names must be on disk first.
+            self.out.sync().map_err(|source| EngineError::Output {
+                job: self.spec.name.clone(),
+                source,
+            })?;
+        }
         let record = JobRecord {
             strategy: self.spec.strategy.name().to_string(),
             seed: self.spec.seed,

@@ -5,9 +5,10 @@
 //! source of truth; `manifest.jsonl` is rewritten from it on resume).
 //!
 //! A body is streamed into a temp file while it is hashed, fsynced, then
-//! renamed to its content-hash name *before* its manifest row is committed, so
-//! a crash can neither lose a committed target nor leave a half-written file
-//! under a final name. No part of a URL or of a server's headers ever becomes
+//! renamed to its content-hash name; the folder is fsynced (once for all the
+//! targets of a checkpoint, [`TargetDir::sync`]) *before* their manifest rows
+//! are committed, so a crash can neither lose a committed target nor leave a
+//! half-written file under a final name. No part of a URL or of a server's headers ever becomes
 //! a file name: names are hex digests plus an extension from a fixed table.
 
 use crate::crashpoint::{self, CrashPoint};
@@ -62,6 +63,13 @@ impl TargetDir {
         drop(file);
         let _ = fs::remove_file(&path);
         result
+    }
+
+    /// Make the names of the targets finished so far durable: call it before
+    /// committing their manifest rows. One folder fsync per checkpoint, not
+    /// per target (it cost a sixth of the CPU of saving a small target).
+    pub fn sync(&self) -> io::Result<()> {
+        sync_dir(&self.dir)
     }
 
     /// Append committed rows to `manifest.jsonl`.
@@ -144,7 +152,8 @@ impl TargetFile {
         self.bytes
     }
 
-    /// fsync, then rename to `<sha256><ext>`; identical content lands on the same name.
+    /// fsync, then rename to `<sha256><ext>`; identical content lands on the
+    /// same name. The rename is durable after [`TargetDir::sync`].
     pub fn finish(self) -> io::Result<SavedTarget> {
         if let Err(e) = self.file.sync_all() {
             let _ = fs::remove_file(&self.tmp_path);
@@ -157,7 +166,6 @@ impl TargetFile {
             let _ = fs::remove_file(&self.tmp_path);
             return Err(e);
         }
-        sync_dir(&self.final_dir)?;
         crashpoint::reached(CrashPoint::TargetSaved);
         Ok(SavedTarget {
             sha256,
@@ -243,6 +251,7 @@ mod tests {
         b.write(b"a,b\n").unwrap();
         b.write(b"1,2\n").unwrap();
         let b = b.finish().unwrap();
+        dir.sync().unwrap();
         assert_eq!(a, b);
         assert!(a.file.ends_with(".csv"));
         assert_eq!(

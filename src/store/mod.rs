@@ -32,6 +32,7 @@ use crate::link::LinkId;
 use crate::strategy::QueueKey;
 use redb::backends::FileBackend;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -153,6 +154,28 @@ impl JobDelta {
         match self.shared.iter_mut().find(|(n, _)| *n == name) {
             Some(slot) => slot.1 = bytes,
             None => self.shared.push((name, bytes)),
+        }
+    }
+
+    /// [`stage_shared`](Self::stage_shared) for many blobs at once. A
+    /// checkpoint stages thousands of MIME filter chunks: one linear search
+    /// per chunk made staging quadratic (5 % of a crawl's CPU).
+    pub fn stage_shared_all(&mut self, blobs: impl IntoIterator<Item = (String, Vec<u8>)>) {
+        let mut index: HashMap<String, usize> = self
+            .shared
+            .iter()
+            .enumerate()
+            .rev() // the first copy of a name wins, as in `stage_shared`
+            .map(|(i, (name, _))| (name.clone(), i))
+            .collect();
+        for (name, bytes) in blobs {
+            match index.get(&name) {
+                Some(&i) => self.shared[i].1 = bytes,
+                None => {
+                    index.insert(name.clone(), self.shared.len());
+                    self.shared.push((name, bytes));
+                }
+            }
         }
     }
 
@@ -718,6 +741,32 @@ mod tests {
         let b = store.load_job("b").unwrap();
         assert_eq!(b.frontier.len(), 5);
         assert_eq!(store.job_names().unwrap(), vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn staging_many_blobs_replaces_like_staging_one_at_a_time() {
+        let blobs = |tag: u8| {
+            (0..300u32)
+                .map(move |i| (format!("b/{}", i % 200), vec![tag, i as u8]))
+                .collect::<Vec<_>>()
+        };
+        let mut one = JobDelta::new("j");
+        let mut all = JobDelta::new("j");
+        for d in [&mut one, &mut all] {
+            d.stage_shared("b/7".into(), vec![0]);
+            d.stage_shared("other".into(), vec![0]);
+            // An absorbed older delta may hold a name twice.
+            d.shared.push(("other".into(), vec![9]));
+        }
+        for (name, bytes) in blobs(1).into_iter().chain(blobs(2)) {
+            one.stage_shared(name, bytes);
+        }
+        all.stage_shared_all(blobs(1));
+        all.stage_shared_all(blobs(2));
+        all.stage_shared_all([("other".to_string(), vec![3])]);
+        one.stage_shared("other".into(), vec![3]);
+        assert_eq!(all.shared, one.shared);
+        assert_eq!(all.shared.len(), 3 + 199);
     }
 
     #[tokio::test]

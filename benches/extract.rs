@@ -1,0 +1,113 @@
+//! CPU cost of link extraction (DESIGN §7: the whole pipeline's budget is
+//! 20 ms of CPU per MiB of HTML; extraction is its largest part).
+//!
+//! Pages are the synthetic `medium` site's, walked breadth-first in memory
+//! from its home page (no sockets), so the input is what `bench --cpu` feeds
+//! the extractor. `FORAGER_EXTRACT_FINGERPRINT=1` prints a digest of every
+//! link, tag path and anchor instead of timing: equal digests before and after
+//! a change to the extractor mean it found exactly the same things.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use forager::bench::server::{Site, SiteRequest};
+use forager::bench::synthetic::{Preset, SyntheticSite};
+use forager::extract::{extract_links, ExtractLimits};
+use sha2::{Digest, Sha256};
+use std::collections::{HashSet, VecDeque};
+use std::hint::black_box;
+use url::Url;
+
+const HOST: &str = "site.test";
+const PAGES: usize = 2000;
+
+struct Page {
+    url: Url,
+    content_type: Option<String>,
+    body: Vec<u8>,
+}
+
+/// The first `PAGES` HTML pages of the medium site, breadth-first.
+fn pages() -> Vec<Page> {
+    let site = SyntheticSite::preset(Preset::Medium, 1).expect("the medium preset builds");
+    let limits = ExtractLimits::default();
+    let start = Url::parse(&format!("http://{HOST}/")).expect("a valid start URL");
+    let mut queue = VecDeque::from([start.clone()]);
+    let mut seen = HashSet::from([start.to_string()]);
+    let mut out = Vec::new();
+    while let Some(url) = queue.pop_front() {
+        if out.len() >= PAGES {
+            break;
+        }
+        let pq = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_string(),
+        };
+        let resp = site.respond(&SiteRequest::get(HOST, &pq));
+        let content_type = resp.content_type().map(str::to_string);
+        if !resp.status.is_success()
+            || !content_type
+                .as_deref()
+                .is_some_and(|t| t.starts_with("text/html"))
+        {
+            continue;
+        }
+        let body = resp.body.read_capped(8 << 20).bytes;
+        for link in extract_links(&body, &url, content_type.as_deref(), &limits).links {
+            if link.url.host_str() == Some(HOST) && seen.insert(link.url.to_string()) {
+                queue.push_back(link.url);
+            }
+        }
+        out.push(Page {
+            url,
+            content_type,
+            body,
+        });
+    }
+    out
+}
+
+fn fingerprint(pages: &[Page]) -> String {
+    let limits = ExtractLimits::default();
+    let mut h = Sha256::new();
+    let mut links = 0usize;
+    for p in pages {
+        let found = extract_links(&p.body, &p.url, p.content_type.as_deref(), &limits);
+        h.update(format!(
+            "{}|{}|{}|{:?}\n",
+            found.base, found.structured_data, found.truncated, found.rejected
+        ));
+        for l in &found.links {
+            links += 1;
+            h.update(format!("{}\t{}\t{}\n", l.url, l.tag_path, l.anchor));
+        }
+    }
+    format!("{} links, sha256 {}", links, hex::encode(h.finalize()))
+}
+
+fn bench_extract(c: &mut Criterion) {
+    let pages = pages();
+    if std::env::var_os("FORAGER_EXTRACT_FINGERPRINT").is_some() {
+        println!("{} pages: {}", pages.len(), fingerprint(&pages));
+        return;
+    }
+    let bytes: usize = pages.iter().map(|p| p.body.len()).sum();
+    let limits = ExtractLimits::default();
+    let mut group = c.benchmark_group("extract");
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.sample_size(20);
+    group.bench_function(format!("medium_{}_pages", pages.len()), |b| {
+        b.iter(|| {
+            for p in &pages {
+                black_box(extract_links(
+                    black_box(&p.body),
+                    &p.url,
+                    p.content_type.as_deref(),
+                    &limits,
+                ));
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_extract);
+criterion_main!(benches);
