@@ -227,8 +227,7 @@ async fn bench_site(
     let server = SiteServer::start(vec![(site.host.clone(), site.site.clone())]).await?;
     let truth = {
         let site = site.clone();
-        let port = server.port();
-        tokio::task::spawn_blocking(move || site.ground_truth(port)).await??
+        tokio::task::spawn_blocking(move || site.ground_truth()).await??
     };
     eprintln!(
         "{}: {} pages, {} targets reachable",
@@ -463,8 +462,7 @@ pub fn demo() -> anyhow::Result<ExitCode> {
         let server = SiteServer::start(vec![(site.host.clone(), site.site.clone())]).await?;
         let truth = {
             let site = site.clone();
-            let port = server.port();
-            tokio::task::spawn_blocking(move || site.ground_truth(port)).await??
+            tokio::task::spawn_blocking(move || site.ground_truth()).await??
         };
         println!(
             "Serving a synthetic website on http://{}:{}/ ({} pages, {} data files).",
