@@ -73,14 +73,14 @@ pub fn stage(filters: &mut MimeFilters, delta: &mut JobDelta) {
         return;
     }
     let l = filters.layout();
-    delta.stage_shared(
+    let layout = (
         LAYOUT_KEY.to_string(),
         codec::encode(&(l.seed, l.hashes, l.words as u64, l.chunk_words as u64)),
     );
-    delta.stage_shared_all(chunks.iter().map(|c| {
+    delta.stage_shared(std::iter::once(layout).chain(chunks.iter().map(|c| {
         let bytes: Vec<u8> = c.words.iter().flat_map(|w| w.to_le_bytes()).collect();
         (chunk_key(c.family, c.index), bytes)
-    }));
+    })));
 }
 
 #[cfg(test)]
@@ -133,9 +133,11 @@ mod tests {
         let mut delta = JobDelta::new("j");
         stage(&mut f, &mut delta);
         // A stale 4 KiB chunk of an older build, all bits set, at index 0 of every family.
-        for fam in 0..MimeFamily::ALL.len() {
-            delta.stage_shared(chunk_key(MimeFamily::ALL[fam], 0), vec![0xff; 4096]);
-        }
+        delta.stage_shared(
+            MimeFamily::ALL
+                .iter()
+                .map(|&family| (chunk_key(family, 0), vec![0xff; 4096])),
+        );
         store.commit_blocking(delta).unwrap();
         let mut g = MimeFilters::new(config);
         load(&store, &mut g).unwrap();

@@ -36,12 +36,14 @@ impl PersistedRobots {
     /// Put records fetched since they were last stored into `delta`.
     pub fn stage(&self, fetcher: &Fetcher, delta: &mut JobDelta) {
         let mut stored = self.fetched_at_ms.lock().unwrap_or_else(|p| p.into_inner());
+        let mut fresh = Vec::new();
         for record in fetcher.robots_records() {
             if stored.get(&record.origin) == Some(&record.fetched_at_ms) {
                 continue;
             }
             stored.insert(record.origin.clone(), record.fetched_at_ms);
-            delta.stage_shared(format!("{PREFIX}{}", record.origin), codec::encode(&record));
+            fresh.push((format!("{PREFIX}{}", record.origin), codec::encode(&record)));
         }
+        delta.stage_shared(fresh);
     }
 }

@@ -149,23 +149,17 @@ impl JobDelta {
         prepend(&mut self.shared, older.shared);
     }
 
-    /// Stage a process-wide blob, replacing a copy of it staged earlier.
-    pub fn stage_shared(&mut self, name: String, bytes: Vec<u8>) {
-        match self.shared.iter_mut().find(|(n, _)| *n == name) {
-            Some(slot) => slot.1 = bytes,
-            None => self.shared.push((name, bytes)),
-        }
-    }
-
-    /// [`stage_shared`](Self::stage_shared) for many blobs at once. A
-    /// checkpoint stages thousands of MIME filter chunks: one linear search
-    /// per chunk made staging quadratic (5 % of a crawl's CPU).
-    pub fn stage_shared_all(&mut self, blobs: impl IntoIterator<Item = (String, Vec<u8>)>) {
+    /// Stage process-wide blobs, each replacing a copy of it staged earlier
+    /// (the first one, if an absorbed older delta holds a name twice). One
+    /// index for the whole batch: a checkpoint stages thousands of MIME filter
+    /// chunks, and one linear search per blob made staging quadratic (5 % of a
+    /// crawl's CPU).
+    pub fn stage_shared(&mut self, blobs: impl IntoIterator<Item = (String, Vec<u8>)>) {
         let mut index: HashMap<String, usize> = self
             .shared
             .iter()
             .enumerate()
-            .rev() // the first copy of a name wins, as in `stage_shared`
+            .rev() // so the first copy of a name is the one indexed
             .map(|(i, (name, _))| (name.clone(), i))
             .collect();
         for (name, bytes) in blobs {
@@ -750,23 +744,33 @@ mod tests {
                 .map(move |i| (format!("b/{}", i % 200), vec![tag, i as u8]))
                 .collect::<Vec<_>>()
         };
+        let one_blob = |name: &str, bytes: Vec<u8>| [(name.to_string(), bytes)];
         let mut one = JobDelta::new("j");
         let mut all = JobDelta::new("j");
         for d in [&mut one, &mut all] {
-            d.stage_shared("b/7".into(), vec![0]);
-            d.stage_shared("other".into(), vec![0]);
+            d.stage_shared(one_blob("b/7", vec![0]));
+            d.stage_shared(one_blob("other", vec![0]));
             // An absorbed older delta may hold a name twice.
             d.shared.push(("other".into(), vec![9]));
         }
         for (name, bytes) in blobs(1).into_iter().chain(blobs(2)) {
-            one.stage_shared(name, bytes);
+            one.stage_shared([(name, bytes)]);
         }
-        all.stage_shared_all(blobs(1));
-        all.stage_shared_all(blobs(2));
-        all.stage_shared_all([("other".to_string(), vec![3])]);
-        one.stage_shared("other".into(), vec![3]);
+        all.stage_shared(blobs(1));
+        all.stage_shared(blobs(2));
+        all.stage_shared(one_blob("other", vec![3]));
+        one.stage_shared(one_blob("other", vec![3]));
         assert_eq!(all.shared, one.shared);
         assert_eq!(all.shared.len(), 3 + 199);
+        // The first copy of a duplicated name is the one replaced.
+        assert_eq!(
+            all.shared
+                .iter()
+                .filter(|(n, _)| n == "other")
+                .map(|(_, b)| b.clone())
+                .collect::<Vec<_>>(),
+            vec![vec![3], vec![9]]
+        );
     }
 
     #[tokio::test]
@@ -777,14 +781,14 @@ mod tests {
         older.frontier_added = vec![(LinkId(1), entry("one")), (LinkId(2), entry("two"))];
         older.seen_added = vec![1, 2];
         older.manifest_added = vec![(0, row(0))];
-        older.stage_shared("blob".into(), vec![1]);
+        older.stage_shared([("blob".to_string(), vec![1])]);
         let mut newer = JobDelta::new("j");
         // Removes an id only the older delta added: order matters.
         newer.frontier_removed = vec![LinkId(1)];
         newer.seen_added = vec![3];
         newer.manifest_added = vec![(1, row(1))];
         newer.absorb_older(older);
-        newer.stage_shared("blob".into(), vec![2]);
+        newer.stage_shared([("blob".to_string(), vec![2])]);
         assert_eq!(newer.shared, vec![("blob".to_string(), vec![2])]);
         store.commit(newer).await.unwrap();
         let j = store.load_job("j").unwrap();
