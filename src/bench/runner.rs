@@ -8,6 +8,7 @@
 
 use super::groundtruth::{self, GroundTruth, WalkOptions};
 use super::server::Site;
+use super::synthetic::{Preset, SyntheticSite};
 use crate::config::{JobSpec, TargetsSpec};
 use crate::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, RequestKind, Runner};
 use crate::fetch::FetchConfig;
@@ -38,6 +39,19 @@ pub struct BenchSite {
 }
 
 impl BenchSite {
+    /// A synthetic preset, served as `PRESET.synthetic.test`.
+    pub fn synthetic(preset: Preset, seed: u64) -> anyhow::Result<BenchSite> {
+        let name = preset.name();
+        let site = SyntheticSite::preset(preset, seed)?;
+        Ok(BenchSite {
+            name: format!("synthetic-{name}"),
+            host: format!("{name}.synthetic.test"),
+            start_path: site.start_path().to_string(),
+            site: Arc::new(site),
+            targets: BenchSite::statistics_targets(),
+        })
+    }
+
     /// The start URL as the crawler sees it: the host name and no port (the
     /// resolve override of [`run_once`] supplies the server's).
     ///
@@ -201,7 +215,6 @@ pub fn sanitize(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::bench::server::SiteServer;
-    use crate::bench::synthetic::{Preset, SyntheticSite};
     use crate::store::ManifestRow;
 
     /// The URLs of a run's saved targets, in the order they were harvested.
@@ -223,14 +236,7 @@ mod tests {
     /// filters saw different URLs in each run.)
     #[tokio::test]
     async fn the_same_seed_takes_the_same_decisions_whatever_the_server_port() {
-        let synthetic = SyntheticSite::preset(Preset::Small, 1).unwrap();
-        let site = BenchSite {
-            name: "synthetic-small".to_string(),
-            host: "small.synthetic.test".to_string(),
-            start_path: synthetic.start_path().to_string(),
-            site: Arc::new(synthetic),
-            targets: BenchSite::statistics_targets(),
-        };
+        let site = BenchSite::synthetic(Preset::Small, 1).unwrap();
         // Both servers listen at once, so their ports differ.
         let a = SiteServer::start(vec![(site.host.clone(), site.site.clone())])
             .await

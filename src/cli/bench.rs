@@ -5,7 +5,7 @@ use crate::bench::load;
 use crate::bench::report::{self, RunFigures};
 use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
 use crate::bench::server::{Site, SiteServer};
-use crate::bench::synthetic::{Preset, SyntheticSite};
+use crate::bench::synthetic::Preset;
 use crate::strategy::StrategyKind;
 use anyhow::{bail, Context};
 use clap::Args;
@@ -101,15 +101,7 @@ fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
             Some(s) => s.parse().with_context(|| format!("bad seed in {spec:?}"))?,
             None => 1,
         };
-        let site = SyntheticSite::preset(preset, seed)?;
-        let start_path = site.start_path().to_string();
-        return Ok(BenchSite {
-            name: format!("synthetic-{name}"),
-            host: format!("{name}.synthetic.test"),
-            site: Arc::new(site),
-            start_path,
-            targets: BenchSite::statistics_targets(),
-        });
+        return BenchSite::synthetic(preset, seed);
     }
     if let Some(rest) = spec.strip_prefix("dir:") {
         let (name, path) = rest
