@@ -130,9 +130,7 @@ pub struct ActionIndex {
     actions: Vec<Action>,
     /// Memo in first-seen order (stored); `lookup` is rebuilt from it.
     known: Vec<KnownPath>,
-    lookup: HashMap<Arc<str>, u32>,
-    /// Derived from `known`: each known path's member index within its action.
-    members: Vec<u32>,
+    lookup: HashMap<Arc<str>, MemoEntry>,
     /// Derived from `known`: per action, its known paths' slots in member order.
     member_slots: Vec<Vec<u32>>,
     /// Bucket → actions whose centroid is non-zero there (never shrinks: sums only grow).
@@ -214,9 +212,11 @@ struct QueryBucket {
     weight: f64,
 }
 
-/// Member index of an action's `paths`-th distinct path (1-based count).
-fn member_index(paths: u64) -> u32 {
-    u32::try_from(paths.saturating_sub(1)).unwrap_or(u32::MAX)
+/// Where a known tag path sits: its slot in the memo, its member index in its action.
+#[derive(Clone, Copy, Debug)]
+struct MemoEntry {
+    slot: u32,
+    member: u32,
 }
 
 /// Exact cosine of a query with an action's centroid (one fixed summation
@@ -291,13 +291,13 @@ impl ActionIndex {
 
     /// The action a link with this tag path belongs to.
     pub fn assign(&mut self, path: &str) -> Assignment {
-        if let Some(&slot) = self.lookup.get(path) {
-            let action = self.known[slot as usize].action;
+        if let Some(&memo) = self.lookup.get(path) {
+            let action = self.known[memo.slot as usize].action;
             self.actions[action.0 as usize].links += 1;
             return Assignment {
                 action,
                 founded: false,
-                member: self.members[slot as usize],
+                member: memo.member,
             };
         }
         let vector = self.vectorizer.vectorize(path);
@@ -305,41 +305,39 @@ impl ActionIndex {
         let joined = self
             .nearest(&vector)
             .filter(|n| n.similarity >= self.config.threshold);
-        let assignment = match joined {
+        let (action, founded) = match joined {
             Some(n) => {
                 self.add_to_centroid(n.action, &vector);
                 let a = &mut self.actions[n.action.0 as usize];
                 a.links += 1;
                 a.paths += 1;
-                Assignment {
-                    action: n.action,
-                    founded: false,
-                    member: member_index(a.paths),
-                }
+                (n.action, false)
             }
-            None => Assignment {
-                action: self.found(path.clone(), &vector),
-                founded: true,
-                member: 0,
-            },
+            None => (self.found(path.clone(), &vector), true),
         };
         let slot = u32::try_from(self.known.len()).unwrap_or(u32::MAX);
         self.known.push(KnownPath {
             path: path.clone(),
-            action: assignment.action,
+            action,
         });
-        self.members.push(assignment.member);
-        self.push_member_slot(assignment.action, slot);
-        self.lookup.insert(path, slot);
-        assignment
+        let member = self.push_member_slot(action, slot);
+        self.lookup.insert(path, MemoEntry { slot, member });
+        Assignment {
+            action,
+            founded,
+            member,
+        }
     }
 
-    fn push_member_slot(&mut self, action: ActionId, slot: u32) {
+    /// Record `slot` as `action`'s next member; returns its member index.
+    fn push_member_slot(&mut self, action: ActionId, slot: u32) -> u32 {
         let i = action.0 as usize;
         if self.member_slots.len() <= i {
             self.member_slots.resize_with(i + 1, Vec::new);
         }
-        self.member_slots[i].push(slot);
+        let slots = &mut self.member_slots[i];
+        slots.push(slot);
+        u32::try_from(slots.len() - 1).unwrap_or(u32::MAX)
     }
 
     /// The tag path of `action`'s `member`-th distinct path (see [`Assignment::member`]).
@@ -354,8 +352,8 @@ impl ActionIndex {
     /// The action `path` would join now (`None`: it would found one), without
     /// changing anything but search buffers (for explain and tests).
     pub fn peek(&mut self, path: &str) -> Option<ActionId> {
-        if let Some(&slot) = self.lookup.get(path) {
-            return Some(self.known[slot as usize].action);
+        if let Some(&memo) = self.lookup.get(path) {
+            return Some(self.known[memo.slot as usize].action);
         }
         self.nearest_path(path)
             .filter(|n| n.similarity >= self.config.threshold)
@@ -547,17 +545,17 @@ impl ActionIndex {
             }
         }
         self.lookup = HashMap::with_capacity(self.known.len());
-        self.members = Vec::with_capacity(self.known.len());
         self.member_slots = vec![Vec::new(); self.actions.len()];
         for (slot, known) in self.known.iter().enumerate() {
             let Some(slots) = self.member_slots.get_mut(known.action.0 as usize) else {
                 return Err(format!("tag path {:?} names a missing action", known.path));
             };
-            slots.push(slot as u32);
-            self.members.push(member_index(slots.len() as u64));
+            let member = u32::try_from(slots.len()).unwrap_or(u32::MAX);
+            let slot = slot as u32;
+            slots.push(slot);
             if self
                 .lookup
-                .insert(known.path.clone(), slot as u32)
+                .insert(known.path.clone(), MemoEntry { slot, member })
                 .is_some()
             {
                 return Err(format!("tag path {:?} stored twice", known.path));
