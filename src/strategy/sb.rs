@@ -39,8 +39,8 @@ use super::{
     Triage,
 };
 use crate::learn::{
-    ActionConfig, ActionId, ActionIndex, AuerBandit, AuerConfig, ClassifierConfig, UrlClassifier,
-    Verdict,
+    ActionConfig, ActionId, ActionIndex, ArmStats, AuerBandit, AuerConfig, ClassifierConfig,
+    UrlClassifier, Verdict,
 };
 use crate::link::{Link, LinkId};
 use crate::mime::Label;
@@ -52,6 +52,15 @@ use std::collections::{btree_map, BTreeMap, VecDeque};
 
 /// Actions listed by [`Strategy::stats`].
 const TOP_ACTIONS: usize = 20;
+
+/// Order of arms in reports, best first: highest mean reward, then most
+/// selections, then lowest index.
+fn best_first((ia, a): (u32, ArmStats), (ib, b): (u32, ArmStats)) -> std::cmp::Ordering {
+    b.mean_reward
+        .total_cmp(&a.mean_reward)
+        .then(b.selections.cmp(&a.selections))
+        .then(ia.cmp(&ib))
+}
 
 /// Largest member index a queue key carries exactly (an f32 holds integers up to 2^24).
 const MAX_MEMBER: u32 = (1 << 24) - 1;
@@ -389,12 +398,7 @@ impl SleepingBandit {
         let (member, stats) = (0..members.arms() as u32)
             .filter_map(|m| Some((m, members.stats(m)?)))
             .filter(|(_, s)| s.selections > 0)
-            .min_by(|(ma, a), (mb, b)| {
-                b.mean_reward
-                    .total_cmp(&a.mean_reward)
-                    .then(b.selections.cmp(&a.selections))
-                    .then(ma.cmp(mb))
-            })?;
+            .min_by(|a, b| best_first(*a, *b))?;
         Some(MemberReport {
             tag_path: self.actions.member_path(ActionId(id), member)?.to_owned(),
             selections: stats.selections,
@@ -552,16 +556,8 @@ impl Strategy for SleepingBandit {
     fn stats(&self) -> StrategyStats {
         let accuracy = self.classifier.accuracy();
         let mut ids: Vec<u32> = (0..self.actions.len() as u32).collect();
-        let key = |id: &u32| {
-            let s = self.bandit.stats(*id).unwrap_or_default();
-            (s.mean_reward, s.selections, *id)
-        };
-        // Best first: highest mean reward, then most selections, then lowest id.
-        let order = |a: &u32, b: &u32| {
-            let (ma, sa, ia) = key(a);
-            let (mb, sb, ib) = key(b);
-            mb.total_cmp(&ma).then(sb.cmp(&sa)).then(ia.cmp(&ib))
-        };
+        let ranked = |id: &u32| (*id, self.bandit.stats(*id).unwrap_or_default());
+        let order = |a: &u32, b: &u32| best_first(ranked(a), ranked(b));
         if ids.len() > TOP_ACTIONS {
             ids.select_nth_unstable_by(TOP_ACTIONS - 1, order);
             ids.truncate(TOP_ACTIONS);
