@@ -133,12 +133,13 @@ async fn check_strategy(strategy: &str) {
     paths.sort();
     assert_eq!(paths, expected, "{strategy}: manifest");
 
-    // Running the finished job again resumes from the store and sends no request.
     // robots.txt fetches are the fetcher's own, not the job's requests.
     let job_requests = log
         .iter()
         .filter(|r| r.path_and_query != "/robots.txt")
         .count();
+
+    // Running the finished job again resumes from the store and sends no request.
     server.clear_log();
     let again = crawl(&job, &state, server.port()).await;
     assert!(again.status.success());
