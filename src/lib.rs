@@ -2,14 +2,17 @@
 //!
 //! Data flows one way: [`daemon`] → [`engine`] (one job runner per job) →
 //! [`fetch`] / [`extract`] → [`strategy`] (built from the pure [`learn`]
-//! primitives) → [`store`] and [`output`]. [`bench`] serves loopback sites and
-//! measures harvest efficiency through the same engine.
+//! primitives) → [`store`] and [`output`]. [`bench`] measures harvest
+//! efficiency through the same engine, on the loopback websites of [`sites`],
+//! which need nothing of the crawl and sit at the bottom.
 //!
-//! The small shared vocabulary lives at the top: [`link`] (what a link is) and
-//! [`mime`] (what a response is: HTML, target or neither).
+//! The small shared vocabulary lives at the bottom too: [`link`] (what a link
+//! is), [`mime`] (what a response is: HTML, target or neither) and [`codec`]
+//! (how every stored value is encoded). `ARCHITECTURE.md` draws the map.
 
 pub mod bench;
 pub mod cli;
+pub mod codec;
 pub mod config;
 pub mod crashpoint;
 pub mod daemon;
@@ -20,5 +23,6 @@ pub mod learn;
 pub mod link;
 pub mod mime;
 pub mod output;
+pub mod sites;
 pub mod store;
 pub mod strategy;

@@ -115,3 +115,12 @@ mod opt_url_serde {
             .transpose()
     }
 }
+
+/// Where a link sits in a strategy's frontier: an arm (`slot`: action id,
+/// host, pay-level domain) and a priority (`score`). Stored with the link so
+/// that a restored frontier is the frontier that was saved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueKey {
+    pub slot: u32,
+    pub score: f32,
+}

@@ -2,8 +2,8 @@
 //! site; every assertion is made on the server's own request log or on the
 //! files the crawl wrote.
 
-use forager::bench::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
-use forager::bench::server::{min_start_gap, RequestRecord, SiteServer};
+use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager::sites::server::{min_start_gap, RequestRecord, SiteServer};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
@@ -234,12 +234,12 @@ async fn a_resumed_job_reuses_the_stored_robots_txt_and_finishes_the_harvest() {
 /// a sitemap index → a gzip-compressed urlset and a plain-text sitemap).
 struct SitemapSite;
 
-impl forager::bench::server::Site for SitemapSite {
+impl forager::sites::server::Site for SitemapSite {
     fn respond(
         &self,
-        req: &forager::bench::server::SiteRequest,
-    ) -> forager::bench::server::SiteResponse {
-        use forager::bench::server::SiteResponse;
+        req: &forager::sites::server::SiteRequest,
+    ) -> forager::sites::server::SiteResponse {
+        use forager::sites::server::SiteResponse;
         use std::io::Write as _;
         match req.path.as_str() {
             "/robots.txt" => SiteResponse::ok(
@@ -283,7 +283,7 @@ impl forager::bench::server::Site for SitemapSite {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sitemaps_listed_in_robots_txt_are_a_source_of_links() {
     for strategy in ["bfs", "sb"] {
-        let sites: Vec<(String, std::sync::Arc<dyn forager::bench::server::Site>)> =
+        let sites: Vec<(String, std::sync::Arc<dyn forager::sites::server::Site>)> =
             vec![(FIXTURE_HOST.to_string(), std::sync::Arc::new(SitemapSite))];
         let server = SiteServer::start(sites).await.unwrap();
         let tmp = tempfile::tempdir().unwrap();

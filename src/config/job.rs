@@ -8,7 +8,8 @@ use url::Url;
 
 use super::error::{quote, ConfigError};
 use super::reader::{Located, Node, Reader, Table};
-use super::{first, read_config_file, ScopeKind};
+use super::{first, read_config_file};
+use crate::extract::ScopeKind;
 use crate::mime::{Preset, TargetSet};
 use crate::strategy::StrategyKind;
 

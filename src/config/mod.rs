@@ -29,21 +29,6 @@ pub use job::{
 };
 pub use units::{parse_duration, parse_size, show_duration, show_size};
 
-use serde::{Deserialize, Serialize};
-
-/// Which URLs belong to a job (DESIGN §2).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScopeKind {
-    /// The seed's host without `www.`, and its subdomains.
-    #[default]
-    Site,
-    /// The seed's host only.
-    Host,
-    /// Everything (linked-data crawls); politeness per pay-level domain.
-    Any,
-}
-
 /// The first of a non-empty error list (the `parse_*_all` functions never return an empty one).
 fn first(errors: Vec<ConfigError>) -> ConfigError {
     errors

@@ -112,7 +112,7 @@ pub enum EngineError {
     Restore {
         job: String,
         #[source]
-        source: crate::store::codec::CodecError,
+        source: crate::codec::CodecError,
     },
     #[error("job {job}: stored state belongs to strategy {stored} (seed {stored_seed}); the job file now says {wanted} (seed {wanted_seed}). Run `forager purge {job}` to start it again")]
     StrategyChanged {

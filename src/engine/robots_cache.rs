@@ -2,8 +2,9 @@
 //! rewritten only when a newer copy was fetched, reloaded at start so a
 //! restart does not fetch every robots.txt again (DESIGN §5: once a day).
 
+use crate::codec;
 use crate::fetch::{Fetcher, RobotsRecord};
-use crate::store::{codec, JobDelta, Store, StoreError};
+use crate::store::{JobDelta, Store, StoreError};
 use std::collections::HashMap;
 use std::sync::Mutex;
 

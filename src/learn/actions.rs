@@ -609,7 +609,7 @@ impl<'de> Deserialize<'de> for ActionIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
     use proptest::prelude::*;
 
     /// Brute force: cosine against every centroid, ties to the lowest id.

@@ -312,7 +312,7 @@ impl<'de> Deserialize<'de> for AuerBandit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
     use proptest::prelude::*;
 
     /// Reference argmax: scan every awake arm, ties to the lowest id.

@@ -448,7 +448,7 @@ impl<'de> Deserialize<'de> for UrlClassifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()

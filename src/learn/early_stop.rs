@@ -137,7 +137,7 @@ impl EarlyStop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
 
     #[test]
     fn stops_after_ten_low_windows() {

@@ -247,7 +247,7 @@ impl<'de> Deserialize<'de> for FtrlModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
     use url::Url;
 
     fn f(u: &str) -> UrlFeatures {

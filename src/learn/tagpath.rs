@@ -295,7 +295,7 @@ impl<'de> Deserialize<'de> for PathVectorizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
 
     fn entries(v: &SparseVector) -> Vec<(u16, f32)> {
         v.entries().iter().map(|e| (e.bucket, e.value)).collect()

@@ -35,16 +35,15 @@
 //! resumed crawl takes the decisions of an uninterrupted one.
 
 use super::{
-    ActionReport, LabelSource, MemberReport, QueueKey, Strategy, StrategyKind, StrategyStats,
-    Triage,
+    ActionReport, LabelSource, MemberReport, Strategy, StrategyKind, StrategyStats, Triage,
 };
+use crate::codec::{self, CodecError};
 use crate::learn::{
     ActionConfig, ActionId, ActionIndex, ArmStats, AuerBandit, AuerConfig, ClassifierConfig,
     UrlClassifier, Verdict,
 };
-use crate::link::{Link, LinkId};
+use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
-use crate::store::codec::{self, CodecError};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
@@ -575,7 +574,8 @@ impl Strategy for SleepingBandit {
 /// An in-memory website and a miniature engine loop, for strategy tests.
 #[cfg(test)]
 pub(super) mod fake_site {
-    use super::super::{LabelSource, QueueKey, Strategy, Triage};
+    use super::super::{LabelSource, Strategy, Triage};
+    use crate::link::QueueKey;
     use crate::link::{Link, LinkId, TagPath};
     use crate::mime::Label;
     use rand::{Rng, SeedableRng};
