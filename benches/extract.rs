@@ -1,4 +1,4 @@
-//! CPU cost of link extraction (DESIGN §7: the whole pipeline's budget is
+//! CPU cost of link extraction (ARCHITECTURE.md § Measuring: the whole pipeline's budget is
 //! 20 ms of CPU per MiB of HTML; extraction is its largest part).
 //!
 //! Pages are the synthetic `medium` site's, walked breadth-first in memory

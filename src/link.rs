@@ -22,7 +22,7 @@ impl fmt::Display for LinkId {
 }
 
 /// The DOM path from the root element to the element carrying a link, e.g.
-/// `/html/body/div.content main#x/ul/li/a.download` (DESIGN §3).
+/// `/html/body/div.content main#x/ul/li/a.download` (ARCHITECTURE.md § Crawl loop).
 ///
 /// Cheap to clone: all links of one list on a page share the same string.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -48,7 +48,7 @@ pub struct WalkOptions {
 }
 
 impl WalkOptions {
-    /// Defaults of a crawl job (DESIGN §2, §5) classifying with `targets`.
+    /// Defaults of a crawl job (ARCHITECTURE.md § Job files, § Politeness and safety) classifying with `targets`.
     pub fn new(targets: TargetSet) -> Self {
         WalkOptions {
             classify: Arc::new(move |ct| targets.classify(ct)),

@@ -1,6 +1,6 @@
 //! Daemon configuration and job specifications: parse, validate, defaults, clear errors.
 //!
-//! Owns: the TOML formats of DESIGN §2 (job files, [`JobSpec`]) and of the
+//! Owns: the TOML formats of ARCHITECTURE.md § Job files (job files, [`JobSpec`]) and of the
 //! daemon config ([`DaemonConfig`]), their defaults, and which files of the
 //! jobs folder are job files ([`is_job_file`]). Must not touch: the network,
 //! the store, or any file but the one it is asked to read.

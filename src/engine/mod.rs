@@ -1,4 +1,4 @@
-//! The job runner: the crawl loop of DESIGN §3, shared by `forager crawl`, the
+//! The job runner: the crawl loop of ARCHITECTURE.md § Crawl loop, shared by `forager crawl`, the
 //! daemon and the benchmark.
 //!
 //! Owns: one job's in-memory state (link records, seen set, counters), the

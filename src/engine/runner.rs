@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 use url::Url;
 
-/// Redirect hops followed for one link (DESIGN §5).
+/// Redirect hops followed for one link (ARCHITECTURE.md § Politeness and safety).
 const MAX_REDIRECTS: usize = 10;
 
 /// Bytes of one HTML page read for link extraction (targets stream to disk

@@ -1,4 +1,4 @@
-//! Which URLs belong to a job (DESIGN §2 scope rules) and which politeness
+//! Which URLs belong to a job (ARCHITECTURE.md § Job files scope rules) and which politeness
 //! bucket a URL falls in.
 
 use serde::{Deserialize, Serialize};
@@ -91,7 +91,7 @@ impl Scope {
 }
 
 /// The politeness bucket of `url`: its host for `site`/`host` jobs, its
-/// pay-level domain for `any` jobs (DESIGN §2); IP literals are their own key.
+/// pay-level domain for `any` jobs (ARCHITECTURE.md § Job files); IP literals are their own key.
 pub fn politeness_key(url: &Url, kind: ScopeKind) -> String {
     let host = match url.host() {
         None => return String::new(),

@@ -1,4 +1,4 @@
-//! The learners behind the crawl strategies (DESIGN §3): pure, synchronous,
+//! The learners behind the crawl strategies (ARCHITECTURE.md § Crawl loop): pure, synchronous,
 //! deterministic given a seed.
 //!
 //! Owns: tag-path vectors ([`tagpath`]), action clustering ([`actions`]), the

@@ -1,4 +1,4 @@
-//! Tag-path vectors (DESIGN §3, sb-classifier §3.1).
+//! Tag-path vectors (ARCHITECTURE.md § Crawl loop, sb-classifier §3.1).
 //!
 //! A tag path `/html/body/div.c/ul/li/a` becomes the token sequence
 //! `[SOS] html body div.c ul li a [EOS]` (empty pieces, such as the one before

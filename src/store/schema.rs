@@ -95,7 +95,7 @@ pub struct JobRecord {
     pub updated_at: u64,
 }
 
-/// One saved target, as in `manifest.jsonl` (DESIGN §6).
+/// One saved target, as in `manifest.jsonl` (ARCHITECTURE.md § Output).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestRow {
     pub url: String,

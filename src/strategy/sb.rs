@@ -1,4 +1,4 @@
-//! `sb`: the sleeping-bandit crawler of the sb-classifier paper (DESIGN §3), the default.
+//! `sb`: the sleeping-bandit crawler of the sb-classifier paper (ARCHITECTURE.md § Crawl loop), the default.
 //!
 //! - [`Strategy::triage`]: a known label is used as is; otherwise the URL
 //!   classifier predicts it (or, while warming up, asks for a HEAD). Targets
@@ -70,7 +70,7 @@ fn member_of(key: QueueKey) -> u32 {
     (key.score as u32).min(MAX_MEMBER)
 }
 
-/// FTRL's α of sb's URL classifier: 0.3, not DESIGN §3's 0.1 (beyond the paper).
+/// FTRL's α of sb's URL classifier: 0.3, not ARCHITECTURE.md § Crawl loop's 0.1 (beyond the paper).
 ///
 /// On sites where pages and files share a URL family and differ only in how
 /// the URL ends (Drupal-like `/node/N`), the class prior of the family swings
@@ -86,7 +86,7 @@ fn member_of(key: QueueKey) -> u32 {
 /// fake site, fails at 0.3.)
 pub const CLASSIFIER_ALPHA: f64 = 0.3;
 
-/// Tuning of the `sb` strategy (DESIGN §3 defaults, but [`CLASSIFIER_ALPHA`] and [`LinkPick`]).
+/// Tuning of the `sb` strategy (ARCHITECTURE.md § Crawl loop defaults, but [`CLASSIFIER_ALPHA`] and [`LinkPick`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SbConfig {
     pub actions: ActionConfig,
