@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
 mod common;
-use common::{manifest_by_final_url, serve_small_site};
+use common::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -23,25 +23,21 @@ use std::time::{Duration, Instant};
 const HOST: &str = "crash.test";
 
 fn job(dir: &Path, port: u16, start: &str) -> std::path::PathBuf {
-    let path = dir.join("crash.toml");
-    let text = format!(
-        "name = \"crash\"\nseeds = [\"http://{HOST}:{port}{start}\"]\nseed = 3\n\n[politeness]\ndelay = \"0s\"\n\n[budget]\nearly_stop = false\n"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
+    JobFile::new("crash")
+        .seed(format!("http://{HOST}:{port}{start}"))
+        .rng_seed(3)
+        .delay("0s")
+        .no_early_stop()
+        .write(dir)
 }
 
 fn command(job: &Path, state: &Path, port: u16) -> tokio::process::Command {
-    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"));
-    c.arg("crawl")
-        .arg(job)
-        .arg("--state-dir")
-        .arg(state)
-        .arg("--allow-private")
-        .args(["--resolve", &format!("{HOST}=127.0.0.1:{port}")])
-        .args(["--checkpoint-interval", "100ms", "--no-progress"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut c = Crawl::new(job, state)
+        .allow_private()
+        .resolve(HOST, port)
+        .checkpoint_interval("100ms")
+        .command();
+    c.stdout(Stdio::null()).stderr(Stdio::null());
     c
 }
 

@@ -8,41 +8,30 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
+mod common;
+use common::{Crawl, JobFile};
+
 fn job_file(dir: &Path, name: &str, strategy: &str, port: u16) -> std::path::PathBuf {
-    let path = dir.join(format!("{name}.toml"));
-    let text = format!(
-        r#"name = "{name}"
-seeds = ["http://{FIXTURE_HOST}:{port}/"]
-strategy = "{strategy}"
-seed = 7
+    JobFile::new(name)
+        .seed(format!("http://{FIXTURE_HOST}:{port}/"))
+        .strategy(strategy)
+        .rng_seed(7)
+        .delay("20ms")
+        .set("politeness", "robots", true)
+        .set("limits", "max_body", FIXTURE_MAX_BODY)
+        .write(dir)
+}
 
-[politeness]
-delay = "20ms"
-robots = true
-
-[limits]
-max_body = {FIXTURE_MAX_BODY}
-"#
-    );
-    std::fs::write(&path, text).unwrap();
-    path
+/// `forager crawl` of a fixture job, with the fixture's host names on loopback.
+fn fixture_crawl(job: &Path, state: &Path, port: u16) -> Crawl {
+    Crawl::new(job, state)
+        .allow_private()
+        .resolve(FIXTURE_HOST, port)
+        .resolve(OUTSIDE_HOST, port)
 }
 
 async fn crawl(job: &Path, state: &Path, port: u16) -> Output {
-    let exe = env!("CARGO_BIN_EXE_forager");
-    let resolve = |h: &str| format!("{h}=127.0.0.1:{port}");
-    tokio::process::Command::new(exe)
-        .arg("crawl")
-        .arg(job)
-        .arg("--state-dir")
-        .arg(state)
-        .arg("--allow-private")
-        .args(["--resolve", &resolve(FIXTURE_HOST)])
-        .args(["--resolve", &resolve(OUTSIDE_HOST)])
-        .arg("--no-progress")
-        .output()
-        .await
-        .unwrap()
+    fixture_crawl(job, state, port).output().await
 }
 
 fn gets_by_path(log: &[RequestRecord]) -> BTreeMap<String, usize> {
@@ -150,7 +139,7 @@ async fn check_strategy(strategy: &str) {
     );
 
     // `forager explain` reads the stored state: counters, classifier, link groups.
-    let explain = tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"))
+    let explain = tokio::process::Command::new(common::crawl::forager())
         .args(["explain", &format!("fixture-{strategy}"), "--state-dir"])
         .arg(&state)
         .output()
@@ -190,7 +179,7 @@ async fn check_reports_file_line_and_field() {
         "name = \"x\"\nseeds = [\"http://a.test/\"]\n\n[budget]\nrequests = \"many\"\n",
     )
     .unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"))
+    let out = tokio::process::Command::new(common::crawl::forager())
         .arg("check")
         .arg(&bad)
         .output()
@@ -341,20 +330,7 @@ async fn every_stop_signal_saves_the_state_and_the_rerun_finishes() {
     let state = tmp.path().join("state");
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
         let requests_before = server.log().len();
-        let resolve = |h: &str| format!("{h}=127.0.0.1:{port}");
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"))
-            .arg("crawl")
-            .arg(&job)
-            .arg("--state-dir")
-            .arg(&state)
-            .arg("--allow-private")
-            .args(["--resolve", &resolve(FIXTURE_HOST)])
-            .args(["--resolve", &resolve(OUTSIDE_HOST)])
-            .arg("--no-progress")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = fixture_crawl(&job, &state, port).command().spawn().unwrap();
         // Signal once the crawl has made a request of its own (the Crawl-delay
         // keeps it busy for seconds), so the stop lands mid-crawl.
         for _ in 0..2000 {
@@ -386,4 +362,20 @@ async fn every_stop_signal_saves_the_state_and_the_rerun_finishes() {
         assert_eq!(gets.get(t), Some(&1), "target {t} GETs: {gets:?}");
     }
     let _ = server.shutdown().await;
+}
+
+#[test]
+fn a_job_file_parses_as_written() {
+    let toml = JobFile::new("x")
+        .seed("http://a.test/")
+        .strategy("bfs")
+        .rng_seed(7)
+        .delay("20ms")
+        .set("limits", "max_body", 1000)
+        .no_early_stop()
+        .toml();
+    let spec = forager::config::parse_job(&toml, Path::new("x.toml")).expect("valid job");
+    assert_eq!(spec.seed, 7);
+    assert_eq!(spec.limits.max_body, 1000);
+    assert!(!spec.budget.early_stop);
 }

@@ -6,6 +6,9 @@
 //! Every wait is bounded: poll `/status` until a condition holds or a
 //! deadline passes, then fail with the last report and the daemon's log.
 
+mod common;
+use common::crawl::forager;
+use common::JobFile;
 use forager::daemon::{self, jobs::Phase, StatusReport};
 use forager::sites::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::store::{StopReason, Store};
@@ -176,16 +179,13 @@ fn job_file(name: &str, host: &str, port: u16, requests: u64, strategy: &str) ->
     // The engine ends a crawl of the endless site as a trap after ~1000 pages: at 50
     // requests/s its jobs are still crawling when the test stops the daemon.
     let delay = if host == "endless.test" { "20ms" } else { "0s" };
-    format!(
-        "name = \"{name}\"\n\
-         seeds = [\"http://{host}:{port}/\"]\n\
-         strategy = \"{strategy}\"\n\
-         [budget]\n\
-         requests = {requests}\n\
-         early_stop = false\n\
-         [politeness]\n\
-         delay = \"{delay}\"\n"
-    )
+    JobFile::new(name)
+        .seed(format!("http://{host}:{port}/"))
+        .strategy(strategy)
+        .set("budget", "requests", requests)
+        .no_early_stop()
+        .delay(delay)
+        .toml()
 }
 
 /// Poll `/status` until `done` holds; fail with the last report and the log after `within`.
@@ -272,7 +272,7 @@ impl Fixture {
         write_config(&config_path, admin, server.port(), max_jobs, "");
         let log = dir.path().join("daemon.log");
         let log_file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_forager"))
+        let child = Command::new(forager())
             .arg("daemon")
             .arg("--config")
             .arg(&config_path)
@@ -385,7 +385,7 @@ async fn the_daemon_runs_edits_reports_and_stops_cleanly() {
     assert!(r.config_errors.is_empty(), "{:?}", r.config_errors);
 
     // `forager status` prints them as a table.
-    let out = Command::new(env!("CARGO_BIN_EXE_forager"))
+    let out = Command::new(forager())
         .args(["status", "--admin", &f.admin.to_string()])
         .output()
         .unwrap();
@@ -693,7 +693,7 @@ async fn max_jobs_bounds_running_jobs_and_reloads_live() {
 #[test]
 fn the_daemon_load_bench_reports_rates_memory_and_a_clean_exit() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
+    let run = Command::new(forager())
         .args([
             "bench",
             "--daemon-load",

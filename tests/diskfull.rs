@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 mod common;
-use common::{manifest_by_final_url, serve_small_site};
+use common::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
 
 const HOST: &str = "full.test";
 
@@ -36,28 +36,20 @@ fn namespaces_available() -> bool {
 }
 
 fn write_job(dir: &Path, port: u16, start: &str) -> std::path::PathBuf {
-    let path = dir.join("full.toml");
-    let text = format!(
-        "name = \"full\"\nseeds = [\"http://{HOST}:{port}{start}\"]\nseed = 5\n\n\
-         [politeness]\ndelay = \"5ms\"\n\n[budget]\nearly_stop = false\n"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
+    JobFile::new("full")
+        .seed(format!("http://{HOST}:{port}{start}"))
+        .rng_seed(5)
+        .delay("5ms")
+        .no_early_stop()
+        .write(dir)
 }
 
 fn crawl_args(job: &Path, state: &Path, port: u16) -> Vec<String> {
-    vec![
-        "crawl".into(),
-        job.display().to_string(),
-        "--state-dir".into(),
-        state.display().to_string(),
-        "--allow-private".into(),
-        "--resolve".into(),
-        format!("{HOST}=127.0.0.1:{port}"),
-        "--checkpoint-interval".into(),
-        "200ms".into(),
-        "--no-progress".into(),
-    ]
+    Crawl::new(job, state)
+        .allow_private()
+        .resolve(HOST, port)
+        .checkpoint_interval("200ms")
+        .args()
 }
 
 /// Mount a 32 MiB tmpfs on $CTL/state and run the command on it; once 12
@@ -222,7 +214,7 @@ async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path();
     let job = write_job(work, port, &start);
-    let bin = env!("CARGO_BIN_EXE_forager").to_string();
+    let bin = common::crawl::forager().to_string();
 
     // The reference: one uninterrupted run on the normal disk.
     let reference = work.join("reference");

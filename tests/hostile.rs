@@ -8,6 +8,7 @@
 //! Cases that need short time limits run the engine in-process, because the
 //! CLI has no flag for them.
 
+mod common;
 #[path = "hostile/harness.rs"]
 mod harness;
 #[path = "hostile/raw.rs"]

@@ -1,32 +1,15 @@
-//! Helpers shared by the integration tests.
+//! The one harness of the integration tests: job files ([`job`]), runs of the
+//! real binary ([`crawl`]), loopback servers ([`sites`]) and what `/proc`
+//! says of a process ([`procfs`]).
+//!
+//! Each test crate includes it with `mod common;` and uses a part of it.
+#![allow(dead_code, unused_imports)]
 
-use forager::sites::server::{Site, SiteServer};
-use forager::sites::synthetic::{Preset, SyntheticSite};
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
+pub mod crawl;
+pub mod job;
+pub mod procfs;
+pub mod sites;
 
-/// The synthetic `small` site of `seed` served under `host` on loopback;
-/// returns the server and the site's start path.
-#[allow(dead_code)] // not every test crate serves a synthetic site
-pub async fn serve_small_site(host: &str, seed: u64) -> (SiteServer, String) {
-    let site = SyntheticSite::preset(Preset::Small, seed).unwrap();
-    let start = site.start_path().to_string();
-    let sites: Vec<(String, Arc<dyn Site>)> = vec![(host.to_string(), Arc::new(site))];
-    (SiteServer::start(sites).await.unwrap(), start)
-}
-
-/// A job's `manifest.jsonl` as final URL → sha256; panics on a duplicate row.
-pub fn manifest_by_final_url(job_targets: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(job_targets.join("manifest.jsonl")).unwrap_or_default();
-    let mut rows = BTreeMap::new();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let prev = rows.insert(
-            v["final_url"].as_str().unwrap().to_string(),
-            v["sha256"].as_str().unwrap().to_string(),
-        );
-        assert!(prev.is_none(), "duplicate manifest row: {line}");
-    }
-    rows
-}
+pub use crawl::Crawl;
+pub use job::JobFile;
+pub use sites::{manifest_by_final_url, serve_small_site};

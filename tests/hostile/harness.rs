@@ -3,6 +3,8 @@
 //! in-process (for cases that need time limits the CLI does not expose).
 //! Both give back the job's counters and manifest as the store committed them.
 
+use super::common::procfs::vm_hwm_kib;
+use super::common::{Crawl, JobFile};
 use forager::config::parse_job;
 use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
@@ -10,7 +12,7 @@ use forager::store::{JobCounters, ManifestRow, StopReason, Store};
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
@@ -25,14 +27,19 @@ pub const MAX_BODY_BYTES: u64 = 8 << 20;
 /// A job file for `seeds`: breadth-first, no politeness delay, robots on,
 /// an 8 MiB body cap, and `extra` TOML appended (whole tables only).
 pub fn job_toml(name: &str, seeds: &[String], scope: &str, extra: &str) -> String {
-    let seeds: Vec<String> = seeds.iter().map(|s| format!("{s:?}")).collect();
-    format!(
-        "name = {name:?}\nseeds = [{}]\nscope = {scope:?}\nstrategy = \"bfs\"\n\n\
-         [budget]\nrequests = 5000\nearly_stop = false\n\n\
-         [politeness]\ndelay = \"0s\"\nuser_agent = \"forager-test/1.0\"\n\n\
-         [limits]\nmax_body = {MAX_BODY_BYTES}\n\n{extra}",
-        seeds.join(", ")
-    )
+    let mut job = JobFile::new(name)
+        .scope(scope)
+        .strategy("bfs")
+        .set("budget", "requests", 5000)
+        .no_early_stop()
+        .delay("0s")
+        .set("politeness", "user_agent", "\"forager-test/1.0\"")
+        .set("limits", "max_body", MAX_BODY_BYTES)
+        .extra(extra);
+    for seed in seeds {
+        job = job.seed(seed.clone());
+    }
+    job.toml()
 }
 
 /// How to run the binary.
@@ -158,22 +165,17 @@ fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResu
     let out_path = state.path().join("stdout.txt");
     let err_path = state.path().join("stderr.txt");
 
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_forager"));
-    cmd.arg("crawl")
-        .arg(&job_path)
-        .arg("--state-dir")
-        .arg(&state_dir)
-        .args(["--no-progress", "--checkpoint-interval", "1s"])
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
-        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
+    let mut crawl = Crawl::new(&job_path, &state_dir).checkpoint_interval("1s");
     if opts.allow_private {
-        cmd.arg("--allow-private");
+        crawl = crawl.allow_private();
     }
     for (host, addr) in &opts.resolve {
-        cmd.arg("--resolve").arg(format!("{host}={addr}"));
+        crawl = crawl.resolve_to(host, *addr);
     }
+    let mut cmd = crawl.std_command();
+    cmd.env("RUST_LOG", "warn")
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
     let started = Instant::now();
     let mut child = cmd.spawn().expect("start forager");
     let kill_after = opts.kill_after.unwrap_or(Duration::from_secs(40));
@@ -279,13 +281,6 @@ fn load_job_state(
         .expect("the job committed a checkpoint");
     let manifest = store.manifest_rows(job).expect("read the manifest");
     (record.counters, record.stop, manifest)
-}
-
-/// `VmHWM` of a live process, KiB.
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn read_lossy(path: &Path) -> String {

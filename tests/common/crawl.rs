@@ -1,0 +1,84 @@
+//! Runs of the real `forager crawl` binary.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+/// The binary under test.
+pub fn forager() -> &'static str {
+    env!("CARGO_BIN_EXE_forager")
+}
+
+/// The arguments of one `forager crawl` run: the job file, its state folder,
+/// no progress bar, and whatever the test adds.
+#[derive(Clone, Debug)]
+pub struct Crawl {
+    args: Vec<OsString>,
+}
+
+impl Crawl {
+    pub fn new(job: &Path, state: &Path) -> Crawl {
+        let args = vec![
+            "crawl".into(),
+            job.as_os_str().to_owned(),
+            "--state-dir".into(),
+            state.as_os_str().to_owned(),
+            "--no-progress".into(),
+        ];
+        Crawl { args }
+    }
+
+    /// Loopback servers are private addresses: tests opt in, as users must.
+    pub fn allow_private(self) -> Crawl {
+        self.arg("--allow-private")
+    }
+
+    /// Send `host` to 127.0.0.1:`port`.
+    pub fn resolve(self, host: &str, port: u16) -> Crawl {
+        self.resolve_to(host, SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    pub fn resolve_to(self, host: &str, addr: SocketAddr) -> Crawl {
+        self.arg("--resolve").arg(format!("{host}={addr}"))
+    }
+
+    pub fn checkpoint_interval(self, interval: &str) -> Crawl {
+        self.arg("--checkpoint-interval").arg(interval)
+    }
+
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Crawl {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// The arguments, for a test that runs the binary through a wrapper.
+    pub fn args(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// A command with piped output, to spawn or wait for.
+    pub fn command(&self) -> tokio::process::Command {
+        let mut c = tokio::process::Command::new(forager());
+        c.args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// The same, blocking (for tests that poll `/proc` while it runs).
+    pub fn std_command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(forager());
+        c.args(&self.args).stdin(Stdio::null());
+        c
+    }
+
+    /// Run to the end and collect its output.
+    pub async fn output(&self) -> Output {
+        self.command().output().await.expect("run forager")
+    }
+}
