@@ -18,10 +18,10 @@ pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
             config::load_job(f).map(|_| ())
         };
         match result {
-            Ok(()) => println!("{}: ok", f.display()),
+            Ok(()) => outln!("{}: ok", f.display()),
             Err(e) => {
                 ok = false;
-                println!("{e}");
+                outln!("{e}");
             }
         }
     }
@@ -101,37 +101,54 @@ fn print_explain(
     s: &StrategyStats,
     top: usize,
 ) {
-    println!(
+    outln!(
         "job {job} ({strategy}): {} requests, {} pages, {} targets",
-        c.requests, c.pages, c.targets
+        c.requests,
+        c.pages,
+        c.targets
     );
     match s.classifier_accuracy() {
-        Some(a) => println!(
+        Some(a) => outln!(
             "URL classifier: {:.1} % online accuracy over {} predictions",
             a * 100.0,
             s.classifier_predictions
         ),
-        None => println!("URL classifier: no predictions yet"),
+        None => outln!("URL classifier: no predictions yet"),
     }
     if s.top_actions.is_empty() {
-        println!("no actions (strategy {strategy} does not group links)");
+        outln!("no actions (strategy {strategy} does not group links)");
         return;
     }
-    println!("{} actions; best first:", s.actions);
-    println!(
+    outln!("{} actions; best first:", s.actions);
+    outln!(
         "{:>6} {:>8} {:>6} {:>8} {:>7}  tag path",
-        "action", "links", "picks", "reward", "left"
+        "action",
+        "links",
+        "picks",
+        "reward",
+        "left"
     );
     for a in s.top_actions.iter().take(top) {
-        println!(
+        outln!(
             "{:>6} {:>8} {:>6} {:>8.3} {:>7}  {}",
-            a.id, a.links_seen, a.selections, a.mean_reward, a.links_left, a.tag_path
+            a.id,
+            a.links_seen,
+            a.selections,
+            a.mean_reward,
+            a.links_left,
+            a.tag_path
         );
         // Inside a group the member bandit may prefer a path other than the founding one.
         if let Some(m) = &a.best_member {
-            println!(
+            outln!(
                 "{:>6} {:>8} {:>6} {:>8.3} {:>7}  best of its {} paths: {}",
-                "", "", m.selections, m.mean_reward, m.links_left, a.paths, m.tag_path
+                "",
+                "",
+                m.selections,
+                m.mean_reward,
+                m.links_left,
+                a.paths,
+                m.tag_path
             );
         }
     }
@@ -151,7 +168,7 @@ pub fn purge(args: PurgeArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("{local:#}; and the daemon at {admin} did not purge"))?;
         }
     }
-    println!("purged stored state of job {}", args.job);
+    outln!("purged stored state of job {}", args.job);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -170,9 +187,9 @@ pub fn status(
         .build()?;
     let report = runtime.block_on(crate::daemon::status(admin))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        crate::daemon::print_status(&report);
+        out!("{}", crate::daemon::format_status(&report));
     }
     Ok(ExitCode::SUCCESS)
 }
