@@ -87,3 +87,55 @@ async fn logs_to_a_file_have_no_colour_codes() {
     assert!(!stderr.contains('\u{1b}'), "escape codes in {stderr:?}");
     let _ = server.shutdown().await;
 }
+
+/// Item 11: a stop (Ctrl-C) that lands while the next request waits for its
+/// politeness slot must not count that request: the summary's count equals
+/// what the server saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_the_politeness_wait_counts_no_phantom_request() {
+    use forager::config::JobSpec;
+    use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
+    use forager::fetch::FetchConfig;
+    use std::time::Duration;
+
+    let server = SiteServer::start(FixtureSite::new().with_crawl_delay(None).sites())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig {
+        state_dir: tmp.path().to_path_buf(),
+        fetch: FetchConfig {
+            allow_private: true,
+            resolve: vec![(FIXTURE_HOST.to_string(), server.addr())],
+            ..FetchConfig::default()
+        },
+        checkpoint_interval: Duration::from_secs(60),
+        cache_bytes: 4 << 20,
+    })
+    .unwrap();
+    let seed = url::Url::parse(&format!("http://{FIXTURE_HOST}:{}/", server.port())).unwrap();
+    let mut spec = JobSpec::new("phantom".to_string(), vec![seed]);
+    spec.politeness.robots = false;
+    // Long enough that the stop below surely lands inside the wait for request 3.
+    spec.politeness.delay = Duration::from_secs(3);
+    spec.limits.max_body = FIXTURE_MAX_BODY;
+
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut observer = NoObserver;
+    let runner = Runner::new(&engine, &spec, &mut observer).unwrap();
+    // Once the server has answered two requests, the runner waits 3 s for the
+    // third one's slot: stop it during that wait.
+    let stopper = async {
+        while server.log().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tx.send(true).unwrap();
+    };
+    let (outcome, ()) = tokio::join!(runner.run(rx), stopper);
+    let outcome = outcome.unwrap();
+    assert!(outcome.stop.is_none(), "the crawl was interrupted");
+    let seen = server.log().len() as u64;
+    assert_eq!(outcome.counters.requests, seen, "counted vs served");
+    let _ = server.shutdown().await;
+}
