@@ -459,11 +459,16 @@ pub fn demo() -> anyhow::Result<ExitCode> {
             tokio::task::spawn_blocking(move || site.ground_truth()).await??
         };
         outln!(
-            "Serving a synthetic website on http://{}:{}/ ({} pages, {} data files).",
+            "Serving a synthetic website on http://{}:{}/: {} distinct pages and {} data files{}.",
             site.host,
             server.port(),
             truth.pages,
-            truth.targets.len()
+            truth.targets.len(),
+            if truth.trap_links > 0 {
+                ", and an endless calendar (a crawler trap, not counted in the pages)"
+            } else {
+                ""
+            }
         );
         let mut runs = Vec::new();
         for kind in [StrategyKind::Sb, StrategyKind::Bfs] {
@@ -474,8 +479,15 @@ pub fn demo() -> anyhow::Result<ExitCode> {
                 max_requests: 0,
                 early_stop: false,
             };
+            server.clear_log();
             let run = run_once(server.addr(), &site, config, &tmp).await?;
-            runs.push((report::figures(&run, &truth), run));
+            // Pages fetched inside the trap, which the site's page count leaves out.
+            let trapped = server
+                .log()
+                .iter()
+                .filter(|r| r.method == "GET" && site.site.is_trap(&r.path_and_query))
+                .count();
+            runs.push((report::figures(&run, &truth), run, trapped));
         }
         let _ = server.shutdown().await;
         anyhow::Ok((truth, runs))
@@ -484,33 +496,47 @@ pub fn demo() -> anyhow::Result<ExitCode> {
     let (truth, runs) = result?;
     outln!();
     outln!("{:<44} {:>12} {:>12}", "", "sb", "bfs");
-    let row = |label: &str, f: &dyn Fn(&RunFigures, &RunResult) -> String| {
+    let row = |label: &str, f: &dyn Fn(&RunFigures, &RunResult, usize) -> String| {
         outln!(
             "{:<44} {:>12} {:>12}",
             label,
-            f(&runs[0].0, &runs[0].1),
-            f(&runs[1].0, &runs[1].1)
+            f(&runs[0].0, &runs[0].1, runs[0].2),
+            f(&runs[1].0, &runs[1].1, runs[1].2)
         );
     };
     let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.1} %"));
-    row("requests (GET + HEAD)", &|_, r| {
+    row("requests (GET + HEAD)", &|_, r, _| {
         r.counters.requests.to_string()
     });
-    row("  of which HEAD", &|_, r| r.counters.heads.to_string());
-    row("pages fetched", &|_, r| r.counters.pages.to_string());
-    row("targets harvested", &|_, r| {
+    row("  of which HEAD", &|_, r, _| r.counters.heads.to_string());
+    row("pages fetched", &|_, r, _| r.counters.pages.to_string());
+    row("  of which in the calendar trap", &|_, _, t| t.to_string());
+    row("targets harvested", &|_, r, _| {
         format!("{}/{}", r.counters.targets, truth.targets.len())
     });
-    row("requests for 50 % of targets (% of site)", &|f, _| {
+    row("requests for 50 % of targets (% of site)", &|f, _, _| {
         pct(f.req_at[0])
     });
-    row("requests for 90 % of targets (% of site)", &|f, _| {
+    row("requests for 90 % of targets (% of site)", &|f, _, _| {
         pct(f.req_at[2])
     });
-    row("classifier online accuracy", &|f, _| {
+    row("classifier online accuracy", &|f, _, _| {
         pct(f.accuracy.map(|a| a * 100.0))
     });
-    row("link groups (actions)", &|_, r| r.stats.actions.to_string());
+    row("link groups (actions)", &|_, r, _| {
+        r.stats.actions.to_string()
+    });
+    outln!();
+    outln!(
+        "% of site: requests made until then, as a share of the site's {} pages + {} data files",
+        truth.pages,
+        truth.targets.len()
+    );
+    outln!(
+        "({} URLs; 100 % = as many requests as the site has pages and files). Pages fetched",
+        truth.reachable()
+    );
+    outln!("exceed the site's pages by the trap pages a crawler walks before its guard stops it.");
     if let (Some(sb), Some(bfs)) = (runs[0].0.req_at[2], runs[1].0.req_at[2]) {
         outln!();
         outln!(
