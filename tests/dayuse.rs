@@ -139,3 +139,115 @@ async fn a_stop_during_the_politeness_wait_counts_no_phantom_request() {
     assert_eq!(outcome.counters.requests, seen, "counted vs served");
     let _ = server.shutdown().await;
 }
+
+fn forager(args: &[&str], cwd: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// Item 15: `--state-dir` and `--config` are explained under explain and purge.
+#[test]
+fn explain_and_purge_explain_their_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    for command in ["explain", "purge"] {
+        let out = forager(&[command, "--help"], tmp.path());
+        let help = String::from_utf8_lossy(&out.stdout);
+        for option in ["--state-dir", "--config"] {
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(option))
+                .unwrap_or_else(|| panic!("{command}: no {option}: {help}"));
+            let text = line.trim_start()[option.len()..].trim_start();
+            // After the option and its value name comes a description.
+            let described = text
+                .split_once('>')
+                .is_some_and(|(_, d)| !d.trim().is_empty());
+            assert!(described, "{command} {option} has no help: {line:?}");
+        }
+    }
+}
+
+/// Item 15: an invalid job file reports every problem, each with its line.
+#[test]
+fn check_reports_every_error_of_a_job_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("bad.toml"),
+        "name = \"x\"\nseeds = [\"http://a.test/\"]\nstrategy = \"nope\"\n\n[budget]\nrequests = \"many\"\n",
+    )
+    .unwrap();
+    let out = forager(&["check", "bad.toml"], tmp.path());
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("bad.toml:3: strategy:"), "{stdout}");
+    assert!(stdout.contains("bad.toml:6: budget.requests:"), "{stdout}");
+}
+
+/// Item 15: `check --daemon` refuses a config whose jobs folder is missing,
+/// as the daemon does at start-up.
+#[test]
+fn check_daemon_refuses_a_missing_jobs_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("forager.toml"),
+        "state_dir = \"state\"\njobs_dir = \"no-such-folder\"\n",
+    )
+    .unwrap();
+    let out = forager(&["check", "--daemon", "forager.toml"], tmp.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("forager.toml:2: jobs_dir:") && stdout.contains("not a folder"),
+        "{stdout}"
+    );
+    std::fs::create_dir(tmp.path().join("no-such-folder")).unwrap();
+    let out = forager(&["check", "--daemon", "forager.toml"], tmp.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Item 15: `forager status` names the jobs folder by its absolute path, even
+/// when the daemon was started with a relative `--config`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_prints_the_absolute_jobs_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir(dir.join("jobs.d")).unwrap();
+    let admin = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    std::fs::write(
+        dir.join("forager.toml"),
+        format!("jobs_dir = \"jobs.d\"\nstate_dir = \"state\"\nadmin_listen = \"{admin}\"\n"),
+    )
+    .unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(["daemon", "--config", "forager.toml"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let admin = admin.to_string();
+    let mut text = String::new();
+    for _ in 0..500 {
+        let out = forager(&["status", "--admin", &admin], Path::new("/"));
+        if out.status.success() {
+            text = String::from_utf8_lossy(&out.stdout).into_owned();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let expected = format!("jobs folder: {}", dir.join("jobs.d").display());
+    assert!(text.contains(&expected), "{expected:?} in {text}");
+}

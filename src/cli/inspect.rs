@@ -8,19 +8,24 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Validate files; one line per problem, exit 1 when any file is invalid.
+/// Validate files; one line per problem (every problem of a file, not only
+/// its first), exit 1 when any file is invalid.
 pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     for f in files {
-        let result = if daemon {
-            config::load_daemon(f).map(|_| ())
-        } else {
-            config::load_job(f).map(|_| ())
+        let errors = match config::read_config_file(f) {
+            Err(e) => vec![e],
+            Ok(text) if daemon => match config::parse_daemon_all(&text, f) {
+                Ok(d) => daemon_folders(&d, &text, f),
+                Err(errors) => errors,
+            },
+            Ok(text) => config::parse_job_all(&text, f).err().unwrap_or_default(),
         };
-        match result {
-            Ok(()) => outln!("{}: ok", f.display()),
-            Err(e) => {
-                ok = false;
+        if errors.is_empty() {
+            outln!("{}: ok", f.display());
+        } else {
+            ok = false;
+            for e in errors {
                 outln!("{e}");
             }
         }
@@ -32,12 +37,41 @@ pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What the daemon checks at start-up beyond the file itself: its jobs
+/// folder must exist (it refuses to start otherwise), so `check --daemon`
+/// refuses it too.
+fn daemon_folders(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<config::ConfigError> {
+    if d.jobs_dir.is_dir() {
+        return Vec::new();
+    }
+    // The line of the `jobs_dir` key, when the file sets it (else the default is missing).
+    let line = text
+        .lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix("jobs_dir")
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1);
+    vec![config::ConfigError::new(
+        file,
+        line,
+        "jobs_dir",
+        format!(
+            "{} is not a folder (the daemon would refuse to start; create it or fix jobs_dir)",
+            d.jobs_dir.display()
+        ),
+    )]
+}
+
 #[derive(Args)]
 pub struct ExplainArgs {
     /// Job name.
     job: String,
+    /// Where state lives (default: the daemon config's state_dir, else ./forager-state).
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Daemon config to take state_dir and the admin API address from (default: /etc/forager/forager.toml if present).
     #[arg(long)]
     config: Option<PathBuf>,
     /// How many actions to show.
@@ -49,8 +83,10 @@ pub struct ExplainArgs {
 pub struct PurgeArgs {
     /// Job name.
     job: String,
+    /// Where state lives (default: the daemon config's state_dir, else ./forager-state).
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Daemon config to take state_dir and the admin API address from (default: /etc/forager/forager.toml if present).
     #[arg(long)]
     config: Option<PathBuf>,
 }
