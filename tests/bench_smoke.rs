@@ -65,4 +65,25 @@ fn demo_runs_offline_and_compares_sb_with_bfs() {
         "{text}"
     );
     assert!(text.contains("sb needed"), "{text}");
+    // Issue 17 item 14: the page counts add up, and "% of site" is explained.
+    assert!(
+        text.contains("1000 distinct pages and 250 data files, and an endless calendar"),
+        "{text}"
+    );
+    let row = |label: &str| -> Vec<u64> {
+        let line = text.lines().find(|l| l.starts_with(label)).unwrap();
+        line[label.len()..]
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect()
+    };
+    let pages = row("pages fetched");
+    let trapped = row("  of which in the calendar trap");
+    for (p, t) in pages.iter().zip(&trapped) {
+        assert!(p - t <= 1000, "{p} pages, {t} in the trap: {text}");
+    }
+    assert!(
+        text.contains("% of site: requests made until then, as a share of the site's 1000 pages + 250 data files"),
+        "{text}"
+    );
 }

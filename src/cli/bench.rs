@@ -194,7 +194,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut markdown = String::new();
     for site in &sites {
         let table = rt.block_on(bench_site(site, &kinds, &args, &state_root))?;
-        println!("{table}");
+        outln!("{table}");
         markdown.push_str(&table);
         markdown.push('\n');
     }
@@ -202,7 +202,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&summary, &markdown)
         .with_context(|| format!("writing {}", summary.display()))?;
     let _ = std::fs::remove_dir_all(&state_root);
-    eprintln!(
+    errln!(
         "tables: {}; traces and plots in {}",
         summary.display(),
         args.out.display()
@@ -221,7 +221,7 @@ async fn bench_site(
         let site = site.clone();
         tokio::task::spawn_blocking(move || site.ground_truth()).await??
     };
-    eprintln!(
+    errln!(
         "{}: {} pages, {} targets reachable",
         site.name,
         truth.pages,
@@ -244,7 +244,7 @@ async fn bench_site(
             };
             let run = run_once(server.addr(), site, config, state_root).await?;
             let f = report::figures(&run, &truth);
-            eprintln!(
+            errln!(
                 "  {:<8} seed {seed}: {} requests, {} targets, req@90 {} ({:.1} s)",
                 kind.name(),
                 run.counters.requests,
@@ -325,7 +325,7 @@ fn cpu_mode(
     let wall = started.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
     if let Err(e) = server.stop() {
-        eprintln!("stopping the site server: {e:#}");
+        errln!("stopping the site server: {e:#}");
     }
     let run = run?;
     let db_size = std::fs::metadata(
@@ -337,34 +337,36 @@ fn cpu_mode(
     .unwrap_or(0);
     let c = &run.counters;
     let html_mib = (c.bytes - c.target_bytes) as f64 / (1 << 20) as f64;
-    println!("site            {}", site_arg.name);
-    println!("strategy        {}", kind.name());
-    println!(
+    outln!("site            {}", site_arg.name);
+    outln!("strategy        {}", kind.name());
+    outln!(
         "requests        {} ({} pages, {} targets)",
-        c.requests, c.pages, c.targets
+        c.requests,
+        c.pages,
+        c.targets
     );
-    println!("wall time       {:.1} s", wall.as_secs_f64());
-    println!(
+    outln!("wall time       {:.1} s", wall.as_secs_f64());
+    outln!(
         "pages/s         {:.0}",
         c.pages as f64 / wall.as_secs_f64().max(1e-9)
     );
-    println!(
+    outln!(
         "CPU             {:.2} s (user + sys, crawler process only)",
         cpu.as_secs_f64()
     );
-    println!(
+    outln!(
         "CPU per page    {:.3} ms",
         cpu.as_secs_f64() * 1000.0 / c.pages.max(1) as f64
     );
-    println!("HTML            {html_mib:.1} MiB");
-    println!(
+    outln!("HTML            {html_mib:.1} MiB");
+    outln!(
         "CPU per MiB     {:.2} ms of HTML",
         cpu.as_secs_f64() * 1000.0 / html_mib.max(1e-9)
     );
     if let Some(rss) = peak_rss_bytes() {
-        println!("peak RSS        {:.1} MiB", rss as f64 / (1 << 20) as f64);
+        outln!("peak RSS        {:.1} MiB", rss as f64 / (1 << 20) as f64);
     }
-    println!(
+    outln!(
         "state database  {:.1} MiB",
         db_size as f64 / (1 << 20) as f64
     );
@@ -400,16 +402,16 @@ fn daemon_load(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         work_dir,
         keep: args.keep,
     };
-    let report = daemon_load::run(&options, |line| eprintln!("{line}"))?;
+    let report = daemon_load::run(&options, |line| errln!("{line}"))?;
     let text = daemon_load::format_report(&report);
-    print!("{text}");
+    out!("{text}");
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let saved = args.out.join(format!("daemon-load-{}.txt", args.jobs));
     std::fs::write(&saved, &text).with_context(|| format!("writing {}", saved.display()))?;
-    eprintln!("report saved to {}", saved.display());
+    errln!("report saved to {}", saved.display());
     if args.keep {
-        eprintln!("work folder kept: {}", options.work_dir.display());
+        errln!("work folder kept: {}", options.work_dir.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -431,7 +433,7 @@ pub fn serve_site(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .collect()
         };
         let server = SiteServer::start(sites).await?;
-        println!("listening {}", server.addr());
+        outln!("listening {}", server.addr());
         std::io::stdout().flush()?;
         // Wait for the parent to close stdin (or say stop).
         tokio::task::spawn_blocking(|| {
@@ -456,62 +458,88 @@ pub fn demo() -> anyhow::Result<ExitCode> {
             let site = site.clone();
             tokio::task::spawn_blocking(move || site.ground_truth()).await??
         };
-        println!(
-            "Serving a synthetic website on http://{}:{}/ ({} pages, {} data files).",
+        outln!(
+            "Serving a synthetic website on http://{}:{}/: {} distinct pages and {} data files{}.",
             site.host,
             server.port(),
             truth.pages,
-            truth.targets.len()
+            truth.targets.len(),
+            if truth.trap_links > 0 {
+                ", and an endless calendar (a crawler trap, not counted in the pages)"
+            } else {
+                ""
+            }
         );
         let mut runs = Vec::new();
         for kind in [StrategyKind::Sb, StrategyKind::Bfs] {
-            println!("Crawling it with {} …", kind.name());
+            outln!("Crawling it with {} …", kind.name());
             let config = RunConfig {
                 strategy: kind,
                 seed: 1,
                 max_requests: 0,
                 early_stop: false,
             };
+            server.clear_log();
             let run = run_once(server.addr(), &site, config, &tmp).await?;
-            runs.push((report::figures(&run, &truth), run));
+            // Pages fetched inside the trap, which the site's page count leaves out.
+            let trapped = server
+                .log()
+                .iter()
+                .filter(|r| r.method == "GET" && site.site.is_trap(&r.path_and_query))
+                .count();
+            runs.push((report::figures(&run, &truth), run, trapped));
         }
         let _ = server.shutdown().await;
         anyhow::Ok((truth, runs))
     });
     let _ = std::fs::remove_dir_all(&tmp);
     let (truth, runs) = result?;
-    println!();
-    println!("{:<44} {:>12} {:>12}", "", "sb", "bfs");
-    let row = |label: &str, f: &dyn Fn(&RunFigures, &RunResult) -> String| {
-        println!(
+    outln!();
+    outln!("{:<44} {:>12} {:>12}", "", "sb", "bfs");
+    let row = |label: &str, f: &dyn Fn(&RunFigures, &RunResult, usize) -> String| {
+        outln!(
             "{:<44} {:>12} {:>12}",
             label,
-            f(&runs[0].0, &runs[0].1),
-            f(&runs[1].0, &runs[1].1)
+            f(&runs[0].0, &runs[0].1, runs[0].2),
+            f(&runs[1].0, &runs[1].1, runs[1].2)
         );
     };
     let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.1} %"));
-    row("requests (GET + HEAD)", &|_, r| {
+    row("requests (GET + HEAD)", &|_, r, _| {
         r.counters.requests.to_string()
     });
-    row("  of which HEAD", &|_, r| r.counters.heads.to_string());
-    row("pages fetched", &|_, r| r.counters.pages.to_string());
-    row("targets harvested", &|_, r| {
+    row("  of which HEAD", &|_, r, _| r.counters.heads.to_string());
+    row("pages fetched", &|_, r, _| r.counters.pages.to_string());
+    row("  of which in the calendar trap", &|_, _, t| t.to_string());
+    row("targets harvested", &|_, r, _| {
         format!("{}/{}", r.counters.targets, truth.targets.len())
     });
-    row("requests for 50 % of targets (% of site)", &|f, _| {
+    row("requests for 50 % of targets (% of site)", &|f, _, _| {
         pct(f.req_at[0])
     });
-    row("requests for 90 % of targets (% of site)", &|f, _| {
+    row("requests for 90 % of targets (% of site)", &|f, _, _| {
         pct(f.req_at[2])
     });
-    row("classifier online accuracy", &|f, _| {
+    row("classifier online accuracy", &|f, _, _| {
         pct(f.accuracy.map(|a| a * 100.0))
     });
-    row("link groups (actions)", &|_, r| r.stats.actions.to_string());
+    row("link groups (actions)", &|_, r, _| {
+        r.stats.actions.to_string()
+    });
+    outln!();
+    outln!(
+        "% of site: requests made until then, as a share of the site's {} pages + {} data files",
+        truth.pages,
+        truth.targets.len()
+    );
+    outln!(
+        "({} URLs; 100 % = as many requests as the site has pages and files). Pages fetched",
+        truth.reachable()
+    );
+    outln!("exceed the site's pages by the trap pages a crawler walks before its guard stops it.");
     if let (Some(sb), Some(bfs)) = (runs[0].0.req_at[2], runs[1].0.req_at[2]) {
-        println!();
-        println!(
+        outln!();
+        outln!(
             "sb needed {:.2}× the requests of bfs to reach 90 % of the targets.",
             sb / bfs
         );

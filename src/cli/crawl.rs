@@ -87,7 +87,7 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
             // The receiver lives on, so that the signal thread sees the second one.
             while signals.recv().await.is_some() {
                 if !*stop_tx.borrow() {
-                    eprintln!(
+                    errln!(
                         "forager: stopping after the requests in flight (Ctrl-C again to abort)"
                     );
                     let _ = stop_tx.send(true);
@@ -109,9 +109,9 @@ fn print_summary(job: &str, strategy: &str, state_dir: &std::path::Path, o: &Job
     let stop = o
         .stop
         .map_or("interrupted (resume with the same command)", |r| r.as_str());
-    println!("job        {job} ({strategy})");
-    println!("stopped    {stop}");
-    println!(
+    outln!("job        {job} ({strategy})");
+    outln!("stopped    {stop}");
+    outln!(
         "requests   {} ({} GET, {} HEAD, {} redirects; {} robots.txt)",
         c.requests,
         c.requests - c.heads,
@@ -119,32 +119,38 @@ fn print_summary(job: &str, strategy: &str, state_dir: &std::path::Path, o: &Job
         c.redirects,
         c.robots_fetches
     );
-    println!("pages      {}", c.pages);
-    println!(
+    outln!("pages      {}", c.pages);
+    outln!(
         "targets    {} ({})",
         c.targets,
         bytesize::ByteSize::b(c.target_bytes)
     );
-    println!("bytes      {}", bytesize::ByteSize::b(c.bytes));
-    println!(
+    outln!("bytes      {}", bytesize::ByteSize::b(c.bytes));
+    outln!(
         "errors     {} HTTP, {} network",
-        c.http_errors, c.fetch_errors
+        c.http_errors,
+        c.fetch_errors
     );
-    println!(
+    outln!(
         "skipped    {} robots, {} out of scope, {} blocked, {} rejected, {} traps, {} dropped",
-        c.robots_disallowed, c.out_of_scope, c.blocked, c.rejected_links, c.trap_links, c.dropped
+        c.robots_disallowed,
+        c.out_of_scope,
+        c.blocked,
+        c.rejected_links,
+        c.trap_links,
+        c.dropped
     );
     if let Some(acc) = o.stats.classifier_accuracy() {
-        println!(
+        outln!(
             "classifier {:.1} % online accuracy ({} predictions), {} actions",
             acc * 100.0,
             o.stats.classifier_predictions,
             o.stats.actions
         );
     }
-    println!("frontier   {} links left", o.frontier_left);
-    println!("duration   {:.1} s", o.duration.as_secs_f64());
-    println!(
+    outln!("frontier   {} links left", o.frontier_left);
+    outln!("duration   {:.1} s", o.duration.as_secs_f64());
+    outln!(
         "output     {}",
         state_dir.join("targets").join(job).display()
     );

@@ -3,9 +3,36 @@
 //! Owns: argument parsing, logging set-up, human-readable output and exit
 //! codes. Must not own crawl logic: every command calls into the library.
 
+/// `println!` for command output: a closed stdout (`forager crawl | head`,
+/// or `| tee` killed by the same Ctrl-C) ends the output quietly instead of
+/// panicking with exit code 101; the crawl's state is already saved by then.
+macro_rules! outln {
+    () => {
+        $crate::cli::out::line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::out::line(format_args!($($arg)*))
+    };
+}
+
+/// `print!` for command output, with [`outln!`]'s handling of a closed stdout.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::out::text(format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` that never panics: stderr may be a pipe whose reader is gone.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::out::error_line(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod crawl;
 mod inspect;
+pub(crate) mod out;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -102,7 +129,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("forager: {e:#}");
+            errln!("forager: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -114,7 +141,9 @@ fn init_logging(filter: Option<&str>, default_level: &str, json: bool) {
         Some(f) => EnvFilter::new(f),
         None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
     };
+    // Colour codes only for a person at a terminal, not in `2> file` or a pipe.
     let builder = tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
         .with_writer(progress::LogWriter::default);
     if json {

@@ -123,9 +123,21 @@ pub fn parse_daemon_all(text: &str, origin: &Path) -> Result<DaemonConfig, Vec<C
 }
 
 /// Read, parse and validate the daemon config file.
+///
+/// Relative folders are made absolute here (against the working directory,
+/// when the config file was named by a relative path): the daemon, `status`
+/// and the logs then name the folders a person can find from anywhere.
 pub fn load_daemon(path: &Path) -> Result<DaemonConfig, ConfigError> {
     let text = read_config_file(path)?;
-    parse_daemon(&text, path)
+    let mut config = parse_daemon(&text, path)?;
+    for dir in [&mut config.jobs_dir, &mut config.state_dir] {
+        if dir.is_relative() {
+            if let Ok(abs) = std::path::absolute(&*dir) {
+                *dir = abs;
+            }
+        }
+    }
+    Ok(config)
 }
 
 fn read_daemon(r: &mut Reader<'_>, t: &Table<'_>, origin: &Path) -> Option<DaemonConfig> {

@@ -57,7 +57,7 @@ pub mod signals;
 pub mod watch;
 
 pub use admin::{job_of, metrics_of, purge_via, status_of as status};
-pub use report::{format_status, print_status, JobStatus, StatusReport};
+pub use report::{format_status, JobStatus, StatusReport};
 
 use admin::Command;
 use jobs::JobTable;

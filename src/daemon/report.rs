@@ -386,11 +386,6 @@ pub fn format_status(r: &StatusReport) -> String {
     out
 }
 
-/// Print the report for a person.
-pub fn print_status(r: &StatusReport) {
-    print!("{}", format_status(r));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

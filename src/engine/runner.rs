@@ -609,16 +609,18 @@ impl<'a> Runner<'a> {
     /// Send one request, counting it; `None` when it failed (already logged and counted).
     async fn send(&mut self, method: Method, url: &Url) -> Option<Response> {
         let key = self.host_key(url);
+        let sent = self
+            .engine
+            .fetcher
+            .send(method, url, &self.politeness, &key)
+            .await;
+        // Counted once the fetcher returns: a stop that cancels this future
+        // while it waits for the host's politeness slot sent nothing.
         self.counters.requests += 1;
         if method == Method::Head {
             self.counters.heads += 1;
         }
-        match self
-            .engine
-            .fetcher
-            .send(method, url, &self.politeness, &key)
-            .await
-        {
+        match sent {
             Ok(resp) => {
                 self.last_latency = Some(resp.latency);
                 Some(resp)

@@ -1,0 +1,253 @@
+//! Day-to-day use of the command line (issue 17): what a person sees when
+//! output goes to a pipe or a file, and what the commands print.
+//! Every crawl runs against loopback sites started here.
+
+use forager::bench::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager::bench::server::SiteServer;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn job_file(dir: &Path, name: &str, port: u16, extra: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    let text = format!(
+        r#"name = "{name}"
+seeds = ["http://{FIXTURE_HOST}:{port}/"]
+strategy = "bfs"
+
+[politeness]
+delay = "0s"
+robots = true
+
+[limits]
+max_body = {FIXTURE_MAX_BODY}
+{extra}"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `forager crawl JOB` against the loopback server on `port`.
+fn crawl_command(job: &Path, state: &Path, port: u16) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_forager"));
+    let resolve = |h: &str| format!("{h}=127.0.0.1:{port}");
+    c.arg("crawl")
+        .arg(job)
+        .arg("--state-dir")
+        .arg(state)
+        .arg("--allow-private")
+        .args(["--resolve", &resolve(FIXTURE_HOST)])
+        .args(["--resolve", &resolve(OUTSIDE_HOST)]);
+    c
+}
+
+/// Item 10: `forager crawl … | tee` and Ctrl-C: stdout's reader is gone when
+/// the summary is printed. The crawl must end normally, not panic (exit 101).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_stdout_does_not_panic_the_summary() {
+    let server = SiteServer::start(FixtureSite::new().with_crawl_delay(None).sites())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_file(tmp.path(), "pipe", server.port(), "");
+    let mut child = crawl_command(&job, &tmp.path().join("state"), server.port())
+        .arg("--no-progress")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end of stdout before anything is written to it.
+    drop(child.stdout.take());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The crawl itself finished and saved its targets.
+    let manifest = tmp.path().join("state/targets/pipe/manifest.jsonl");
+    assert!(std::fs::metadata(manifest).unwrap().len() > 0);
+    let _ = server.shutdown().await;
+}
+
+/// Item 12: log lines written to a file or a pipe carry no ANSI colour codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_to_a_file_have_no_colour_codes() {
+    let server = SiteServer::start(FixtureSite::new().with_crawl_delay(None).sites())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_file(tmp.path(), "plain", server.port(), "");
+    let out = crawl_command(&job, &tmp.path().join("state"), server.port())
+        .args(["--log", "info"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("crawl started"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "escape codes in {stderr:?}");
+    let _ = server.shutdown().await;
+}
+
+/// Item 11: a stop (Ctrl-C) that lands while the next request waits for its
+/// politeness slot must not count that request: the summary's count equals
+/// what the server saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_the_politeness_wait_counts_no_phantom_request() {
+    use forager::config::JobSpec;
+    use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
+    use forager::fetch::FetchConfig;
+    use std::time::Duration;
+
+    let server = SiteServer::start(FixtureSite::new().with_crawl_delay(None).sites())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig {
+        state_dir: tmp.path().to_path_buf(),
+        fetch: FetchConfig {
+            allow_private: true,
+            resolve: vec![(FIXTURE_HOST.to_string(), server.addr())],
+            ..FetchConfig::default()
+        },
+        checkpoint_interval: Duration::from_secs(60),
+        cache_bytes: 4 << 20,
+    })
+    .unwrap();
+    let seed = url::Url::parse(&format!("http://{FIXTURE_HOST}:{}/", server.port())).unwrap();
+    let mut spec = JobSpec::new("phantom".to_string(), vec![seed]);
+    spec.politeness.robots = false;
+    // Long enough that the stop below surely lands inside the wait for request 3.
+    spec.politeness.delay = Duration::from_secs(3);
+    spec.limits.max_body = FIXTURE_MAX_BODY;
+
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut observer = NoObserver;
+    let runner = Runner::new(&engine, &spec, &mut observer).unwrap();
+    // Once the server has answered two requests, the runner waits 3 s for the
+    // third one's slot: stop it during that wait.
+    let stopper = async {
+        while server.log().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tx.send(true).unwrap();
+    };
+    let (outcome, ()) = tokio::join!(runner.run(rx), stopper);
+    let outcome = outcome.unwrap();
+    assert!(outcome.stop.is_none(), "the crawl was interrupted");
+    let seen = server.log().len() as u64;
+    assert_eq!(outcome.counters.requests, seen, "counted vs served");
+    let _ = server.shutdown().await;
+}
+
+fn forager(args: &[&str], cwd: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// Item 15: `--state-dir` and `--config` are explained under explain and purge.
+#[test]
+fn explain_and_purge_explain_their_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    for command in ["explain", "purge"] {
+        let out = forager(&[command, "--help"], tmp.path());
+        let help = String::from_utf8_lossy(&out.stdout);
+        for option in ["--state-dir", "--config"] {
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(option))
+                .unwrap_or_else(|| panic!("{command}: no {option}: {help}"));
+            let text = line.trim_start()[option.len()..].trim_start();
+            // After the option and its value name comes a description.
+            let described = text
+                .split_once('>')
+                .is_some_and(|(_, d)| !d.trim().is_empty());
+            assert!(described, "{command} {option} has no help: {line:?}");
+        }
+    }
+}
+
+/// Item 15: an invalid job file reports every problem, each with its line.
+#[test]
+fn check_reports_every_error_of_a_job_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("bad.toml"),
+        "name = \"x\"\nseeds = [\"http://a.test/\"]\nstrategy = \"nope\"\n\n[budget]\nrequests = \"many\"\n",
+    )
+    .unwrap();
+    let out = forager(&["check", "bad.toml"], tmp.path());
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("bad.toml:3: strategy:"), "{stdout}");
+    assert!(stdout.contains("bad.toml:6: budget.requests:"), "{stdout}");
+}
+
+/// Item 15: `check --daemon` refuses a config whose jobs folder is missing,
+/// as the daemon does at start-up.
+#[test]
+fn check_daemon_refuses_a_missing_jobs_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("forager.toml"),
+        "state_dir = \"state\"\njobs_dir = \"no-such-folder\"\n",
+    )
+    .unwrap();
+    let out = forager(&["check", "--daemon", "forager.toml"], tmp.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("forager.toml:2: jobs_dir:") && stdout.contains("not a folder"),
+        "{stdout}"
+    );
+    std::fs::create_dir(tmp.path().join("no-such-folder")).unwrap();
+    let out = forager(&["check", "--daemon", "forager.toml"], tmp.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Item 15: `forager status` names the jobs folder by its absolute path, even
+/// when the daemon was started with a relative `--config`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_prints_the_absolute_jobs_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir(dir.join("jobs.d")).unwrap();
+    let admin = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    std::fs::write(
+        dir.join("forager.toml"),
+        format!("jobs_dir = \"jobs.d\"\nstate_dir = \"state\"\nadmin_listen = \"{admin}\"\n"),
+    )
+    .unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(["daemon", "--config", "forager.toml"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let admin = admin.to_string();
+    let mut text = String::new();
+    for _ in 0..500 {
+        let out = forager(&["status", "--admin", &admin], Path::new("/"));
+        if out.status.success() {
+            text = String::from_utf8_lossy(&out.stdout).into_owned();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let expected = format!("jobs folder: {}", dir.join("jobs.d").display());
+    assert!(text.contains(&expected), "{expected:?} in {text}");
+}
