@@ -2,8 +2,8 @@
 //! output goes to a pipe or a file, and what the commands print.
 //! Every crawl runs against loopback sites started here.
 
-use forager::bench::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
-use forager::bench::server::SiteServer;
+use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager::sites::server::SiteServer;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
