@@ -509,7 +509,9 @@ async fn the_daemon_runs_edits_reports_and_stops_cleanly() {
         .await;
     let detail = job(&r, "alpha").unwrap().detail.clone().unwrap();
     assert!(detail.contains("forager purge alpha"), "{detail}");
-    daemon::purge_via(f.admin, "alpha").await.unwrap();
+    daemon::purge_via(f.admin, &f.state_dir(), "alpha")
+        .await
+        .unwrap();
     let r = f
         .wait_for("alpha done afresh with sb", |r| {
             job(r, "alpha").is_some_and(|j| {
@@ -549,13 +551,17 @@ async fn the_daemon_runs_edits_reports_and_stops_cleanly() {
     );
     let refused = format!(
         "{:#}",
-        daemon::purge_via(f.admin, "gamma").await.unwrap_err()
+        daemon::purge_via(f.admin, &f.state_dir(), "gamma")
+            .await
+            .unwrap_err()
     );
     assert!(
         refused.contains("409") && refused.contains("running"),
         "{refused}"
     );
-    daemon::purge_via(f.admin, "endless").await.unwrap();
+    daemon::purge_via(f.admin, &f.state_dir(), "endless")
+        .await
+        .unwrap();
     let r = f
         .wait_for("endless purged", |r| job(r, "endless").is_none())
         .await;

@@ -141,13 +141,17 @@ pub fn purge(args: PurgeArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    match open_store(args.state_dir, args.config.as_deref()) {
+    let dir = match args.state_dir {
+        Some(d) => d,
+        None => super::default_state_dir(args.config.as_deref())?,
+    };
+    match open_store(Some(dir.clone()), None) {
         Ok(store) => runtime.block_on(store.purge(&args.job))?,
-        // A running daemon holds the database: ask it instead.
+        // A running daemon holds the database: ask it instead (with the token it wrote there).
         Err(local) => {
             let admin = crate::daemon::admin_address(args.config.as_deref())?;
             runtime
-                .block_on(crate::daemon::purge_via(admin, &args.job))
+                .block_on(crate::daemon::purge_via(admin, &dir, &args.job))
                 .with_context(|| format!("{local:#}; and the daemon at {admin} did not purge"))?;
         }
     }

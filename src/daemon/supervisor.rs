@@ -130,8 +130,10 @@ impl Daemon {
             jobs_dir_error: None,
         };
         let shared = Arc::new(Shared::new(table, info, commands_tx));
+        let token = admin::write_token(&config.state_dir)?;
+        let guard = admin::Guard::new(config.admin_listen, token);
         let (admin_stop, admin_stopped) = oneshot::channel::<()>();
-        let admin_task = admin::serve(listener, shared.clone(), async {
+        let admin_task = admin::serve(listener, shared.clone(), guard, async {
             // A dropped sender also means stop.
             let _ = admin_stopped.await;
         });
