@@ -392,6 +392,14 @@ impl Daemon {
             error!(job, error = %e, "purge failed");
             return PurgeOutcome::Failed(format!("purging job {job:?}: {e}"));
         }
+        match crate::output::set_aside_manifest(&self.engine.state_dir, job) {
+            Ok(Some(aside)) => {
+                info!(job, moved_to = %aside.display(), "manifest.jsonl moved aside")
+            }
+            Ok(None) => {}
+            // The state is gone already; the next Engine::open moves it instead.
+            Err(e) => warn!(job, error = %e, "could not move manifest.jsonl aside"),
+        }
         info!(job, "job purged: stored state deleted (target files stay)");
         let action = self.shared.table().purged(job);
         self.seeded.remove(job);
