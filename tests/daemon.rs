@@ -717,6 +717,77 @@ async fn max_jobs_bounds_running_jobs_and_reloads_live() {
     let _ = f.server.shutdown().await;
 }
 
+/// Wait until the daemon's log holds `line`; fail with the log after 30 s.
+fn wait_log(daemon: &DaemonProcess, line: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !daemon.log().contains(line) {
+        assert!(
+            Instant::now() < deadline,
+            "no {line:?} in the log:\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A relative `--config` path (so a relative `jobs_dir`): removing and
+/// recreating the jobs folder is noticed at once, not at the 60 s rescan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_config_path_notices_the_jobs_folder_going_and_coming_back() {
+    let sites: Vec<(String, Arc<dyn Site>)> = vec![("site-a.test".into(), Arc::new(Catalogue))];
+    let server = SiteServer::start(sites).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let jobs_dir = dir.path().join("jobs.d");
+    std::fs::create_dir(&jobs_dir).unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    write_config(
+        &dir.path().join("forager.toml"),
+        admin,
+        server.port(),
+        2,
+        "",
+    );
+    let log = dir.path().join("daemon.log");
+    let log_file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .current_dir(dir.path())
+        .args(["daemon", "--config", "forager.toml"])
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().unwrap())
+        .stderr(log_file)
+        .spawn()
+        .expect("starting forager daemon");
+    let mut daemon = DaemonProcess { child, log };
+    let within = Duration::from_secs(60);
+    wait_for(admin, &daemon, "an empty daemon", within, |r| {
+        r.jobs.is_empty()
+    })
+    .await;
+    wait_log(&daemon, "watching the jobs folder");
+
+    std::fs::remove_dir_all(&jobs_dir).unwrap();
+    wait_log(&daemon, "the jobs folder was removed or moved");
+    std::fs::create_dir(&jobs_dir).unwrap();
+    wait_log(&daemon, "watching the jobs folder again");
+    std::fs::write(
+        jobs_dir.join("alpha.toml"),
+        job_file("alpha", "site-a.test", server.port(), 0, "bfs"),
+    )
+    .unwrap();
+    let r = wait_for(admin, &daemon, "alpha done", within, |r| {
+        is(r, "alpha", Phase::Done, Some(StopReason::FrontierEmpty))
+    })
+    .await;
+    assert_eq!(job(&r, "alpha").unwrap().counters.targets, PAGES as u64);
+    daemon.signal("TERM");
+    let status = daemon
+        .wait(Duration::from_secs(30))
+        .expect("no exit after SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", daemon.log());
+    let _ = server.shutdown().await;
+}
+
 /// Connections to the admin API that each send a request line, then one
 /// header line every 100 ms and never finish; a closed one reconnects.
 struct Flood {
