@@ -256,6 +256,11 @@ struct Fixture {
 
 impl Fixture {
     async fn start(max_jobs: usize) -> Fixture {
+        Fixture::start_limited(max_jobs, None).await
+    }
+
+    /// Like [`Fixture::start`], with the daemon's open-file limit set to `nofile`.
+    async fn start_limited(max_jobs: usize, nofile: Option<u64>) -> Fixture {
         let sites: Vec<(String, Arc<dyn Site>)> = vec![
             ("site-a.test".into(), Arc::new(Catalogue)),
             ("site-b.test".into(), Arc::new(Catalogue)),
@@ -272,7 +277,24 @@ impl Fixture {
         write_config(&config_path, admin, server.port(), max_jobs, "");
         let log = dir.path().join("daemon.log");
         let log_file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(forager())
+        let mut command = Command::new(forager());
+        if let Some(limit) = nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe and touches only the child.
+            unsafe {
+                command.pre_exec(move || {
+                    let l = libc::rlimit {
+                        rlim_cur: limit,
+                        rlim_max: limit,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = command
             .arg("daemon")
             .arg("--config")
             .arg(&config_path)
@@ -509,7 +531,9 @@ async fn the_daemon_runs_edits_reports_and_stops_cleanly() {
         .await;
     let detail = job(&r, "alpha").unwrap().detail.clone().unwrap();
     assert!(detail.contains("forager purge alpha"), "{detail}");
-    daemon::purge_via(f.admin, "alpha").await.unwrap();
+    daemon::purge_via(f.admin, &f.state_dir(), "alpha")
+        .await
+        .unwrap();
     let r = f
         .wait_for("alpha done afresh with sb", |r| {
             job(r, "alpha").is_some_and(|j| {
@@ -549,13 +573,17 @@ async fn the_daemon_runs_edits_reports_and_stops_cleanly() {
     );
     let refused = format!(
         "{:#}",
-        daemon::purge_via(f.admin, "gamma").await.unwrap_err()
+        daemon::purge_via(f.admin, &f.state_dir(), "gamma")
+            .await
+            .unwrap_err()
     );
     assert!(
         refused.contains("409") && refused.contains("running"),
         "{refused}"
     );
-    daemon::purge_via(f.admin, "endless").await.unwrap();
+    daemon::purge_via(f.admin, &f.state_dir(), "endless")
+        .await
+        .unwrap();
     let r = f
         .wait_for("endless purged", |r| job(r, "endless").is_none())
         .await;
@@ -686,6 +714,236 @@ async fn max_jobs_bounds_running_jobs_and_reloads_live() {
         );
     }
     drop(store);
+    let _ = f.server.shutdown().await;
+}
+
+/// Wait until the daemon's log holds `line`; fail with the log after 30 s.
+fn wait_log(daemon: &DaemonProcess, line: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !daemon.log().contains(line) {
+        assert!(
+            Instant::now() < deadline,
+            "no {line:?} in the log:\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A relative `--config` path (so a relative `jobs_dir`): removing and
+/// recreating the jobs folder is noticed at once, not at the 60 s rescan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_config_path_notices_the_jobs_folder_going_and_coming_back() {
+    let sites: Vec<(String, Arc<dyn Site>)> = vec![("site-a.test".into(), Arc::new(Catalogue))];
+    let server = SiteServer::start(sites).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let jobs_dir = dir.path().join("jobs.d");
+    std::fs::create_dir(&jobs_dir).unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    write_config(
+        &dir.path().join("forager.toml"),
+        admin,
+        server.port(),
+        2,
+        "",
+    );
+    let log = dir.path().join("daemon.log");
+    let log_file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(forager())
+        .current_dir(dir.path())
+        .args(["daemon", "--config", "forager.toml"])
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().unwrap())
+        .stderr(log_file)
+        .spawn()
+        .expect("starting forager daemon");
+    let mut daemon = DaemonProcess { child, log };
+    let within = Duration::from_secs(60);
+    wait_for(admin, &daemon, "an empty daemon", within, |r| {
+        r.jobs.is_empty()
+    })
+    .await;
+    wait_log(&daemon, "watching the jobs folder");
+
+    std::fs::remove_dir_all(&jobs_dir).unwrap();
+    wait_log(&daemon, "the jobs folder was removed or moved");
+    std::fs::create_dir(&jobs_dir).unwrap();
+    wait_log(&daemon, "watching the jobs folder again");
+    std::fs::write(
+        jobs_dir.join("alpha.toml"),
+        job_file("alpha", "site-a.test", server.port(), 0, "bfs"),
+    )
+    .unwrap();
+    let r = wait_for(admin, &daemon, "alpha done", within, |r| {
+        is(r, "alpha", Phase::Done, Some(StopReason::FrontierEmpty))
+    })
+    .await;
+    assert_eq!(job(&r, "alpha").unwrap().counters.targets, PAGES as u64);
+    daemon.signal("TERM");
+    let status = daemon
+        .wait(Duration::from_secs(30))
+        .expect("no exit after SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", daemon.log());
+    let _ = server.shutdown().await;
+}
+
+/// Connections to the admin API that each send a request line, then one
+/// header line every 100 ms and never finish; a closed one reconnects.
+struct Flood {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    opened: Arc<std::sync::atomic::AtomicUsize>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Flood {
+    fn start(admin: SocketAddr, clients: usize) -> Flood {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use tokio::io::AsyncWriteExt;
+        let stop = Arc::new(AtomicBool::new(false));
+        let opened = Arc::new(AtomicUsize::new(0));
+        let tasks = (0..clients)
+            .map(|_| {
+                let stop = stop.clone();
+                let opened = opened.clone();
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Ok(mut c) = tokio::net::TcpStream::connect(admin).await {
+                            opened.fetch_add(1, Ordering::Relaxed);
+                            let mut line: &[u8] = b"GET /status HTTP/1.1\r\n";
+                            while !stop.load(Ordering::Relaxed) && c.write_all(line).await.is_ok() {
+                                line = b"X-Slow: 1\r\n";
+                                tokio::time::sleep(Duration::from_millis(100)).await;
+                            }
+                        }
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                })
+            })
+            .collect();
+        Flood {
+            stop,
+            opened,
+            tasks,
+        }
+    }
+
+    async fn stop(self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        self.opened.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// The admin API against what a hostile web page or local client can do:
+/// cross-site posts, DNS rebinding, no token, and 400 connections trickling
+/// header lines at a daemon limited to 256 open files — the crawl must finish,
+/// `/status` must answer and the daemon's descriptors stay bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_api_refuses_foreign_requests_and_outlasts_slow_clients() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut f = Fixture::start_limited(2, Some(256)).await;
+    f.wait_note("READY=1").await;
+    let token = f.state_dir().join("admin.token");
+    let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", token.display());
+    std::fs::write(f.job_path("alpha"), f.job("alpha", "site-a.test", 0, "bfs")).unwrap();
+    f.wait_for("alpha done", |r| {
+        is(r, "alpha", Phase::Done, Some(StopReason::FrontierEmpty))
+    })
+    .await;
+
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let purge = format!("http://{}/jobs/alpha/purge", f.admin);
+    // What any web page can make a browser send.
+    let r = http
+        .post(&purge)
+        .header("Origin", "http://evil.example")
+        .header("Content-Type", "text/plain")
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::FORBIDDEN);
+    let r = http.post(&purge).send().await.unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::UNAUTHORIZED);
+    // A rebinding page reading /status under its own name.
+    let r = http
+        .get(format!("http://{}/status", f.admin))
+        .header("Host", format!("rebind.example:{}", f.admin.port()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::MISDIRECTED_REQUEST);
+    let r = daemon::status(f.admin).await.unwrap();
+    assert!(job(&r, "alpha").is_some(), "nothing was purged");
+
+    // Slow clients, more than the daemon has descriptors, while a job crawls.
+    let pid = f.daemon.child.id();
+    let flood = Flood::start(f.admin, 400);
+    let peak = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sampler = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max(open_fds(pid), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    std::fs::write(f.job_path("beta"), f.job("beta", "site-b.test", 0, "sb")).unwrap();
+    let r = f
+        .wait_for("beta done under the flood", |r| {
+            is(r, "beta", Phase::Done, Some(StopReason::FrontierEmpty))
+        })
+        .await;
+    let beta = job(&r, "beta").unwrap();
+    assert_eq!(beta.counters.targets, PAGES as u64, "{:?}", beta.counters);
+    assert_eq!(beta.counters.fetch_errors, 0, "{:?}", beta.counters);
+    // `forager status` (a fresh connection) answers during the flood too.
+    let out = Command::new(forager())
+        .args(["status", "--admin", &f.admin.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sampler.abort();
+    let opened = flood.stop().await;
+    let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("flood: {opened} connections opened; daemon peak open files {peak}");
+    assert!(opened >= 400, "the flood opened {opened} connections");
+    assert!(
+        peak < 64 + 100,
+        "the daemon held {peak} files open: the connection cap did not hold"
+    );
+    let log = f.daemon.log();
+    assert!(!log.contains("Too many open files"), "{log}");
+    assert!(!log.contains("paused"), "{log}");
+
+    // `forager purge` through the CLI: it reads the token from the state folder.
+    let out = Command::new(forager())
+        .args(["purge", "alpha", "--config"])
+        .arg(&f.config_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        f.daemon.log()
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("purged"));
+    let (status, _) = f.terminate();
+    assert!(status.success(), "{status:?}\n{}", f.daemon.log());
     let _ = f.server.shutdown().await;
 }
 

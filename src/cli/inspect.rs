@@ -1,4 +1,4 @@
-//! `forager check`, `forager explain`, `forager purge`: look at files and stored state.
+//! `forager check`, `forager explain`, `forager purge`, `forager repair`: look at files and stored state.
 
 use crate::config;
 use crate::store::Store;
@@ -311,18 +311,83 @@ pub fn purge(args: PurgeArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    match open_store(args.state_dir, args.config.as_deref()) {
-        Ok(store) => runtime.block_on(store.purge(&args.job))?,
-        // A running daemon holds the database: ask it instead.
+    let dir = match args.state_dir {
+        Some(d) => d,
+        None => super::default_state_dir(args.config.as_deref())?,
+    };
+    match open_store(Some(dir.clone()), None) {
+        Ok(store) => {
+            runtime.block_on(store.purge(&args.job))?;
+            if let Some(aside) = crate::output::set_aside_manifest(&dir, &args.job)
+                .with_context(|| format!("moving job {}'s manifest.jsonl aside", args.job))?
+            {
+                println!("previous manifest moved to {}", aside.display());
+            }
+        }
+        // A running daemon holds the database: ask it instead (with the token it wrote there).
         Err(local) => {
             let admin = crate::daemon::admin_address(args.config.as_deref())?;
             runtime
-                .block_on(crate::daemon::purge_via(admin, &args.job))
+                .block_on(crate::daemon::purge_via(admin, &dir, &args.job))
                 .with_context(|| format!("{local:#}; and the daemon at {admin} did not purge"))?;
         }
     }
     outln!("purged stored state of job {}", args.job);
     Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct RepairArgs {
+    /// The state folder (holding forager.redb).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// The daemon config to take state_dir from.
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// `forager repair`: copy what can be read of a damaged store into a new one.
+pub fn repair(args: RepairArgs) -> anyhow::Result<ExitCode> {
+    let dir = match args.state_dir {
+        Some(d) => d,
+        None => super::default_state_dir(args.config.as_deref())?,
+    };
+    let report = crate::store::repair::repair(&dir, 16 << 20)
+        .with_context(|| format!("repairing the state database in {}", dir.display()))?;
+    println!("damaged database kept as {}", report.moved_to.display());
+    if let Some(why) = &report.unopenable {
+        println!("it could not be opened ({why}): nothing could be copied");
+    }
+    for job in &report.kept {
+        println!("job {job}: copied");
+    }
+    for (job, why) in &report.lost {
+        println!("job {job}: lost ({why}); it starts afresh");
+    }
+    println!(
+        "shared rows (MIME filters, robots.txt copies): {} copied{}",
+        report.shared_rows,
+        if report.shared_incomplete {
+            ", the rest unreadable"
+        } else {
+            ""
+        }
+    );
+    // A lost job's manifest would be followed by its fresh run's rows for the same URLs.
+    let store = Store::open(&dir, 16 << 20)?;
+    for job in crate::output::jobs_with_manifests(&dir)? {
+        if store.job_record(&job)?.is_none() {
+            if let Some(aside) = crate::output::set_aside_manifest(&dir, &job)? {
+                println!("job {job}: manifest moved to {}", aside.display());
+            }
+        }
+    }
+    Ok(if report.lost.is_empty() && report.unopenable.is_none() {
+        ExitCode::SUCCESS
+    } else {
+        // Repaired, but something was lost: say so to scripts.
+        ExitCode::from(2)
+    })
 }
 
 /// `forager status`: the daemon's jobs as a table (or JSON).

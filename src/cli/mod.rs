@@ -73,6 +73,8 @@ enum Command {
     Explain(inspect::ExplainArgs),
     /// Delete everything stored for a job (frontier, learned state, manifest rows; target files stay).
     Purge(inspect::PurgeArgs),
+    /// Rebuild a damaged state database: move it aside and copy every job that still reads into a new one.
+    Repair(inspect::RepairArgs),
     /// Run the harvesting service: watch the jobs folder, run jobs, serve the admin API.
     Daemon {
         /// The daemon config (see config/forager.toml).
@@ -116,6 +118,7 @@ pub fn main() -> ExitCode {
         Command::Check { files, daemon } => inspect::check(&files, daemon),
         Command::Explain(args) => inspect::explain(args),
         Command::Purge(args) => inspect::purge(args),
+        Command::Repair(args) => inspect::repair(args),
         Command::Daemon { config } => crate::daemon::main(&config).map(|()| ExitCode::SUCCESS),
         Command::Status {
             admin,

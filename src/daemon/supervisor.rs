@@ -130,8 +130,10 @@ impl Daemon {
             jobs_dir_error: None,
         };
         let shared = Arc::new(Shared::new(table, info, commands_tx));
+        let token = admin::write_token(&config.state_dir)?;
+        let guard = admin::Guard::new(config.admin_listen, token);
         let (admin_stop, admin_stopped) = oneshot::channel::<()>();
-        let admin_task = admin::serve(listener, shared.clone(), async {
+        let admin_task = admin::serve(listener, shared.clone(), guard, async {
             // A dropped sender also means stop.
             let _ = admin_stopped.await;
         });
@@ -389,6 +391,14 @@ impl Daemon {
         if let Err(e) = self.engine.store.purge(job).await {
             error!(job, error = %e, "purge failed");
             return PurgeOutcome::Failed(format!("purging job {job:?}: {e}"));
+        }
+        match crate::output::set_aside_manifest(&self.engine.state_dir, job) {
+            Ok(Some(aside)) => {
+                info!(job, moved_to = %aside.display(), "manifest.jsonl moved aside")
+            }
+            Ok(None) => {}
+            // The state is gone already; the next Engine::open moves it instead.
+            Err(e) => warn!(job, error = %e, "could not move manifest.jsonl aside"),
         }
         info!(job, "job purged: stored state deleted (target files stay)");
         let action = self.shared.table().purged(job);

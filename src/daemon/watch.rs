@@ -46,9 +46,12 @@ pub struct WatchSettings {
 }
 
 impl WatchSettings {
+    /// `dir` is made absolute (against the current folder): notify reports
+    /// absolute paths, and a relative `jobs_dir` (from a relative `--config`
+    /// path) compared with them never noticed the folder itself going away.
     pub fn new(dir: &Path, mode: WatchMode, poll_interval: Duration) -> Self {
         WatchSettings {
-            dir: dir.to_path_buf(),
+            dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
             mode,
             poll_interval,
             debounce: DEBOUNCE,
@@ -289,6 +292,20 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_relative_jobs_dir_still_notices_its_own_removal() {
+        let settings = WatchSettings::new(
+            Path::new("jobs.d"),
+            WatchMode::Notify,
+            Duration::from_secs(1),
+        );
+        assert!(settings.dir.is_absolute(), "{}", settings.dir.display());
+        // What inotify reports when the watched folder goes: its absolute path.
+        let absolute = std::env::current_dir().unwrap().join("jobs.d");
+        let gone = notify::Event::new(EventKind::Remove(RemoveKind::Folder)).add_path(absolute);
+        assert_eq!(relevance(&gone, &settings.dir), Relevance::FolderGone);
     }
 
     #[test]

@@ -58,6 +58,7 @@ impl Engine {
         std::fs::create_dir_all(&config.state_dir)
             .with_context(|| format!("creating state directory {}", config.state_dir.display()))?;
         let store = Store::open(&config.state_dir, config.cache_bytes)?;
+        set_aside_orphan_manifests(&store, &config.state_dir)?;
         let fetcher = Fetcher::new(config.fetch).context("building the HTTP client")?;
         let mut filters = MimeFilters::new(MimeFilterConfig::default());
         filters::load(&store, &mut filters)?;
@@ -88,6 +89,31 @@ impl Engine {
         }
         false
     }
+}
+
+/// A job's `manifest.jsonl` with no stored state behind it (the job was
+/// purged while no daemon ran, or the store was lost) belongs to a run that
+/// cannot resume: move it aside, so a new run's rows do not follow it and
+/// repeat its URLs.
+fn set_aside_orphan_manifests(store: &Store, state_dir: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let jobs = crate::output::jobs_with_manifests(state_dir)
+        .with_context(|| format!("listing {}", state_dir.join("targets").display()))?;
+    for job in jobs {
+        if store.job_record(&job)?.is_some() {
+            continue;
+        }
+        let aside = crate::output::set_aside_manifest(state_dir, &job)
+            .with_context(|| format!("moving job {job}'s manifest.jsonl aside"))?;
+        if let Some(aside) = aside {
+            tracing::warn!(
+                job = %job,
+                moved_to = %aside.display(),
+                "manifest.jsonl without stored state (purged, or the store was lost): moved aside; the job starts afresh"
+            );
+        }
+    }
+    Ok(())
 }
 
 impl EngineError {

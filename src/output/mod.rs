@@ -121,6 +121,64 @@ impl TargetDir {
     }
 }
 
+/// Move a job's `manifest.jsonl` aside (to `manifest.superseded-<unix secs>.jsonl`)
+/// when its stored state is gone (purged, or a lost store): the next run starts
+/// afresh and appends its own rows, which would otherwise follow the old run's
+/// rows for the same URLs. Returns where it went; `None` when there was
+/// nothing to move (no file, or an empty one).
+pub fn set_aside_manifest(state_dir: &Path, job: &str) -> io::Result<Option<PathBuf>> {
+    let dir = state_dir.join("targets").join(job);
+    let path = dir.join("manifest.jsonl");
+    match fs::metadata(&path) {
+        Ok(m) if m.len() > 0 => {}
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for n in 0..1000u32 {
+        let name = if n == 0 {
+            format!("manifest.superseded-{secs}.jsonl")
+        } else {
+            format!("manifest.superseded-{secs}-{n}.jsonl")
+        };
+        let aside = dir.join(name);
+        if aside.exists() {
+            continue;
+        }
+        fs::rename(&path, &aside)?;
+        sync_dir(&dir)?;
+        return Ok(Some(aside));
+    }
+    Err(io::Error::other(format!(
+        "no free name to move {} aside",
+        path.display()
+    )))
+}
+
+/// Jobs with a non-empty `manifest.jsonl` under `state_dir/targets/`.
+pub fn jobs_with_manifests(state_dir: &Path) -> io::Result<Vec<String>> {
+    let mut jobs = Vec::new();
+    let entries = match fs::read_dir(state_dir.join("targets")) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(jobs),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if fs::metadata(entry.path().join("manifest.jsonl")).is_ok_and(|m| m.len() > 0) {
+            jobs.push(name);
+        }
+    }
+    jobs.sort();
+    Ok(jobs)
+}
+
 /// A target body being written.
 pub struct TargetFile {
     final_dir: PathBuf,
@@ -279,6 +337,27 @@ mod tests {
             fs::read_dir(dir.path().join(".partial")).unwrap().count(),
             0
         );
+    }
+
+    #[test]
+    fn a_superseded_manifest_is_moved_aside_and_an_empty_one_stays() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(set_aside_manifest(tmp.path(), "job").unwrap(), None);
+        let dir = TargetDir::create(tmp.path(), "job").unwrap();
+        fs::write(dir.manifest_path(), "").unwrap();
+        assert_eq!(set_aside_manifest(tmp.path(), "job").unwrap(), None);
+        assert!(jobs_with_manifests(tmp.path()).unwrap().is_empty());
+        for round in 0..2 {
+            fs::write(dir.manifest_path(), format!("{{\"round\":{round}}}\n")).unwrap();
+            assert_eq!(jobs_with_manifests(tmp.path()).unwrap(), vec!["job"]);
+            let aside = set_aside_manifest(tmp.path(), "job").unwrap().unwrap();
+            assert!(!dir.manifest_path().exists());
+            assert_eq!(
+                fs::read_to_string(&aside).unwrap(),
+                format!("{{\"round\":{round}}}\n"),
+                "a second move in the same second keeps the first"
+            );
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@
 
 use crate::codec;
 mod crash_backend;
+pub mod repair;
 mod schema;
 
 pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, StopReason};
@@ -62,6 +63,17 @@ pub enum StoreError {
          move it aside or run `forager purge` to start fresh"
     )]
     Schema { path: PathBuf, found: u32 },
+    #[error(
+        "state database {path} is empty (0 bytes): its state was lost (a full disk or a copy that \
+         failed?). Restore it from a backup, or move it aside to start every job afresh"
+    )]
+    Empty { path: PathBuf },
+    #[error(
+        "state database {path} cannot be read ({why}); run `forager repair --state-dir {dir}` \
+         to copy what can be read into a new database (the damaged one is kept aside)",
+        dir = path.parent().map(|p| p.display().to_string()).unwrap_or_default()
+    )]
+    Damaged { path: PathBuf, why: String },
     #[error("state database: {0}")]
     Db(#[from] redb::Error),
     #[error("state database: corrupt value in {table}: {source}")]
@@ -285,6 +297,53 @@ fn wait_for_sole_owner(mut db: Arc<Database>) {
     std::mem::forget(db);
 }
 
+/// The database's file name in a state folder.
+pub const FILE_NAME: &str = "forager.redb";
+
+/// Run `f`, turning a panic inside redb (it panics on some corrupt pages:
+/// "range end index out of range", invalid UTF-8) into [`StoreError::Damaged`]
+/// naming the file and the way out.
+pub(crate) fn guard_panics<T>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Err(e)) if is_corruption(&e) => Err(StoreError::Damaged {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        }),
+        Ok(result) => result,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "redb panicked".into());
+            Err(StoreError::Damaged {
+                path: path.to_path_buf(),
+                why: format!("redb panicked: {why}"),
+            })
+        }
+    }
+}
+
+/// Whether an error says the file's content is bad (not that it is busy or unreadable).
+fn is_corruption(e: &StoreError) -> bool {
+    let storage = |s: &redb::StorageError| match s {
+        redb::StorageError::Corrupted(_) => true,
+        redb::StorageError::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    };
+    match e {
+        StoreError::Open {
+            source: redb::DatabaseError::Storage(s),
+            ..
+        } => storage(s),
+        StoreError::Db(redb::Error::Corrupted(_)) | StoreError::Corrupt { .. } => true,
+        _ => false,
+    }
+}
+
 fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, StoreError> {
     let open_err = |source| StoreError::Open {
         path: path.to_path_buf(),
@@ -318,9 +377,16 @@ impl Drop for Inner {
 impl Store {
     /// Open (or create) `state_dir/forager.redb` with quick repair and a bounded cache.
     pub fn open(state_dir: &Path, cache_bytes: usize) -> Result<Store, StoreError> {
-        let path = state_dir.join("forager.redb");
-        let db = open_database(&path, cache_bytes)?;
-        Self::check_schema(&db, &path)?;
+        let path = state_dir.join(FILE_NAME);
+        // redb would take an empty file for a new database: a lost store must not look fresh.
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+            return Err(StoreError::Empty { path });
+        }
+        let db = guard_panics(&path, || {
+            let db = open_database(&path, cache_bytes)?;
+            Self::check_schema(&db, &path)?;
+            Ok(db)
+        })?;
         let slot = Arc::new(DbSlot {
             path,
             cache_bytes,
