@@ -6,7 +6,9 @@
 //! measures harvest efficiency through the same engine.
 //!
 //! The small shared vocabulary lives at the top: [`link`] (what a link is) and
-//! [`mime`] (what a response is: HTML, target or neither).
+//! [`mime`] (what a response is: HTML, target or neither), [`exchange`] (what
+//! an HTTP exchange looked like on the wire, for the WARC writer). [`revisit`]
+//! holds the pure logic of conditional revisits (validators, schedule).
 
 pub mod bench;
 pub mod cli;
@@ -14,11 +16,13 @@ pub mod config;
 pub mod crashpoint;
 pub mod daemon;
 pub mod engine;
+pub mod exchange;
 pub mod extract;
 pub mod fetch;
 pub mod learn;
 pub mod link;
 pub mod mime;
 pub mod output;
+pub mod revisit;
 pub mod store;
 pub mod strategy;

@@ -5,6 +5,7 @@
 
 mod bench;
 mod crawl;
+mod export;
 mod inspect;
 mod progress;
 
@@ -44,6 +45,8 @@ enum Command {
     },
     /// Show why a job crawls where it does: its top actions and the classifier's accuracy.
     Explain(inspect::ExplainArgs),
+    /// Copy a job's harvest to a folder (URL paths or flat, or WARC) with a CSV/JSON index; safe while the daemon runs.
+    Export(export::ExportArgs),
     /// Delete everything stored for a job (frontier, learned state, manifest rows; target files stay).
     Purge(inspect::PurgeArgs),
     /// Run the harvesting service: watch the jobs folder, run jobs, serve the admin API.
@@ -88,6 +91,7 @@ pub fn main() -> ExitCode {
         Command::Crawl(args) => crawl::run(args),
         Command::Check { files, daemon } => inspect::check(&files, daemon),
         Command::Explain(args) => inspect::explain(args),
+        Command::Export(args) => export::run(args),
         Command::Purge(args) => inspect::purge(args),
         Command::Daemon { config } => crate::daemon::main(&config).map(|()| ExitCode::SUCCESS),
         Command::Status {
