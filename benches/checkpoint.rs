@@ -28,21 +28,22 @@ mod common;
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::random_path;
-use forager::bench::server::{Site, SiteRequest, SiteResponse, SiteServer};
-use forager::bench::synthetic::{Preset, SyntheticSite};
+use forager::codec;
 use forager::config::JobSpec;
 use forager::engine::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
 use forager::engine::url_hash;
 use forager::engine::{CrawlObserver, Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
 use forager::learn::{EarlyStop, EarlyStopConfig, MimeFilterConfig, MimeFilters};
-use forager::link::{Link, LinkId, TagPath};
+use forager::link::{Link, LinkId, QueueKey, TagPath};
 use forager::mime::{Label, MimeFamily};
+use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
+use forager::sites::synthetic::{Preset, SyntheticSite};
 use forager::store::{
-    codec, CommitReport, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, Store,
+    CommitReport, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, Store,
 };
 use forager::strategy::{
-    LabelSource, QueueKey, SleepingBandit, Strategy, StrategyKind, StrategyStats, Triage,
+    LabelSource, SleepingBandit, Strategy, StrategyKind, StrategyStats, Triage,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;

@@ -1,4 +1,4 @@
-//! CPU cost of link extraction (DESIGN §7: the whole pipeline's budget is
+//! CPU cost of link extraction (ARCHITECTURE.md § Measuring: the whole pipeline's budget is
 //! 20 ms of CPU per MiB of HTML; extraction is its largest part).
 //!
 //! Pages are the synthetic `medium` site's, walked breadth-first in memory
@@ -8,9 +8,9 @@
 //! a change to the extractor mean it found exactly the same things.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use forager::bench::server::{Site, SiteRequest};
-use forager::bench::synthetic::{Preset, SyntheticSite};
 use forager::extract::{extract_links, ExtractLimits};
+use forager::sites::server::{Site, SiteRequest};
+use forager::sites::synthetic::{Preset, SyntheticSite};
 use sha2::{Digest, Sha256};
 use std::collections::{HashSet, VecDeque};
 use std::hint::black_box;

@@ -2,16 +2,20 @@
 //!
 //! Data flows one way: [`daemon`] → [`engine`] (one job runner per job) →
 //! [`fetch`] / [`extract`] → [`strategy`] (built from the pure [`learn`]
-//! primitives) → [`store`] and [`output`]. [`bench`] serves loopback sites and
-//! measures harvest efficiency through the same engine.
+//! primitives) → [`store`] and [`output`]. [`bench`] measures harvest
+//! efficiency through the same engine, on the loopback websites of [`sites`],
+//! which need nothing of the crawl and sit at the bottom.
 //!
-//! The small shared vocabulary lives at the top: [`link`] (what a link is) and
-//! [`mime`] (what a response is: HTML, target or neither), [`exchange`] (what
-//! an HTTP exchange looked like on the wire, for the WARC writer). [`revisit`]
-//! holds the pure logic of conditional revisits (validators, schedule).
+//! The small shared vocabulary lives at the bottom too: [`link`] (what a link
+//! is), [`mime`] (what a response is: HTML, target or neither), [`exchange`]
+//! (what an HTTP exchange looked like on the wire, for the WARC writer) and
+//! [`codec`] (how every stored value is encoded). [`revisit`] holds the pure
+//! logic of conditional revisits (validators, schedule). `ARCHITECTURE.md`
+//! draws the map.
 
 pub mod bench;
 pub mod cli;
+pub mod codec;
 pub mod config;
 pub mod crashpoint;
 pub mod daemon;
@@ -24,5 +28,6 @@ pub mod link;
 pub mod mime;
 pub mod output;
 pub mod revisit;
+pub mod sites;
 pub mod store;
 pub mod strategy;

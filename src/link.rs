@@ -22,7 +22,7 @@ impl fmt::Display for LinkId {
 }
 
 /// The DOM path from the root element to the element carrying a link, e.g.
-/// `/html/body/div.content main#x/ul/li/a.download` (DESIGN §3).
+/// `/html/body/div.content main#x/ul/li/a.download` (ARCHITECTURE.md § Crawl loop).
 ///
 /// Cheap to clone: all links of one list on a page share the same string.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -114,4 +114,13 @@ mod opt_url_serde {
         s.map(|s| Url::parse(&s).map_err(serde::de::Error::custom))
             .transpose()
     }
+}
+
+/// Where a link sits in a strategy's frontier: an arm (`slot`: action id,
+/// host, pay-level domain) and a priority (`score`). Stored with the link so
+/// that a restored frontier is the frontier that was saved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueKey {
+    pub slot: u32,
+    pub score: f32,
 }

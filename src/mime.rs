@@ -183,7 +183,7 @@ impl MimeFamily {
     }
 }
 
-/// Named target sets of DESIGN §2.
+/// Named target sets of ARCHITECTURE.md § Job files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {

@@ -2,8 +2,8 @@
 //! site; every assertion is made on the server's own request log or on the
 //! files the crawl wrote.
 
-use forager::bench::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
-use forager::bench::server::{min_start_gap, RequestRecord, SiteServer};
+use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager::sites::server::{min_start_gap, RequestRecord, SiteServer};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
@@ -234,12 +234,12 @@ async fn a_resumed_job_reuses_the_stored_robots_txt_and_finishes_the_harvest() {
 /// a sitemap index → a gzip-compressed urlset and a plain-text sitemap).
 struct SitemapSite;
 
-impl forager::bench::server::Site for SitemapSite {
+impl forager::sites::server::Site for SitemapSite {
     fn respond(
         &self,
-        req: &forager::bench::server::SiteRequest,
-    ) -> forager::bench::server::SiteResponse {
-        use forager::bench::server::SiteResponse;
+        req: &forager::sites::server::SiteRequest,
+    ) -> forager::sites::server::SiteResponse {
+        use forager::sites::server::SiteResponse;
         use std::io::Write as _;
         match req.path.as_str() {
             "/robots.txt" => SiteResponse::ok(
@@ -283,7 +283,7 @@ impl forager::bench::server::Site for SitemapSite {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sitemaps_listed_in_robots_txt_are_a_source_of_links() {
     for strategy in ["bfs", "sb"] {
-        let sites: Vec<(String, std::sync::Arc<dyn forager::bench::server::Site>)> =
+        let sites: Vec<(String, std::sync::Arc<dyn forager::sites::server::Site>)> =
             vec![(FIXTURE_HOST.to_string(), std::sync::Arc::new(SitemapSite))];
         let server = SiteServer::start(sites).await.unwrap();
         let tmp = tempfile::tempdir().unwrap();
@@ -325,4 +325,65 @@ async fn sitemaps_listed_in_robots_txt_are_a_source_of_links() {
         assert_eq!(manifest.lines().count(), 2, "{strategy}: {manifest}");
         let _ = server.shutdown().await;
     }
+}
+
+/// SIGTERM, SIGINT and SIGHUP reach `forager crawl` through one signal stream:
+/// each stops the job at a safe point with its state saved, and the same
+/// command then finishes the harvest with every target exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_stop_signal_saves_the_state_and_the_rerun_finishes() {
+    let fixture = FixtureSite::new();
+    let expected = fixture.expected_targets();
+    let server = SiteServer::start(fixture.sites()).await.unwrap();
+    let port = server.port();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_file(tmp.path(), "fixture-signals", "bfs", port);
+    let state = tmp.path().join("state");
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let requests_before = server.log().len();
+        let resolve = |h: &str| format!("{h}=127.0.0.1:{port}");
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"))
+            .arg("crawl")
+            .arg(&job)
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--allow-private")
+            .args(["--resolve", &resolve(FIXTURE_HOST)])
+            .args(["--resolve", &resolve(OUTSIDE_HOST)])
+            .arg("--no-progress")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Signal once the crawl has made a request of its own (the Crawl-delay
+        // keeps it busy for seconds), so the stop lands mid-crawl.
+        for _ in 0..2000 {
+            if server.log().len() > requests_before + 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let pid = child.id().unwrap() as i32;
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let out = child.wait_with_output().await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "signal {signal}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("interrupted") || stdout.contains("frontier empty"),
+            "signal {signal}: {stdout}"
+        );
+    }
+    let last = crawl(&job, &state, port).await;
+    let stdout = String::from_utf8_lossy(&last.stdout);
+    assert!(stdout.contains("frontier empty"), "{stdout}");
+    let gets = gets_by_path(&server.log());
+    for t in &expected {
+        assert_eq!(gets.get(t), Some(&1), "target {t} GETs: {gets:?}");
+    }
+    let _ = server.shutdown().await;
 }

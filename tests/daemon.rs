@@ -6,8 +6,8 @@
 //! Every wait is bounded: poll `/status` until a condition holds or a
 //! deadline passes, then fail with the last report and the daemon's log.
 
-use forager::bench::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::daemon::{self, jobs::Phase, StatusReport};
+use forager::sites::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::store::{StopReason, Store};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -9,8 +9,8 @@
 //! Needs `unshare --user --map-root-user --mount` (unprivileged user
 //! namespaces); where the kernel forbids them the test says so and skips.
 
-use forager::bench::server::SiteServer;
 use forager::daemon::jobs::Phase;
+use forager::sites::server::SiteServer;
 use forager::store::StopReason;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

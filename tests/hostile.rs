@@ -16,7 +16,7 @@ mod raw;
 mod sites;
 
 use axum::http::{header, HeaderValue, StatusCode};
-use forager::bench::{Body, Site, SiteRequest, SiteResponse, SiteServer};
+use forager::sites::{Body, Site, SiteRequest, SiteResponse, SiteServer};
 use harness::{crawl_cli, crawl_in_process, job_toml, quick_fetch, CliOptions, MAX_BODY_BYTES};
 use raw::{respond, RawServer, Step};
 use sites::{HostileSite, HONEST_TARGETS};

@@ -2,11 +2,11 @@
 //! harvest equals an uninterrupted run's (same targets, same bytes), and no
 //! target is fetched twice.
 
-use forager::bench::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
-use forager::bench::server::SiteServer;
 use forager::config::JobSpec;
 use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
+use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager::sites::server::SiteServer;
 use forager::strategy::StrategyKind;
 use std::collections::BTreeMap;
 

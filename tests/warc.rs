@@ -7,7 +7,7 @@
 mod common;
 
 use bytes::Bytes;
-use forager::bench::server::{
+use forager::sites::server::{
     Body, Chunk, ChunkSource, Site, SiteRequest, SiteResponse, SiteServer,
 };
 use forager::fetch::{FetchConfig, Fetcher, Method, Politeness};
@@ -372,7 +372,7 @@ fn a_writer_killed_inside_records_leaves_valid_warc() {
 }
 
 fn crawl_job(dir: &Path, port: u16) -> PathBuf {
-    use forager::bench::fixture::{FIXTURE_HOST, FIXTURE_MAX_BODY};
+    use forager::sites::fixture::{FIXTURE_HOST, FIXTURE_MAX_BODY};
     let path = dir.join("warcjob.toml");
     let text = format!(
         "name = \"warcjob\"\nseeds = [\"http://{FIXTURE_HOST}:{port}/\"]\nseed = 7\n\
@@ -385,7 +385,7 @@ fn crawl_job(dir: &Path, port: u16) -> PathBuf {
 }
 
 fn crawl(job: &Path, state: &Path, port: u16, crash_at: Option<u32>) -> std::process::ExitStatus {
-    use forager::bench::fixture::{FIXTURE_HOST, OUTSIDE_HOST};
+    use forager::sites::fixture::{FIXTURE_HOST, OUTSIDE_HOST};
     let mut c = Command::new(env!("CARGO_BIN_EXE_forager"));
     c.arg("crawl")
         .arg(job)
@@ -407,7 +407,7 @@ fn crawl(job: &Path, state: &Path, port: u16, crash_at: Option<u32>) -> std::pro
 /// payload digest is the SHA-1 of the saved file, and every file is valid.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crawl_archives_every_manifest_target() {
-    use forager::bench::fixture::FixtureSite;
+    use forager::sites::fixture::FixtureSite;
     let fixture = FixtureSite::new().with_crawl_delay(None);
     let server = SiteServer::start(fixture.sites()).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();

@@ -12,11 +12,11 @@
 //! The walk is breadth-first, so a target's depth is its shortest link
 //! distance from the start page.
 
-use super::server::{Site, SiteRequest};
-use crate::config::ScopeKind;
+use crate::extract::ScopeKind;
 use crate::extract::{extract_links, resolve, ExtractLimits, Scope};
 use crate::fetch::{origin_key, RobotsRecord, RobotsRules, RobotsStatus, ROBOTS_MAX_BYTES};
 use crate::mime::{Label, TargetSet};
+use crate::sites::server::{Site, SiteRequest};
 use axum::http::{header, HeaderValue};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::Read;
@@ -48,7 +48,7 @@ pub struct WalkOptions {
 }
 
 impl WalkOptions {
-    /// Defaults of a crawl job (DESIGN §2, §5) classifying with `targets`.
+    /// Defaults of a crawl job (ARCHITECTURE.md § Job files, § Politeness and safety) classifying with `targets`.
     pub fn new(targets: TargetSet) -> Self {
         WalkOptions {
             classify: Arc::new(move |ct| targets.classify(ct)),
@@ -74,7 +74,7 @@ impl WalkOptions {
 
     /// The target set of the corpora sites (shared/corpora/README.md).
     pub fn corpora() -> Self {
-        let extra: Vec<String> = super::directory::CORPUS_TARGET_MIME
+        let extra: Vec<String> = crate::sites::directory::CORPUS_TARGET_MIME
             .iter()
             .map(|m| m.to_string())
             .collect();
@@ -459,7 +459,7 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn read_body(&self, body: super::server::Body, gzip: bool) -> (Vec<u8>, bool) {
+    fn read_body(&self, body: crate::sites::server::Body, gzip: bool) -> (Vec<u8>, bool) {
         let cap = self.opts.max_body;
         if gzip {
             // The cap counts decompressed bytes; the compressed body is
@@ -511,8 +511,8 @@ fn gunzip(data: &[u8], cap: usize) -> (Vec<u8>, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::directory::DirectorySite;
-    use crate::bench::server::SiteResponse;
+    use crate::sites::directory::DirectorySite;
+    use crate::sites::server::SiteResponse;
     use axum::http::StatusCode;
 
     /// A tiny site exercising what the walk must get right.

@@ -1,28 +1,14 @@
-//! Loopback websites for tests and for the efficiency benchmark (DESIGN §7).
+//! The efficiency and load benchmarks.
 //!
-//! Owns: the in-process HTTP server that serves several [`server::Site`]s at
-//! once under made-up host names ([`server`]), the site kinds it serves — a
-//! folder on disk ([`directory`]), a deterministic generated site of any size
-//! ([`synthetic`]), the small hand-made site of the end-to-end test
-//! ([`fixture`]) — and the ground truth of a site, computed by walking it in
-//! memory ([`groundtruth`]).
+//! Owns: running a job of the real engine over a loopback site from
+//! [`crate::sites`] ([`runner`]), the ground truth of a site computed by
+//! walking it in memory ([`groundtruth`]), the tables and plots of a run
+//! ([`report`]), and the daemon load benchmark ([`daemon_load`]).
 //!
-//! Must not touch: the crawl engine, the store or the network beyond
-//! 127.0.0.1. A site is plain synchronous code behind [`server::Site`]: the
-//! same object answers the HTTP server and the in-memory ground-truth walk, so
-//! both always see the same website.
+//! Must not touch: the network beyond 127.0.0.1. It sits above the engine and
+//! the daemon it measures, and below the CLI.
 
-pub mod directory;
-pub mod fixture;
+pub mod daemon_load;
 pub mod groundtruth;
-pub mod load;
 pub mod report;
 pub mod runner;
-pub mod server;
-pub mod synthetic;
-
-mod rng;
-
-pub use server::{
-    Body, Chunk, ChunkSource, RequestRecord, Site, SiteRequest, SiteResponse, SiteServer,
-};

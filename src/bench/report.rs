@@ -1,4 +1,4 @@
-//! Efficiency figures from traces: req@50/80/90, byte waste, tables and plots (DESIGN §7).
+//! Efficiency figures from traces: req@50/80/90, byte waste, tables and plots (ARCHITECTURE.md § Measuring).
 
 use super::groundtruth::GroundTruth;
 use super::runner::{RunResult, TraceRow};

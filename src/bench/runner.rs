@@ -7,12 +7,12 @@
 //! filters so no run learns from another.
 
 use super::groundtruth::{self, GroundTruth, WalkOptions};
-use super::server::Site;
-use super::synthetic::{Preset, SyntheticSite};
 use crate::config::{JobSpec, TargetsSpec};
 use crate::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, RequestKind, Runner};
 use crate::fetch::FetchConfig;
 use crate::mime::Preset as MimePreset;
+use crate::sites::server::Site;
+use crate::sites::synthetic::{Preset, SyntheticSite};
 use crate::store::JobCounters;
 use crate::strategy::{StrategyKind, StrategyStats};
 use anyhow::Context;
@@ -88,7 +88,7 @@ impl BenchSite {
     pub fn corpus_targets() -> TargetsSpec {
         let mut t = Self::statistics_targets();
         t.preset = MimePreset::None;
-        t.mime = super::directory::CORPUS_TARGET_MIME
+        t.mime = crate::sites::directory::CORPUS_TARGET_MIME
             .iter()
             .map(|m| m.to_string())
             .collect();
@@ -214,7 +214,7 @@ pub fn sanitize(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::server::SiteServer;
+    use crate::sites::server::SiteServer;
     use crate::store::ManifestRow;
 
     /// The URLs of a run's saved targets, in the order they were harvested.

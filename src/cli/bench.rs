@@ -1,11 +1,11 @@
 //! `forager bench`, `forager demo` and the hidden `forager serve-site`.
 
-use crate::bench::directory::DirectorySite;
-use crate::bench::load;
+use crate::bench::daemon_load;
 use crate::bench::report::{self, RunFigures};
 use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
-use crate::bench::server::{Site, SiteServer};
-use crate::bench::synthetic::Preset;
+use crate::sites::directory::DirectorySite;
+use crate::sites::server::{Site, SiteServer};
+use crate::sites::synthetic::Preset;
 use crate::strategy::StrategyKind;
 use anyhow::{bail, Context};
 use clap::Args;
@@ -304,7 +304,7 @@ fn cpu_mode(
         .unwrap_or_else(|| "synthetic:small".to_string());
     // The site runs in a child process so that this process's CPU time is the crawler's alone.
     let exe = std::env::current_exe().context("locating the forager binary")?;
-    let server = load::SiteProcess::spawn(&exe, &spec, 0, std::process::Stdio::inherit())?;
+    let server = daemon_load::SiteProcess::spawn(&exe, &spec, 0, std::process::Stdio::inherit())?;
     let addr = server.addr;
     std::fs::create_dir_all(&args.out)?;
     let state_root = args.out.join("state-cpu");
@@ -386,7 +386,7 @@ fn daemon_load(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         .copied()
         .unwrap_or(StrategyKind::Sb);
     let work_dir = std::env::temp_dir().join(format!("forager-load-{}", std::process::id()));
-    let options = load::LoadOptions {
+    let options = daemon_load::LoadOptions {
         exe: std::env::current_exe().context("locating the forager binary")?,
         jobs: args.jobs,
         site,
@@ -400,8 +400,8 @@ fn daemon_load(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         work_dir,
         keep: args.keep,
     };
-    let report = load::run(&options, |line| eprintln!("{line}"))?;
-    let text = load::format_report(&report);
+    let report = daemon_load::run(&options, |line| eprintln!("{line}"))?;
+    let text = daemon_load::format_report(&report);
     print!("{text}");
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -427,7 +427,7 @@ pub fn serve_site(args: ServeArgs) -> anyhow::Result<ExitCode> {
         } else {
             // One site object behind every name: N sites cost the memory of one.
             (1..=args.hosts)
-                .map(|i| (load::site_host(i), site.site.clone()))
+                .map(|i| (daemon_load::site_host(i), site.site.clone()))
                 .collect()
         };
         let server = SiteServer::start(sites).await?;

@@ -2,6 +2,7 @@
 
 use super::progress::ProgressObserver;
 use crate::config;
+use crate::daemon::signals;
 use crate::engine::{Engine, EngineConfig, JobOutcome, Runner};
 use crate::fetch::FetchConfig;
 use anyhow::Context;
@@ -79,12 +80,17 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
             cache_bytes: 64 << 20,
         })?;
         let (stop_tx, stop_rx) = watch::channel(false);
+        let mut signals = signals::listen().context("installing signal handlers")?;
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("forager: stopping after the current request (Ctrl-C again to abort)");
-                let _ = stop_tx.send(true);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
+            // The first SIGINT/SIGTERM (or a hang-up of the terminal) stops the
+            // job at a safe point; a second stop signal exits at once.
+            // The receiver lives on, so that the signal thread sees the second one.
+            while signals.recv().await.is_some() {
+                if !*stop_tx.borrow() {
+                    eprintln!(
+                        "forager: stopping after the requests in flight (Ctrl-C again to abort)"
+                    );
+                    let _ = stop_tx.send(true);
                 }
             }
         });

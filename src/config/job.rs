@@ -1,4 +1,4 @@
-//! Job specifications (DESIGN §2): one TOML file per job in the jobs folder.
+//! Job specifications (ARCHITECTURE.md § Job files): one TOML file per job in the jobs folder.
 
 use std::path::Path;
 use std::time::Duration;
@@ -8,7 +8,8 @@ use url::Url;
 
 use super::error::{quote, ConfigError};
 use super::reader::{Located, Node, Reader, Table};
-use super::{first, read_config_file, ScopeKind};
+use super::{first, read_config_file};
+use crate::extract::ScopeKind;
 use crate::mime::{Preset, TargetSet};
 use crate::strategy::StrategyKind;
 
@@ -195,7 +196,7 @@ pub struct BudgetSpec {
     pub requests: u64,
     /// Bytes downloaded; 0 = unlimited.
     pub bytes: u64,
-    /// Stop when new targets stop coming (DESIGN §3, early stopping).
+    /// Stop when new targets stop coming (ARCHITECTURE.md § Crawl loop, early stopping).
     pub early_stop: bool,
 }
 

@@ -1,6 +1,6 @@
 //! Daemon configuration and job specifications: parse, validate, defaults, clear errors.
 //!
-//! Owns: the TOML formats of DESIGN §2 (job files, [`JobSpec`]) and of the
+//! Owns: the TOML formats of ARCHITECTURE.md § Job files (job files, [`JobSpec`]) and of the
 //! daemon config ([`DaemonConfig`]), their defaults, and which files of the
 //! jobs folder are job files ([`is_job_file`]). Must not touch: the network,
 //! the store, or any file but the one it is asked to read.
@@ -29,21 +29,6 @@ pub use job::{
     MAX_NAME_LEN,
 };
 pub use units::{parse_duration, parse_size, show_duration, show_size};
-
-use serde::{Deserialize, Serialize};
-
-/// Which URLs belong to a job (DESIGN §2).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScopeKind {
-    /// The seed's host without `www.`, and its subdomains.
-    #[default]
-    Site,
-    /// The seed's host only.
-    Host,
-    /// Everything (linked-data crawls); politeness per pay-level domain.
-    Any,
-}
 
 /// The first of a non-empty error list (the `parse_*_all` functions never return an empty one).
 fn first(errors: Vec<ConfigError>) -> ConfigError {

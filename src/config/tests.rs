@@ -1,6 +1,7 @@
 //! Tests of the config module: examples, defaults, every error message, and no panic on any input.
 
 use super::*;
+use crate::extract::ScopeKind;
 use crate::mime::{Label, Preset};
 use crate::strategy::StrategyKind;
 use proptest::prelude::*;

@@ -1,7 +1,12 @@
-//! Unix signals: SIGTERM and SIGINT stop the daemon (a second one forces the
-//! exit), SIGHUP reloads its config and rescans the jobs folder.
+//! Unix signals, as one stream: SIGTERM and SIGINT stop (a second one forces
+//! the exit), SIGHUP reloads the daemon's config and rescans the jobs folder.
+//!
+//! The handlers come from `signal-hook`: its iterator runs on a thread of its
+//! own, so a signal is seen even while every runtime worker is busy, and the
+//! daemon and `forager crawl` read the same stream.
 
-use tokio::signal::unix::{signal, SignalKind};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 use tokio::sync::mpsc;
 use tracing::{error, info};
 
@@ -17,46 +22,44 @@ pub enum SignalEvent {
     Reload,
 }
 
-/// Install the handlers; events arrive on the returned channel. Must be
-/// called inside the tokio runtime.
+/// Install the handlers; events arrive on the returned channel.
 ///
 /// The first SIGTERM/SIGINT is forwarded; the second one exits the process at
 /// once (jobs resume from their last committed checkpoint at the next start).
 pub fn listen() -> std::io::Result<mpsc::UnboundedReceiver<SignalEvent>> {
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut stopping = false;
-        loop {
-            let event = tokio::select! {
-                Some(()) = term.recv() => SignalEvent::Shutdown { signal: "SIGTERM" },
-                Some(()) = int.recv() => SignalEvent::Shutdown { signal: "SIGINT" },
-                Some(()) = hup.recv() => SignalEvent::Reload,
-                else => return,
-            };
-            match event {
-                SignalEvent::Shutdown { signal } if stopping => {
-                    error!(
-                        signal,
-                        "second stop signal: exiting now; jobs resume from their last checkpoint"
-                    );
-                    std::process::exit(FORCED_EXIT_CODE);
+    std::thread::Builder::new()
+        .name("forager-signals".into())
+        .spawn(move || {
+            let mut stopping = false;
+            for number in signals.forever() {
+                let event = match number {
+                    SIGTERM => SignalEvent::Shutdown { signal: "SIGTERM" },
+                    SIGINT => SignalEvent::Shutdown { signal: "SIGINT" },
+                    _ => SignalEvent::Reload,
+                };
+                match event {
+                    SignalEvent::Shutdown { signal } if stopping => {
+                        error!(
+                            signal,
+                            "second stop signal: exiting now; jobs resume from their last checkpoint"
+                        );
+                        std::process::exit(FORCED_EXIT_CODE);
+                    }
+                    SignalEvent::Shutdown { signal } => {
+                        info!(
+                            signal,
+                            "stopping: jobs checkpoint, then the process exits (send it again to force)"
+                        );
+                        stopping = true;
+                    }
+                    SignalEvent::Reload => info!("SIGHUP: reloading the config and rescanning jobs"),
                 }
-                SignalEvent::Shutdown { signal } => {
-                    info!(
-                        signal,
-                        "stopping: jobs checkpoint, then the daemon exits (send it again to force)"
-                    );
-                    stopping = true;
+                if tx.send(event).is_err() {
+                    return;
                 }
-                SignalEvent::Reload => info!("SIGHUP: reloading the config and rescanning jobs"),
             }
-            if tx.send(event).is_err() {
-                return;
-            }
-        }
-    });
+        })?;
     Ok(rx)
 }

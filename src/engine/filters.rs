@@ -1,9 +1,10 @@
 //! Persistence of the shared MIME Bloom filters: raw 512-byte word chunks in the
 //! store's `shared` table, only the chunks that changed since the last commit.
 
+use crate::codec;
 use crate::learn::{BloomLayout, MimeFilters};
 use crate::mime::MimeFamily;
-use crate::store::{codec, JobDelta, Store, StoreError};
+use crate::store::{JobDelta, Store, StoreError};
 use std::collections::BTreeMap;
 
 const PREFIX: &str = "mime/";

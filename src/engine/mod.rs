@@ -1,4 +1,4 @@
-//! The job runner: the crawl loop of DESIGN §3, shared by `forager crawl`, the
+//! The job runner: the crawl loop of ARCHITECTURE.md § Crawl loop, shared by `forager crawl`, the
 //! daemon and the benchmark.
 //!
 //! Owns: one job's in-memory state (link records, seen set, counters), the
@@ -112,7 +112,7 @@ pub enum EngineError {
     Restore {
         job: String,
         #[source]
-        source: crate::store::codec::CodecError,
+        source: crate::codec::CodecError,
     },
     #[error("job {job}: stored state belongs to strategy {stored} (seed {stored_seed}); the job file now says {wanted} (seed {wanted_seed}). Run `forager purge {job}` to start it again")]
     StrategyChanged {

@@ -1,9 +1,10 @@
 //! Persistence of the robots.txt cache: one `shared` blob per origin,
 //! rewritten only when a newer copy was fetched, reloaded at start so a
-//! restart does not fetch every robots.txt again (DESIGN §5: once a day).
+//! restart does not fetch every robots.txt again (ARCHITECTURE.md § Politeness and safety: once a day).
 
+use crate::codec;
 use crate::fetch::{Fetcher, RobotsRecord};
-use crate::store::{codec, JobDelta, Store, StoreError};
+use crate::store::{JobDelta, Store, StoreError};
 use std::collections::HashMap;
 use std::sync::Mutex;
 

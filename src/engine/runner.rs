@@ -2,18 +2,18 @@
 
 use super::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
+use crate::codec;
 use crate::config::JobSpec;
 use crate::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use crate::extract::{self, ExtractLimits, PageLinks, Scope, UrlRules};
 use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules};
 use crate::learn::{EarlyStop, EarlyStopConfig};
+use crate::link::QueueKey;
 use crate::link::{Link, LinkId, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
 use crate::output::TargetDir;
-use crate::store::{
-    codec, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason,
-};
-use crate::strategy::{LabelSource, QueueKey, Strategy, StrategyStats, Triage};
+use crate::store::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
+use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 use url::Url;
 
-/// Redirect hops followed for one link (DESIGN §5).
+/// Redirect hops followed for one link (ARCHITECTURE.md § Politeness and safety).
 const MAX_REDIRECTS: usize = 10;
 
 /// Bytes of one HTML page read for link extraction (targets stream to disk

@@ -1,4 +1,4 @@
-//! Streaming link extraction with tag paths (DESIGN §3).
+//! Streaming link extraction with tag paths (ARCHITECTURE.md § Crawl loop).
 //!
 //! lol_html tokenises the page and calls us for every start tag; it gives no
 //! tree, so [`State`] keeps its own stack of open elements with HTML's implied

@@ -1,4 +1,4 @@
-//! Turning the bytes of a page into links the crawl can use (DESIGN §3, §5).
+//! Turning the bytes of a page into links the crawl can use (ARCHITECTURE.md § Crawl loop, § Politeness and safety).
 //!
 //! Owns: streaming HTML link extraction with lol_html ([`links`]: links from
 //! `a`/`area`/`iframe`/`frame`/meta refresh, their tag paths, anchor text,
@@ -20,4 +20,4 @@ pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, Page
 pub use normalize::{
     check_limits, normalize, resolve, LinkRejected, RejectCounts, UrlRules, DEFAULT_STRIP_PARAMS,
 };
-pub use scope::{politeness_key, Scope};
+pub use scope::{politeness_key, Scope, ScopeKind};

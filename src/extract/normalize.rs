@@ -1,4 +1,4 @@
-//! URL normalisation and link resolution (DESIGN §3, §5; issue 7 item 2).
+//! URL normalisation and link resolution (ARCHITECTURE.md § Crawl loop, § Politeness and safety; issue 7 item 2).
 //!
 //! Every URL the crawler compares, stores or counts goes through [`normalize`],
 //! so that two spellings of one resource (`%7e` vs `~`, `#top` vs nothing, a

@@ -1,8 +1,21 @@
-//! Which URLs belong to a job (DESIGN §2 scope rules) and which politeness
+//! Which URLs belong to a job (ARCHITECTURE.md § Job files scope rules) and which politeness
 //! bucket a URL falls in.
 
-use crate::config::ScopeKind;
+use serde::{Deserialize, Serialize};
 use url::{Host, Url};
+
+/// Which URLs belong to a job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeKind {
+    /// The seed's host without `www.`, and its subdomains.
+    #[default]
+    Site,
+    /// The seed's host only.
+    Host,
+    /// Everything (linked-data crawls); politeness per pay-level domain.
+    Any,
+}
 
 /// The scope of one job, built once from its kind and seeds.
 #[derive(Clone, Debug)]
@@ -78,7 +91,7 @@ impl Scope {
 }
 
 /// The politeness bucket of `url`: its host for `site`/`host` jobs, its
-/// pay-level domain for `any` jobs (DESIGN §2); IP literals are their own key.
+/// pay-level domain for `any` jobs (ARCHITECTURE.md § Job files); IP literals are their own key.
 pub fn politeness_key(url: &Url, kind: ScopeKind) -> String {
     let host = match url.host() {
         None => return String::new(),

@@ -1,5 +1,5 @@
 //! Sitemaps (sitemaps.org) listed in robots.txt: a free source of links
-//! (DESIGN §5). Reads the `<loc>` entries of a `<urlset>` or a
+//! (ARCHITECTURE.md § Politeness and safety). Reads the `<loc>` entries of a `<urlset>` or a
 //! `<sitemapindex>`, plain-text sitemaps (one URL per line), and gzip-compressed
 //! files of either, with the same URL rules and link cap as a page.
 //!

@@ -1,4 +1,4 @@
-//! Actions: groups of links whose tag paths are alike (DESIGN §3, sb-classifier Alg. 1).
+//! Actions: groups of links whose tag paths are alike (ARCHITECTURE.md § Crawl loop, sb-classifier Alg. 1).
 //!
 //! A tag path joins the action whose centroid is nearest by cosine similarity
 //! when that similarity is at least θ (0.75), otherwise it founds a new action.
@@ -609,7 +609,7 @@ impl<'de> Deserialize<'de> for ActionIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
     use proptest::prelude::*;
 
     /// Brute force: cosine against every centroid, ties to the lowest id.

@@ -1,4 +1,4 @@
-//! Sleeping bandit with the AUER score (DESIGN §3, sb-classifier §3.2).
+//! Sleeping bandit with the AUER score (ARCHITECTURE.md § Crawl loop, sb-classifier §3.2).
 //!
 //! score(a, t) = 0 when arm `a` is asleep (no unvisited link) or t = 0,
 //! otherwise `mean_reward(a) + α·sqrt(ln t / (n_selected(a) + 1e-6))`, α = 2√2.
@@ -312,7 +312,7 @@ impl<'de> Deserialize<'de> for AuerBandit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
     use proptest::prelude::*;
 
     /// Reference argmax: scan every awake arm, ties to the lowest id.

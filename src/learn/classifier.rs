@@ -1,4 +1,4 @@
-//! The online URL classifier: is a link HTML or a target? (DESIGN §3, sb-classifier §3.3)
+//! The online URL classifier: is a link HTML or a target? (ARCHITECTURE.md § Crawl loop, sb-classifier §3.3)
 //!
 //! - Warm-up: until `warmup_labels` (10) links are labelled HTML or target,
 //!   the classifier gives no prediction and the strategy asks the server (HEAD).
@@ -7,7 +7,7 @@
 //!   the binary model: the paper found that class unlearnable from URLs.
 //! - Online accuracy: a prediction is remembered (bounded memory, keyed by a
 //!   URL fingerprint) and scored when the label of that URL arrives.
-//! - Optional third outcome (DESIGN §3 "Beyond the paper", off by default): a
+//! - Optional third outcome (ARCHITECTURE.md § Crawl loop "Beyond the paper", off by default): a
 //!   second FTRL model learns "neither" vs the rest from every 2xx label; a link
 //!   it calls neither with p ≥ 0.9 is not fetched, except a fraction ε (0.17)
 //!   of them that are fetched anyway and trained with importance weight 1/ε
@@ -448,7 +448,7 @@ impl<'de> Deserialize<'de> for UrlClassifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()

@@ -1,10 +1,10 @@
-//! Early stopping (sb-classifier §4.8, DESIGN §3).
+//! Early stopping (sb-classifier §4.8, ARCHITECTURE.md § Crawl loop).
 //!
 //! Every `window` (k = 500) requests, the slope = new targets / k of that
 //! window feeds an exponential moving average with decay 0.8 (the first
 //! window starts it); the job stops when the average stays below 0.005 for 10
 //! consecutive windows. The paper's own values were lost in extraction: these
-//! are DESIGN's defaults, to be tuned on the benchmark.
+//! are the design's defaults, tuned on the benchmark.
 
 use serde::{Deserialize, Serialize};
 
@@ -137,7 +137,7 @@ impl EarlyStop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
 
     #[test]
     fn stops_after_ten_low_windows() {

@@ -1,4 +1,4 @@
-//! Hashed URL features for the URL classifier (DESIGN §3, LDCOC §4.2–4.3).
+//! Hashed URL features for the URL classifier (ARCHITECTURE.md § Crawl loop, LDCOC §4.2–4.3).
 //!
 //! A URL gives binary features with ids in a space of 2^22:
 //! - every character 2-gram of the lower-cased URL (the sb-classifier's

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 /// Logits are clamped so that σ never saturates to exactly 0 or 1.
 const MAX_LOGIT: f64 = 35.0;
 
-/// Hyper-parameters (DESIGN §3 defaults: α = 0.1, β = 1, λ1 = 1, λ2 = 1).
+/// Hyper-parameters (ARCHITECTURE.md § Crawl loop defaults: α = 0.1, β = 1, λ1 = 1, λ2 = 1).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FtrlConfig {
     pub alpha: f64,
@@ -247,7 +247,7 @@ impl<'de> Deserialize<'de> for FtrlModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
     use url::Url;
 
     fn f(u: &str) -> UrlFeatures {

@@ -1,4 +1,4 @@
-//! One Bloom filter per MIME family over normalised URLs (LDCOC §5, DESIGN §3).
+//! One Bloom filter per MIME family over normalised URLs (LDCOC §5, ARCHITECTURE.md § Crawl loop).
 //!
 //! Consulted before any HEAD request so that no URL is asked twice, across the
 //! jobs of a process and across restarts. The filters remember a job-neutral

@@ -1,4 +1,4 @@
-//! The learners behind the crawl strategies (DESIGN §3): pure, synchronous,
+//! The learners behind the crawl strategies (ARCHITECTURE.md § Crawl loop): pure, synchronous,
 //! deterministic given a seed.
 //!
 //! Owns: tag-path vectors ([`tagpath`]), action clustering ([`actions`]), the
@@ -8,7 +8,7 @@
 //!
 //! Must not touch: the network, the disk, the clock, threads or global state.
 //! Every learner is `Serialize + Deserialize` (through
-//! [`crate::store::codec`]) such that a restored learner makes exactly the
+//! [`crate::codec`]) such that a restored learner makes exactly the
 //! decisions the saved one would have made; configuration is not stored but
 //! given again after a restore (`set_config`).
 

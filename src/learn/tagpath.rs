@@ -1,4 +1,4 @@
-//! Tag-path vectors (DESIGN §3, sb-classifier §3.1).
+//! Tag-path vectors (ARCHITECTURE.md § Crawl loop, sb-classifier §3.1).
 //!
 //! A tag path `/html/body/div.c/ul/li/a` becomes the token sequence
 //! `[SOS] html body div.c ul li a [EOS]` (empty pieces, such as the one before
@@ -295,7 +295,7 @@ impl<'de> Deserialize<'de> for PathVectorizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
 
     fn entries(v: &SparseVector) -> Vec<(u16, f32)> {
         v.entries().iter().map(|e| (e.bucket, e.value)).collect()

@@ -3,7 +3,7 @@
 //! ([`conditional_headers`]), what the answer means ([`classify`]), and when to
 //! come back ([`schedule`]).
 //!
-//! Owns: these types, their stored encoding (through [`crate::store::codec`])
+//! Owns: these types, their stored encoding (through [`crate::codec`])
 //! and the revisit-interval rules. Must not touch: the network, the store's
 //! tables, the clock (every time is an argument), or crawl decisions beyond
 //! "when is this page due and how urgent is it".

@@ -15,9 +15,9 @@
 //! Listing pages of sections that publish often are thereby revisited first.
 //!
 //! Everything is integer seconds and serde data: a schedule and a learner
-//! encoded with [`crate::store::codec`] resume exactly after a kill.
+//! encoded with [`crate::codec`] resume exactly after a kill.
 
-use crate::store::codec::{self, CodecError};
+use crate::codec::{self, CodecError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Per-URL validators: ETag, Last-Modified and the SHA-256 of the body.
 
-use crate::store::codec::{self, CodecError};
+use crate::codec::{self, CodecError};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -1,7 +1,7 @@
 //! Durable state: one redb database per state directory.
 //!
 //! Owns: the schema (tables and key layout), encoding of every stored value
-//! ([`codec`]), and the single writer thread that commits checkpoints. Must not
+//! ([`crate::codec`]), and the single writer thread that commits checkpoints. Must not
 //! touch: the network, crawl decisions.
 //!
 //! Every job's state lives under its name in a handful of tables (keys are
@@ -21,7 +21,7 @@
 //! delta of every job in one transaction (group commit, `Durability::Immediate`),
 //! so a checkpoint is atomic and costs one fsync however many jobs run.
 
-pub mod codec;
+use crate::codec;
 mod crash_backend;
 mod schema;
 
@@ -29,7 +29,7 @@ pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, StopReason}
 
 use crate::crashpoint::{self, CrashPoint};
 use crate::link::LinkId;
-use crate::strategy::QueueKey;
+use crate::link::QueueKey;
 use redb::backends::FileBackend;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::collections::HashMap;

@@ -1,8 +1,8 @@
 //! The values stored per job. Changing one of these layouts means bumping
-//! [`super::codec::FORMAT_VERSION`].
+//! [`crate::codec::FORMAT_VERSION`].
 
 use crate::link::Link;
-use crate::strategy::QueueKey;
+use crate::link::QueueKey;
 use serde::{Deserialize, Serialize};
 
 /// A link waiting in the frontier, with the key its strategy gave it.
@@ -95,7 +95,7 @@ pub struct JobRecord {
     pub updated_at: u64,
 }
 
-/// One saved target, as in `manifest.jsonl` (DESIGN §6).
+/// One saved target, as in `manifest.jsonl` (ARCHITECTURE.md § Output).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestRow {
     pub url: String,
@@ -115,7 +115,7 @@ pub struct ManifestRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
+    use crate::codec;
 
     /// The layout of [`JobRecord`] before its blobs were marked as byte strings.
     #[derive(Serialize)]

@@ -3,10 +3,11 @@
 //! They enqueue every link, never HEAD, never learn. Targets are found when
 //! their turn in the queue comes.
 
-use super::{QueueKey, Strategy, StrategyKind, Triage};
+use super::{Strategy, StrategyKind, Triage};
+use crate::codec::{self, CodecError};
+use crate::link::QueueKey;
 use crate::link::{Link, LinkId};
 use crate::mime::Label;
-use crate::store::codec::{self, CodecError};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::VecDeque;

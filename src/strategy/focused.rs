@@ -8,11 +8,12 @@
 //! frontier has exactly the saved order. No RNG is used by the frontier; the
 //! seed only drives the classifier's ε-subsampling.
 
-use super::{LabelSource, QueueKey, Strategy, StrategyKind, StrategyStats, Triage};
+use super::{LabelSource, Strategy, StrategyKind, StrategyStats, Triage};
+use crate::codec::{self, CodecError};
 use crate::learn::{ClassifierConfig, UrlClassifier, Verdict};
+use crate::link::QueueKey;
 use crate::link::{Link, LinkId};
 use crate::mime::Label;
-use crate::store::codec::{self, CodecError};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

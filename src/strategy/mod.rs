@@ -24,18 +24,9 @@ pub use baseline::{Bfs, Dfs, RandomOrder};
 pub use focused::Focused;
 pub use sb::SleepingBandit;
 
-use crate::link::{Link, LinkId};
+use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
 use serde::{Deserialize, Serialize};
-
-/// Where a link sits in a strategy's frontier: an arm (`slot`: action id,
-/// host, pay-level domain) and a priority (`score`). Stored with the link so
-/// that a restored frontier is the frontier that was saved.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct QueueKey {
-    pub slot: u32,
-    pub score: f32,
-}
 
 /// What to do with a newly discovered link.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -179,7 +170,7 @@ pub trait Strategy: Send {
     fn save(&self) -> Vec<u8>;
 
     /// Restore what [`Strategy::save`] produced; the engine pushes the frontier afterwards.
-    fn restore(&mut self, bytes: &[u8]) -> Result<(), crate::store::codec::CodecError>;
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), crate::codec::CodecError>;
 
     fn stats(&self) -> StrategyStats {
         StrategyStats::default()

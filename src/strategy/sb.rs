@@ -1,4 +1,4 @@
-//! `sb`: the sleeping-bandit crawler of the sb-classifier paper (DESIGN §3), the default.
+//! `sb`: the sleeping-bandit crawler of the sb-classifier paper (ARCHITECTURE.md § Crawl loop), the default.
 //!
 //! - [`Strategy::triage`]: a known label is used as is; otherwise the URL
 //!   classifier predicts it (or, while warming up, asks for a HEAD). Targets
@@ -35,16 +35,15 @@
 //! resumed crawl takes the decisions of an uninterrupted one.
 
 use super::{
-    ActionReport, LabelSource, MemberReport, QueueKey, Strategy, StrategyKind, StrategyStats,
-    Triage,
+    ActionReport, LabelSource, MemberReport, Strategy, StrategyKind, StrategyStats, Triage,
 };
+use crate::codec::{self, CodecError};
 use crate::learn::{
     ActionConfig, ActionId, ActionIndex, ArmStats, AuerBandit, AuerConfig, ClassifierConfig,
     UrlClassifier, Verdict,
 };
-use crate::link::{Link, LinkId};
+use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
-use crate::store::codec::{self, CodecError};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
@@ -71,7 +70,7 @@ fn member_of(key: QueueKey) -> u32 {
     (key.score as u32).min(MAX_MEMBER)
 }
 
-/// FTRL's α of sb's URL classifier: 0.3, not DESIGN §3's 0.1 (beyond the paper).
+/// FTRL's α of sb's URL classifier: 0.3, not ARCHITECTURE.md § Crawl loop's 0.1 (beyond the paper).
 ///
 /// On sites where pages and files share a URL family and differ only in how
 /// the URL ends (Drupal-like `/node/N`), the class prior of the family swings
@@ -87,7 +86,7 @@ fn member_of(key: QueueKey) -> u32 {
 /// fake site, fails at 0.3.)
 pub const CLASSIFIER_ALPHA: f64 = 0.3;
 
-/// Tuning of the `sb` strategy (DESIGN §3 defaults, but [`CLASSIFIER_ALPHA`] and [`LinkPick`]).
+/// Tuning of the `sb` strategy (ARCHITECTURE.md § Crawl loop defaults, but [`CLASSIFIER_ALPHA`] and [`LinkPick`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SbConfig {
     pub actions: ActionConfig,
@@ -575,7 +574,8 @@ impl Strategy for SleepingBandit {
 /// An in-memory website and a miniature engine loop, for strategy tests.
 #[cfg(test)]
 pub(super) mod fake_site {
-    use super::super::{LabelSource, QueueKey, Strategy, Triage};
+    use super::super::{LabelSource, Strategy, Triage};
+    use crate::link::QueueKey;
     use crate::link::{Link, LinkId, TagPath};
     use crate::mime::Label;
     use rand::{Rng, SeedableRng};

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 
-use forager::bench::server::{Site, SiteServer};
-use forager::bench::synthetic::{Preset, SyntheticSite};
+use forager::sites::server::{Site, SiteServer};
+use forager::sites::synthetic::{Preset, SyntheticSite};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

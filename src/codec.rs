@@ -86,8 +86,8 @@ mod tests {
 
     #[test]
     fn a_frontier_entry_decodes_its_key_as_a_prefix() {
+        use crate::link::QueueKey;
         use crate::store::FrontierEntry;
-        use crate::strategy::QueueKey;
         let entry = FrontierEntry {
             key: QueueKey {
                 slot: 70_000,
@@ -121,7 +121,7 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = decode::<Link>(&bytes);
-            let _ = decode_prefix::<crate::strategy::QueueKey>(&bytes);
+            let _ = decode_prefix::<crate::link::QueueKey>(&bytes);
             let _ = decode::<Vec<(u64, String)>>(&bytes);
         }
 

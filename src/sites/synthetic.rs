@@ -2543,7 +2543,7 @@ mod tests {
     #[test]
     #[ignore]
     fn serving_rate() {
-        use crate::bench::SiteServer;
+        use crate::sites::SiteServer;
         use std::sync::Arc;
         let site = Arc::new(SyntheticSite::preset(Preset::Large, 1).unwrap());
         let paths: Vec<String> = (0..20_000u64)

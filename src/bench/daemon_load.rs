@@ -916,7 +916,8 @@ fn run_in(opts: &LoadOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{parse_daemon, parse_job, ScopeKind};
+    use crate::config::{parse_daemon, parse_job};
+    use crate::extract::ScopeKind;
 
     #[test]
     fn generated_job_files_and_config_are_valid() {

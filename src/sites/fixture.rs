@@ -887,7 +887,7 @@ mod tests {
     /// Over HTTP: GET, HEAD, 404, redirects and gzip as a crawler sees them.
     #[tokio::test]
     async fn served_over_http() {
-        let server = crate::bench::SiteServer::start(FixtureSite::new().sites())
+        let server = crate::sites::SiteServer::start(FixtureSite::new().sites())
             .await
             .unwrap();
         let client = |gzip: bool| {
