@@ -7,13 +7,13 @@
 mod common;
 
 use bytes::Bytes;
-use forager::sites::server::{
-    Body, Chunk, ChunkSource, Site, SiteRequest, SiteResponse, SiteServer,
-};
 use forager::fetch::{FetchConfig, Fetcher, Method, Politeness};
 use forager::output::warc::{
     self, read, Metadata, Payload, Revisit, WarcConfig, WarcWriter, PROFILE_IDENTICAL_PAYLOAD,
     PROFILE_NOT_MODIFIED,
+};
+use forager::sites::server::{
+    Body, Chunk, ChunkSource, Site, SiteRequest, SiteResponse, SiteServer,
 };
 use forager::store::ManifestRow;
 use hyper::header::{self, HeaderValue};
