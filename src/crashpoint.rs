@@ -18,6 +18,8 @@ pub enum CrashPoint {
     TargetWrite,
     /// After a target was renamed to its final name, before its manifest row commits.
     TargetSaved,
+    /// Inside a WARC record: its header and block written, its gzip member not finished.
+    WarcWrite,
 }
 
 impl CrashPoint {
@@ -26,6 +28,7 @@ impl CrashPoint {
             "store-write" => Some(CrashPoint::StoreWrite),
             "target-write" => Some(CrashPoint::TargetWrite),
             "target-saved" => Some(CrashPoint::TargetSaved),
+            "warc-write" => Some(CrashPoint::WarcWrite),
             _ => None,
         }
     }
@@ -53,7 +56,7 @@ fn armed() -> Option<&'static Armed> {
                 })
             });
             if parsed.is_none() {
-                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved); ignored");
+                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write); ignored");
             }
             parsed
         })

@@ -7,8 +7,11 @@
 //! which need nothing of the crawl and sit at the bottom.
 //!
 //! The small shared vocabulary lives at the bottom too: [`link`] (what a link
-//! is), [`mime`] (what a response is: HTML, target or neither) and [`codec`]
-//! (how every stored value is encoded). `ARCHITECTURE.md` draws the map.
+//! is), [`mime`] (what a response is: HTML, target or neither), [`exchange`]
+//! (what an HTTP exchange looked like on the wire, for the WARC writer) and
+//! [`codec`] (how every stored value is encoded). [`revisit`] holds the pure
+//! logic of conditional revisits (validators, schedule). `ARCHITECTURE.md`
+//! draws the map.
 
 pub mod bench;
 pub mod cli;
@@ -17,12 +20,14 @@ pub mod config;
 pub mod crashpoint;
 pub mod daemon;
 pub mod engine;
+pub mod exchange;
 pub mod extract;
 pub mod fetch;
 pub mod learn;
 pub mod link;
 pub mod mime;
 pub mod output;
+pub mod revisit;
 pub mod sites;
 pub mod store;
 pub mod strategy;

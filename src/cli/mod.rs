@@ -31,6 +31,7 @@ macro_rules! errln {
 
 mod bench;
 mod crawl;
+mod export;
 mod inspect;
 pub(crate) mod out;
 mod progress;
@@ -71,6 +72,8 @@ enum Command {
     },
     /// Show why a job crawls where it does: its top actions and the classifier's accuracy.
     Explain(inspect::ExplainArgs),
+    /// Copy a job's harvest to a folder (URL paths or flat, or WARC) with a CSV/JSON index; safe while the daemon runs.
+    Export(export::ExportArgs),
     /// Delete everything stored for a job (frontier, learned state, manifest rows; target files stay).
     Purge(inspect::PurgeArgs),
     /// Rebuild a damaged state database: move it aside and copy every job that still reads into a new one.
@@ -117,6 +120,7 @@ pub fn main() -> ExitCode {
         Command::Crawl(args) => crawl::run(args),
         Command::Check { files, daemon } => inspect::check(&files, daemon),
         Command::Explain(args) => inspect::explain(args),
+        Command::Export(args) => export::run(args),
         Command::Purge(args) => inspect::purge(args),
         Command::Repair(args) => inspect::repair(args),
         Command::Daemon { config } => crate::daemon::main(&config).map(|()| ExitCode::SUCCESS),

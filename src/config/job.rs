@@ -45,7 +45,11 @@ const TOP_FIELDS: &[&str] = &[
     "budget",
     "politeness",
     "limits",
+    "output",
 ];
+const OUTPUT_FIELDS: &[&str] = &["warc", "warc_max_size"];
+/// Range of `output.warc_max_size`: below 1 MiB a job makes thousands of files; above 64 GiB no tool copes.
+const WARC_SIZE_RANGE: (u64, u64) = (1 << 20, 64 << 30);
 const TARGETS_FIELDS: &[&str] = &["preset", "mime", "block_mime", "block_ext"];
 const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop"];
 const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent"];
@@ -102,6 +106,7 @@ pub struct JobSpec {
     pub budget: BudgetSpec,
     pub politeness: PolitenessSpec,
     pub limits: LimitsSpec,
+    pub output: OutputSpec,
 }
 
 impl JobSpec {
@@ -117,6 +122,28 @@ impl JobSpec {
             budget: BudgetSpec::default(),
             politeness: PolitenessSpec::default(),
             limits: LimitsSpec::default(),
+            output: OutputSpec::default(),
+        }
+    }
+}
+
+/// The `[output]` table: what a job writes besides its target files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputSpec {
+    /// Archive every exchange as WARC 1.1 under `targets/<job>/warc/`. Off by
+    /// default: a WARC holds every target a second time (and every page), and
+    /// a job whose file gains `warc = true` later gets WARC from then on only
+    /// (`forager export --warc` covers what came before).
+    pub warc: bool,
+    /// A new WARC file is started once the current one reaches this size.
+    pub warc_max_size: u64,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec {
+            warc: false,
+            warc_max_size: crate::output::warc::DEFAULT_MAX_SIZE,
         }
     }
 }
@@ -301,6 +328,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
     let budget = sub_table(r, root, "budget", BUDGET_FIELDS, read_budget);
     let politeness = sub_table(r, root, "politeness", POLITENESS_FIELDS, read_politeness);
     let limits = sub_table(r, root, "limits", LIMITS_FIELDS, read_limits);
+    let output = sub_table(r, root, "output", OUTPUT_FIELDS, read_output);
 
     let seeds = seeds?;
     let limits = limits?;
@@ -327,6 +355,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
         budget: budget?,
         politeness: politeness?,
         limits,
+        output: output?,
     })
 }
 
@@ -510,6 +539,34 @@ fn read_budget(r: &mut Reader<'_>, t: &Table<'_>) -> Option<BudgetSpec> {
         requests: requests.unwrap_or(Some(d.requests))?,
         bytes: bytes.unwrap_or(Some(d.bytes))?,
         early_stop: early_stop.unwrap_or(Some(d.early_stop))?,
+    })
+}
+
+fn read_output(r: &mut Reader<'_>, t: &Table<'_>) -> Option<OutputSpec> {
+    let d = OutputSpec::default();
+    let warc = optional(t, "warc", |n| r.bool(&t.child("warc"), n));
+    let max_size = optional(t, "warc_max_size", |n| {
+        let field = t.child("warc_max_size");
+        let size = r.size(&field, n)?;
+        let (lo, hi) = WARC_SIZE_RANGE;
+        if !(lo..=hi).contains(&size) {
+            r.invalid(
+                &field,
+                n,
+                format!(
+                    "{} is out of range ({} to {})",
+                    super::show_size(size),
+                    super::show_size(lo),
+                    super::show_size(hi)
+                ),
+            );
+            return None;
+        }
+        Some(size)
+    });
+    Some(OutputSpec {
+        warc: warc.unwrap_or(Some(d.warc))?,
+        warc_max_size: max_size.unwrap_or(Some(d.warc_max_size))?,
     })
 }
 

@@ -448,7 +448,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}nmae = \"y\"\n")),
-        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits)"
+        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
@@ -472,7 +472,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}\"odd key\" = 1\n")),
-        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits)"
+        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output)"
     );
 }
 
@@ -1102,4 +1102,34 @@ proptest! {
         let text = format!("{HEAD}{table}{key} = {value}\n");
         check_job_outcome(&text)?;
     }
+}
+
+// ---------------------------------------------------------------- [output]
+
+#[test]
+fn output_defaults_to_no_warc_and_takes_a_size() {
+    let j = job(HEAD);
+    assert!(!j.output.warc);
+    assert_eq!(j.output.warc_max_size, 1 << 30);
+    let j = job(&format!(
+        "{HEAD}[output]\nwarc = true\nwarc_max_size = \"100 MiB\"\n"
+    ));
+    assert!(j.output.warc);
+    assert_eq!(j.output.warc_max_size, 100 << 20);
+}
+
+#[test]
+fn output_errors_name_the_field() {
+    assert_eq!(
+        job_err(&format!("{HEAD}[output]\nwarc = \"yes\"\n")),
+        "jobs.d/x.toml:4: output.warc: expected a boolean, found a string"
+    );
+    let small = job_err(&format!("{HEAD}[output]\nwarc_max_size = 1000\n"));
+    assert!(
+        small.starts_with("jobs.d/x.toml:4: output.warc_max_size: ")
+            && small.contains("out of range"),
+        "{small}"
+    );
+    let unknown = job_err(&format!("{HEAD}[output]\nwrac = true\n"));
+    assert!(unknown.contains("output.wrac: unknown field"), "{unknown}");
 }

@@ -908,8 +908,27 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        // Taken before `resp` goes: the WARC hook needs the exchange as it happened.
+        let exchange = self.spec.output.warc.then(|| resp.exchange_head());
         drop(resp);
         let saved = file.finish().map_err(out_err)?;
+        if let Some(head) = &exchange {
+            let meta = crate::output::warc::Metadata {
+                via: link.referrer.as_ref().map(|u| u.to_string()),
+                tag_path: Some(link.tag_path.to_string()),
+                label: Some("target".to_string()),
+            };
+            self.out
+                .archive_target(
+                    &self.spec.output,
+                    url.as_str(),
+                    head,
+                    &saved,
+                    truncated,
+                    &meta,
+                )
+                .map_err(out_err)?;
+        }
         self.counters.bytes += saved.bytes;
         self.counters.target_bytes += saved.bytes;
         self.counters.targets += 1;

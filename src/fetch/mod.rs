@@ -27,9 +27,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use reqwest::header::{
-    HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT,
+    HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, LOCATION,
+    RETRY_AFTER, USER_AGENT,
 };
 use url::{Host, Url};
+
+use crate::exchange::{ExchangeHead, HttpHead};
 
 pub use error::{FetchError, TimeoutPhase};
 pub use robots::{
@@ -51,6 +54,13 @@ const HOST_IDLE_TTL: Duration = Duration::from_secs(3600);
 const MAX_HOSTS: usize = 65_536;
 /// Largest first allocation for a body, whatever Content-Length claims.
 const MAX_PREALLOC: usize = 1024 * 1024;
+/// The Accept value reqwest's client adds by default, set explicitly so the
+/// recorded request is the one sent (an explicit value stops the default).
+const ACCEPT_VALUE: &str = "*/*";
+/// The Accept-Encoding value reqwest's decompression layer (tower-http, with
+/// gzip, brotli, zstd and deflate on) would add; set explicitly for the same
+/// reason. Decompression does not depend on who set the header.
+const ACCEPT_ENCODING_VALUE: &str = "zstd,gzip,deflate,br";
 
 /// Settings of the shared fetcher (daemon-wide, not per job).
 #[derive(Clone, Debug)]
@@ -228,8 +238,17 @@ impl Fetcher {
             .inner
             .client
             .request(method.into(), url.clone())
-            .header(USER_AGENT, user_agent);
-        let sent = tokio::time::timeout_at(head_limit, request.send()).await;
+            .header(USER_AGENT, user_agent)
+            .header(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE))
+            .header(
+                ACCEPT_ENCODING,
+                HeaderValue::from_static(ACCEPT_ENCODING_VALUE),
+            )
+            .build()
+            .map_err(|e| self.map_send_error(url, e))?;
+        let request_headers = recorded_request_headers(url, request.headers());
+        let sent_at = SystemTime::now();
+        let sent = tokio::time::timeout_at(head_limit, self.inner.client.execute(request)).await;
         // The server has surely seen the request once its answer (or failure) is
         // back: spacing from here keeps the gap the server sees ≥ the delay, even
         // when this request paid for a new connection and the next one does not.
@@ -302,6 +321,9 @@ impl Fetcher {
 
         Ok(Response {
             status,
+            method,
+            request_headers,
+            sent_at,
             url: url.clone(),
             location,
             content_type,
@@ -553,6 +575,37 @@ impl Fetcher {
     }
 }
 
+/// The request fields as the server receives them: Host first (hyper adds it
+/// from the URL's authority, with the port only when it is not the default),
+/// then the fields set on the request.
+fn recorded_request_headers(url: &Url, headers: &HeaderMap) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::with_capacity(headers.len() + 1);
+    if !headers.contains_key(reqwest::header::HOST) {
+        let host = url.host_str().unwrap_or_default();
+        let host = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        out.push(("host".to_string(), host.into_bytes()));
+    }
+    out.extend(
+        headers
+            .iter()
+            .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec())),
+    );
+    out
+}
+
+fn version_str(v: reqwest::Version) -> &'static str {
+    match v {
+        reqwest::Version::HTTP_09 => "HTTP/0.9",
+        reqwest::Version::HTTP_10 => "HTTP/1.0",
+        reqwest::Version::HTTP_2 => "HTTP/2.0",
+        reqwest::Version::HTTP_3 => "HTTP/3.0",
+        _ => "HTTP/1.1",
+    }
+}
+
 fn validate_url(url: &Url) -> Result<(), FetchError> {
     let reason = if !matches!(url.scheme(), "http" | "https") {
         "only http and https are fetched"
@@ -584,6 +637,10 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
 pub struct Response {
     /// HTTP status code.
     pub status: u16,
+    method: Method,
+    /// The request's header fields as handed to the HTTP library (Host added as hyper adds it).
+    request_headers: Vec<(String, Vec<u8>)>,
+    sent_at: SystemTime,
     /// The URL requested (redirects are not followed).
     pub url: Url,
     /// For 3xx: the Location header resolved against `url`.
@@ -622,6 +679,59 @@ impl Response {
     /// All response headers (after decompression removed Content-Encoding/Length).
     pub fn headers(&self) -> &HeaderMap {
         self.inner.headers()
+    }
+
+    /// The negotiated HTTP version, spelled as in a status line (`HTTP/1.1`, `HTTP/2.0`).
+    pub fn http_version(&self) -> &'static str {
+        version_str(self.inner.version())
+    }
+
+    /// The peer's address, when the connection knows it.
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        self.inner.remote_addr()
+    }
+
+    /// The request as sent and the response head as received, for archiving
+    /// (WARC). Reading it changes nothing about the exchange. The header
+    /// lists are in map order (fields grouped by name, first-seen order); the
+    /// reason phrase is the server's when it sent a non-standard one.
+    pub fn exchange_head(&self) -> ExchangeHead {
+        let version = self.http_version();
+        let target = match self.url.query() {
+            Some(q) => format!("{}?{q}", self.url.path()),
+            None => self.url.path().to_string(),
+        };
+        let method = match self.method {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+        };
+        let status = self.inner.status();
+        let reason = self
+            .inner
+            .extensions()
+            .get::<hyper::ext::ReasonPhrase>()
+            .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
+            .or_else(|| status.canonical_reason().map(str::to_string))
+            .unwrap_or_default();
+        ExchangeHead {
+            request: HttpHead {
+                start_line: format!("{method} {target} {version}"),
+                headers: self.request_headers.clone(),
+            },
+            response: HttpHead {
+                start_line: format!("{version} {} {reason}", status.as_u16())
+                    .trim_end()
+                    .to_string(),
+                headers: self
+                    .inner
+                    .headers()
+                    .iter()
+                    .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+                    .collect(),
+            },
+            remote_ip: self.remote_addr().map(|a| a.ip()),
+            sent_at: self.sent_at,
+        }
     }
 
     /// The next decompressed chunk of the body, `None` at the end. Each chunk

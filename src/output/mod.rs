@@ -10,18 +10,33 @@
 //! are committed, so a crash can neither lose a committed target nor leave a
 //! half-written file under a final name. No part of a URL or of a server's headers ever becomes
 //! a file name: names are hex digests plus an extension from a fixed table.
+//!
+//! With `[output] warc = true` each saved target's exchange is also archived
+//! in `targets/<job>/warc/` ([`warc`]), written before the target's row
+//! commits and synced with the folder; `forager export` ([`export`]) copies a
+//! harvest out through the manifest and files alone.
 
+pub mod export;
+pub mod warc;
+
+use crate::config::OutputSpec;
 use crate::crashpoint::{self, CrashPoint};
+use crate::exchange::ExchangeHead;
 use crate::store::ManifestRow;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use warc::WarcWriter;
 
 /// The target folder of one job.
 #[derive(Clone, Debug)]
 pub struct TargetDir {
     dir: PathBuf,
+    job: String,
+    /// The job's WARC series, opened at the first archived exchange.
+    warc: Arc<Mutex<Option<WarcWriter>>>,
 }
 
 impl TargetDir {
@@ -29,7 +44,72 @@ impl TargetDir {
     pub fn create(state_dir: &Path, job: &str) -> io::Result<TargetDir> {
         let dir = state_dir.join("targets").join(job);
         fs::create_dir_all(dir.join(".partial"))?;
-        Ok(TargetDir { dir })
+        Ok(TargetDir {
+            dir,
+            job: job.to_string(),
+            warc: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// Where the job's WARC files go: `targets/<job>/warc/`.
+    pub fn warc_dir(&self) -> PathBuf {
+        self.dir.join("warc")
+    }
+
+    /// Archives the exchange of a saved target as WARC (response, request and
+    /// metadata records) when the job asks for WARC; call it after
+    /// [`TargetFile::finish`] and before the target's manifest row commits.
+    /// The first call opens the series, cutting a record a crash left
+    /// partial; [`TargetDir::sync`] makes the records durable with the names.
+    pub fn archive_target(
+        &self,
+        output: &OutputSpec,
+        final_url: &str,
+        head: &ExchangeHead,
+        saved: &SavedTarget,
+        truncated: bool,
+        meta: &warc::Metadata,
+    ) -> io::Result<()> {
+        if !output.warc {
+            return Ok(());
+        }
+        let mut slot = self
+            .warc
+            .lock()
+            .map_err(|_| io::Error::other("WARC writer poisoned by a panic"))?;
+        if slot.is_none() {
+            let (writer, recovery) = WarcWriter::open(warc::WarcConfig {
+                dir: self.warc_dir(),
+                prefix: self.job.clone(),
+                max_size: output.warc_max_size,
+                info: vec![
+                    ("isPartOf".to_string(), self.job.clone()),
+                    (
+                        "description".to_string(),
+                        "forager crawl. Payloads are archived as received after HTTP content \
+                         decoding (reqwest removes Content-Encoding), so Transfer-Encoding and \
+                         Content-Encoding appear as X-Archive-Orig-* fields and Content-Length \
+                         is the archived length; a body cut at the job's size cap has \
+                         WARC-Truncated: length. Targets only: pages are not archived."
+                            .to_string(),
+                    ),
+                ],
+            })?;
+            if recovery.truncated_bytes > 0 {
+                tracing::warn!(job = %self.job, file = ?recovery.resumed, cut = recovery.truncated_bytes, "WARC resumed after cutting a partial record");
+            }
+            *slot = Some(writer);
+        }
+        if let Some(writer) = slot.as_mut() {
+            writer.write_exchange(
+                final_url,
+                head,
+                warc::Payload::File(&self.dir.join(&saved.file)),
+                truncated,
+                Some(meta),
+            )?;
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -69,7 +149,15 @@ impl TargetDir {
     /// committing their manifest rows. One folder fsync per checkpoint, not
     /// per target (it cost a sixth of the CPU of saving a small target).
     pub fn sync(&self) -> io::Result<()> {
-        sync_dir(&self.dir)
+        sync_dir(&self.dir)?;
+        let mut slot = self
+            .warc
+            .lock()
+            .map_err(|_| io::Error::other("WARC writer poisoned by a panic"))?;
+        match slot.as_mut() {
+            Some(writer) => writer.sync(),
+            None => Ok(()),
+        }
     }
 
     /// Append committed rows to `manifest.jsonl`.

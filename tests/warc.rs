@@ -1,0 +1,462 @@
+//! WARC output end to end: real exchanges with a loopback server archived by
+//! the writer; `forager export --warc` SIGKILLed inside records and resumed.
+//! Every file is checked by forager's own reader (always) and by Python's
+//! `warcio check` / `warcio index` when python3 can import `warcio` (required
+//! when FORAGER_REQUIRE_WARCIO=1, as .ci/run sets it after installing warcio).
+
+mod common;
+
+use bytes::Bytes;
+use forager::fetch::{FetchConfig, Fetcher, Method, Politeness};
+use forager::output::warc::{
+    self, read, Metadata, Payload, Revisit, WarcConfig, WarcWriter, PROFILE_IDENTICAL_PAYLOAD,
+    PROFILE_NOT_MODIFIED,
+};
+use forager::sites::server::{
+    Body, Chunk, ChunkSource, Site, SiteRequest, SiteResponse, SiteServer,
+};
+use forager::store::ManifestRow;
+use hyper::header::{self, HeaderValue};
+use hyper::StatusCode;
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+const CSV: &[u8] = b"year,value\n2024,1\n2025,2\n";
+
+struct Archive;
+
+struct Chunks(u8);
+
+impl ChunkSource for Chunks {
+    fn next_chunk(&mut self) -> Option<Chunk> {
+        self.0 += 1;
+        (self.0 <= 3).then(|| Chunk::Data(Bytes::from(format!("part {}\n", self.0))))
+    }
+}
+
+impl Site for Archive {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        match req.path.as_str() {
+            "/" => SiteResponse::html("<a href=/data.csv>data</a>"),
+            "/data.csv" => SiteResponse::ok("text/csv", CSV)
+                .with_header(header::ETAG, HeaderValue::from_static("\"v1\""))
+                .with_header(
+                    header::LAST_MODIFIED,
+                    HeaderValue::from_static("Tue, 14 Nov 2023 22:13:20 GMT"),
+                ),
+            "/gz.csv" => {
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(CSV).unwrap();
+                SiteResponse::ok("text/csv", gz.finish().unwrap())
+                    .with_header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"))
+            }
+            "/chunked.txt" => SiteResponse::new(StatusCode::OK)
+                .with_header(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"))
+                .with_body(Body::stream(None, Chunks(0))),
+            "/not-modified" => SiteResponse::new(StatusCode::NOT_MODIFIED),
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
+/// Python's warcio command line, run as `python3 -c … ARGS` so that it need
+/// not be on PATH (a `pip install --user` puts its script elsewhere).
+const WARCIO: &str = "import sys; from warcio.cli import main; main()";
+
+/// Whether warcio is importable (else the Python checks are skipped, unless
+/// FORAGER_REQUIRE_WARCIO is set, as .ci/run does after installing it).
+fn have_warcio() -> bool {
+    let found = Command::new("python3")
+        .args(["-c", "import warcio"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("FORAGER_REQUIRE_WARCIO").is_none(),
+            "FORAGER_REQUIRE_WARCIO is set but python3 cannot import warcio"
+        );
+        eprintln!("warcio not found: skipping the Python checks (pip install warcio)");
+    }
+    found
+}
+
+/// `warcio check -v` and `warcio index` accept the file; returns the index lines.
+fn warcio_accepts(path: &Path) -> Option<Vec<String>> {
+    if !have_warcio() {
+        return None;
+    }
+    let check = Command::new("python3")
+        .args(["-c", WARCIO, "check", "-v"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&check.stdout).into_owned()
+        + &String::from_utf8_lossy(&check.stderr);
+    assert!(
+        check.status.success(),
+        "warcio check failed on {}:\n{out}",
+        path.display()
+    );
+    assert!(!out.contains("invalid"), "warcio check complains:\n{out}");
+    let index = Command::new("python3")
+        .args([
+            "-c",
+            WARCIO,
+            "index",
+            "-f",
+            "warc-type,warc-target-uri,length,offset",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        index.status.success(),
+        "warcio index failed: {}",
+        String::from_utf8_lossy(&index.stderr)
+    );
+    Some(
+        String::from_utf8_lossy(&index.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn live_exchanges_become_valid_warc() {
+    let server = SiteServer::start(vec![(
+        "site.test".to_string(),
+        Arc::new(Archive) as Arc<dyn Site>,
+    )])
+    .await
+    .unwrap();
+    let fetcher = Fetcher::new(FetchConfig {
+        allow_private: true,
+        resolve: vec![("site.test".to_string(), server.addr())],
+        ..FetchConfig::default()
+    })
+    .unwrap();
+    let politeness = Politeness {
+        delay: Duration::ZERO,
+        robots: false,
+        user_agent: "forager-warc-test/1".to_string(),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut w, _) = WarcWriter::open(WarcConfig {
+        dir: tmp.path().to_path_buf(),
+        prefix: "live".into(),
+        max_size: warc::DEFAULT_MAX_SIZE,
+        info: vec![("isPartOf".into(), "live".into())],
+    })
+    .unwrap();
+    let base = format!("http://site.test:{}", server.port());
+    let mut first_csv = None;
+    for path in [
+        "/",
+        "/data.csv",
+        "/gz.csv",
+        "/chunked.txt",
+        "/data.csv",
+        "/not-modified",
+    ] {
+        let url = url::Url::parse(&format!("{base}{path}")).unwrap();
+        let resp = fetcher
+            .send(Method::Get, &url, &politeness, "site.test")
+            .await
+            .unwrap();
+        let head = resp.exchange_head();
+        assert_eq!(head.remote_ip, Some(std::net::Ipv4Addr::LOCALHOST.into()));
+        assert_eq!(head.request.start_line, format!("GET {path} HTTP/1.1"));
+        let host = format!("site.test:{}", server.port());
+        assert_eq!(head.request.get("host"), Some(host.as_bytes()));
+        assert_eq!(
+            head.request.get("user-agent"),
+            Some(&b"forager-warc-test/1"[..])
+        );
+        assert!(head.request.get("accept-encoding").is_some());
+        let status = resp.status;
+        let body = resp.read_capped(1 << 20).await.unwrap();
+        if path == "/gz.csv" {
+            assert_eq!(body.bytes, CSV, "archived decoded");
+        }
+        match (path, status) {
+            ("/not-modified", 304) => {
+                let date = warc::warc_date(std::time::SystemTime::now());
+                w.write_revisit(&Revisit {
+                    head: &head,
+                    target_uri: url.as_str(),
+                    profile: PROFILE_NOT_MODIFIED,
+                    refers_to_uri: url.as_str(),
+                    refers_to_date: &date,
+                    refers_to_record: None,
+                    payload_digest: None,
+                })
+                .unwrap();
+            }
+            ("/data.csv", 200) if first_csv.is_some() => {
+                let (ids, date): &(warc::ExchangeIds, String) = first_csv.as_ref().unwrap();
+                assert_eq!(warc::sha1_label(&body.bytes), ids.payload_digest);
+                w.write_revisit(&Revisit {
+                    head: &head,
+                    target_uri: url.as_str(),
+                    profile: PROFILE_IDENTICAL_PAYLOAD,
+                    refers_to_uri: url.as_str(),
+                    refers_to_date: date,
+                    refers_to_record: Some(&ids.response),
+                    payload_digest: Some(&ids.payload_digest),
+                })
+                .unwrap();
+            }
+            (_, 200) => {
+                let meta = Metadata {
+                    via: (path != "/").then(|| format!("{base}/")),
+                    tag_path: Some("html/body/a".into()),
+                    label: Some(if path == "/" { "html" } else { "target" }.into()),
+                };
+                let ids = w
+                    .write_exchange(
+                        url.as_str(),
+                        &head,
+                        Payload::Bytes(&body.bytes),
+                        false,
+                        Some(&meta),
+                    )
+                    .unwrap();
+                if path == "/data.csv" {
+                    first_csv = Some((ids, warc::warc_date(head.sent_at)));
+                }
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    w.sync().unwrap();
+    let records = read::read_all(w.path()).unwrap();
+    let kinds: Vec<&str> = records.iter().map(|r| r.kind()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "warcinfo", "response", "request", "metadata", "response", "request", "metadata",
+            "response", "request", "metadata", "response", "request", "metadata", "revisit",
+            "request", "revisit", "request",
+        ]
+    );
+    for r in &records {
+        r.check_digests()
+            .unwrap_or_else(|e| panic!("{}: {e}", r.kind()));
+    }
+    let chunked = &records[10];
+    assert_eq!(
+        chunked.http_payload(),
+        Some(&b"part 1\npart 2\npart 3\n"[..])
+    );
+    let http = String::from_utf8_lossy(&chunked.block);
+    assert!(
+        http.contains("x-archive-orig-transfer-encoding: chunked"),
+        "{http}"
+    );
+    if let Some(index) = warcio_accepts(w.path()) {
+        assert_eq!(index.len(), records.len(), "{index:?}");
+    }
+}
+
+fn manifest_row(url: &str, body: &[u8]) -> ManifestRow {
+    let sha = hex::encode(Sha256::digest(body));
+    ManifestRow {
+        url: url.to_string(),
+        final_url: url.to_string(),
+        mime: "application/octet-stream".to_string(),
+        bytes: body.len() as u64,
+        sha256: sha.clone(),
+        file: sha,
+        referrer: None,
+        tag_path: "html/body/a".to_string(),
+        fetched_at: "2026-11-20T10:00:00Z".to_string(),
+        truncated: false,
+    }
+}
+
+fn export_warc(state: &Path, out: &Path, crash_at: Option<u32>) -> std::process::ExitStatus {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_forager"));
+    c.args(["export", "crashy", "--warc", "--state-dir"])
+        .arg(state)
+        .arg("--to")
+        .arg(out)
+        .env_remove(forager::crashpoint::ENV);
+    if let Some(n) = crash_at {
+        c.env(forager::crashpoint::ENV, format!("warc-write:{n}"));
+    }
+    c.status().unwrap()
+}
+
+/// `forager export --warc` is SIGKILLed inside a record again and again;
+/// each rerun cuts the partial record and goes on, and the end result is a
+/// valid WARC holding every manifest target with its payload digest.
+#[test]
+fn a_writer_killed_inside_records_leaves_valid_warc() {
+    let state = tempfile::tempdir().unwrap();
+    let job = state.path().join("targets").join("crashy");
+    std::fs::create_dir_all(&job).unwrap();
+    let mut manifest = String::new();
+    let mut rows = Vec::new();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in 0..6 {
+        // Incompressible and larger than the writer's buffer: a kill leaves a member's start on disk.
+        let body: Vec<u8> = (0..(300_000 + i * 1000))
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let row = manifest_row(&format!("http://crashy.test/file{i}.bin"), &body);
+        std::fs::write(job.join(&row.file), &body).unwrap();
+        manifest.push_str(&serde_json::to_string(&row).unwrap());
+        manifest.push('\n');
+        rows.push((row, body));
+    }
+    std::fs::write(job.join("manifest.jsonl"), manifest).unwrap();
+    let out = state.path().join("out");
+
+    let mut cut_tails = 0;
+    // Record numbers counted from each run's start (warcinfo first on the first run).
+    for n in [2u32, 4, 7, 3, 12, 5] {
+        let status = export_warc(state.path(), &out, Some(n));
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "warc-write:{n} ended with {status}"
+        );
+        let newest: PathBuf = warc::series(&out, "crashy-export")
+            .unwrap()
+            .pop()
+            .unwrap()
+            .1;
+        if read::read_all(&newest).is_err() {
+            cut_tails += 1;
+        }
+    }
+    assert!(
+        cut_tails >= 3,
+        "the kills landed inside records ({cut_tails})"
+    );
+    let status = export_warc(state.path(), &out, None);
+    assert!(status.success(), "{status}");
+
+    let files = warc::series(&out, "crashy-export").unwrap();
+    assert_eq!(files.len(), 1);
+    let records = read::read_all(&files[0].1).unwrap();
+    for r in &records {
+        r.check_digests().unwrap();
+    }
+    for (row, body) in &rows {
+        let digest = warc::sha1_label(body);
+        assert!(
+            records.iter().any(|r| r.kind() == "response"
+                && r.field("WARC-Target-URI") == Some(row.final_url.as_str())
+                && r.field("WARC-Payload-Digest") == Some(digest.as_str())
+                && r.http_payload() == Some(&body[..])),
+            "{} has its response record",
+            row.final_url
+        );
+    }
+    assert_eq!(records.iter().filter(|r| r.kind() == "warcinfo").count(), 1);
+    if let Some(index) = warcio_accepts(&files[0].1) {
+        assert_eq!(index.len(), records.len());
+    }
+}
+
+fn crawl_job(dir: &Path, port: u16) -> PathBuf {
+    use forager::sites::fixture::{FIXTURE_HOST, FIXTURE_MAX_BODY};
+    let path = dir.join("warcjob.toml");
+    let text = format!(
+        "name = \"warcjob\"\nseeds = [\"http://{FIXTURE_HOST}:{port}/\"]\nseed = 7\n\
+         [politeness]\ndelay = \"0s\"\nrobots = true\n\
+         [limits]\nmax_body = {FIXTURE_MAX_BODY}\n\
+         [output]\nwarc = true\nwarc_max_size = \"1 MiB\"\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn crawl(job: &Path, state: &Path, port: u16, crash_at: Option<u32>) -> std::process::ExitStatus {
+    use forager::sites::fixture::{FIXTURE_HOST, OUTSIDE_HOST};
+    let mut c = Command::new(env!("CARGO_BIN_EXE_forager"));
+    c.arg("crawl")
+        .arg(job)
+        .arg("--state-dir")
+        .arg(state)
+        .arg("--allow-private")
+        .args(["--resolve", &format!("{FIXTURE_HOST}=127.0.0.1:{port}")])
+        .args(["--resolve", &format!("{OUTSIDE_HOST}=127.0.0.1:{port}")])
+        .arg("--no-progress")
+        .env_remove(forager::crashpoint::ENV);
+    if let Some(n) = crash_at {
+        c.env(forager::crashpoint::ENV, format!("warc-write:{n}"));
+    }
+    c.status().unwrap()
+}
+
+/// A crawl with `[output] warc = true`, SIGKILLed inside WARC records and
+/// resumed: every target in the manifest has its response record, whose
+/// payload digest is the SHA-1 of the saved file, and every file is valid.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crawl_archives_every_manifest_target() {
+    use forager::sites::fixture::FixtureSite;
+    let fixture = FixtureSite::new().with_crawl_delay(None);
+    let server = SiteServer::start(fixture.sites()).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = crawl_job(tmp.path(), server.port());
+    let state = tmp.path().join("state");
+    let port = server.port();
+    let (job2, state2) = (job.clone(), state.clone());
+    let statuses = tokio::task::spawn_blocking(move || {
+        let mut s: Vec<_> = [5u32, 2, 9]
+            .into_iter()
+            .map(|n| crawl(&job2, &state2, port, Some(n)))
+            .collect();
+        s.push(crawl(&job2, &state2, port, None));
+        s
+    })
+    .await
+    .unwrap();
+    let killed = statuses.iter().filter(|s| s.signal() == Some(9)).count();
+    assert!(killed >= 2, "{statuses:?}");
+    assert!(statuses.last().unwrap().success(), "{statuses:?}");
+
+    let targets = state.join("targets").join("warcjob");
+    let manifest = common::manifest_by_final_url(&targets);
+    assert!(manifest.len() >= 5, "{manifest:?}");
+    let files = warc::series(&targets.join("warc"), "warcjob").unwrap();
+    assert!(!files.is_empty());
+    let mut responses = Vec::new();
+    for (_, path) in &files {
+        let records = read::read_all(path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(records[0].kind(), "warcinfo");
+        for r in &records {
+            r.check_digests().unwrap();
+        }
+        responses.extend(records.into_iter().filter(|r| r.kind() == "response"));
+        warcio_accepts(path);
+    }
+    let rows = std::fs::read_to_string(targets.join("manifest.jsonl")).unwrap();
+    for line in rows.lines() {
+        let row: ManifestRow = serde_json::from_str(line).unwrap();
+        let body = std::fs::read(targets.join(&row.file)).unwrap();
+        let digest = warc::sha1_label(&body);
+        assert!(
+            responses.iter().any(
+                |r| r.field("WARC-Target-URI") == Some(row.final_url.as_str())
+                    && r.field("WARC-Payload-Digest") == Some(digest.as_str())
+                    && r.field("WARC-IP-Address") == Some("127.0.0.1")
+            ),
+            "{} has no response record with its payload",
+            row.final_url
+        );
+    }
+}
