@@ -214,9 +214,9 @@ fn read_shared(db: &Database, path: &Path) -> (Vec<(String, Vec<u8>)>, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::QueueKey;
     use crate::link::{Link, LinkId};
     use crate::store::{JobDelta, JobRecord};
-    use crate::link::QueueKey;
 
     /// A store with `jobs` jobs of 200 frontier links, seen hashes and manifest rows each.
     fn pristine(dir: &Path, jobs: usize) {
