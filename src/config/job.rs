@@ -9,7 +9,7 @@ use url::Url;
 use super::error::{quote, ConfigError};
 use super::reader::{Located, Node, Reader, Table};
 use super::{first, read_config_file};
-use crate::extract::ScopeKind;
+use crate::extract::{PolitenessPer, ScopeKind};
 use crate::mime::{Preset, TargetSet};
 use crate::strategy::StrategyKind;
 
@@ -52,7 +52,10 @@ const OUTPUT_FIELDS: &[&str] = &["warc", "warc_max_size"];
 const WARC_SIZE_RANGE: (u64, u64) = (1 << 20, 64 << 30);
 const TARGETS_FIELDS: &[&str] = &["preset", "mime", "block_mime", "block_ext"];
 const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop"];
-const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent"];
+const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent", "max_in_flight", "per"];
+
+/// Most requests one job may keep in flight (each on its own politeness key).
+pub const MAX_IN_FLIGHT: u64 = 4096;
 const LIMITS_FIELDS: &[&str] = &[
     "max_body",
     "max_depth",
@@ -124,6 +127,24 @@ impl JobSpec {
             limits: LimitsSpec::default(),
             output: OutputSpec::default(),
         }
+    }
+
+    /// Requests kept in flight: the job file's `politeness.max_in_flight`, else
+    /// 1 within one site (one server: more would only queue on its key) and
+    /// 64 across the web.
+    pub fn max_in_flight(&self) -> usize {
+        match (self.politeness.max_in_flight, self.scope) {
+            (Some(n), _) => n as usize,
+            (None, ScopeKind::Site | ScopeKind::Host) => 1,
+            (None, ScopeKind::Any) => 64,
+        }
+    }
+
+    /// What one politeness key covers: `politeness.per`, else the scope's default.
+    pub fn politeness_per(&self) -> PolitenessPer {
+        self.politeness
+            .per
+            .unwrap_or_else(|| PolitenessPer::default_for(self.scope))
     }
 }
 
@@ -219,6 +240,11 @@ pub struct PolitenessSpec {
     pub robots: bool,
     /// Sent on every request; printable ASCII, never empty.
     pub user_agent: String,
+    /// Requests the job keeps in flight, never two on one politeness key;
+    /// `None`: the scope's default ([`JobSpec::max_in_flight`]).
+    pub max_in_flight: Option<u32>,
+    /// What one politeness key covers; `None`: the scope's default ([`JobSpec::politeness_per`]).
+    pub per: Option<PolitenessPer>,
 }
 
 impl Default for PolitenessSpec {
@@ -227,6 +253,8 @@ impl Default for PolitenessSpec {
             delay: Duration::from_secs(1),
             robots: true,
             user_agent: DEFAULT_USER_AGENT.to_owned(),
+            max_in_flight: None,
+            per: None,
         }
     }
 }
@@ -587,10 +615,23 @@ fn read_politeness(r: &mut Reader<'_>, t: &Table<'_>) -> Option<PolitenessSpec> 
             }
         }
     });
+    let max_in_flight = optional(t, "max_in_flight", |n| {
+        r.u64_in(&t.child("max_in_flight"), n, 1, MAX_IN_FLIGHT)
+            .map(|v| v as u32)
+    });
+    let per = optional(t, "per", |n| {
+        r.choice(
+            &t.child("per"),
+            n,
+            &[("host", PolitenessPer::Host), ("pld", PolitenessPer::Pld)],
+        )
+    });
     Some(PolitenessSpec {
         delay: delay.unwrap_or(Some(d.delay))?,
         robots: robots.unwrap_or(Some(d.robots))?,
         user_agent: user_agent.unwrap_or(Some(d.user_agent))?,
+        max_in_flight: max_in_flight.map_or(Some(None), |v| v.map(Some))?,
+        per: per.map_or(Some(None), |v| v.map(Some))?,
     })
 }
 

@@ -7,16 +7,19 @@
 //! HTML parsing ([`crate::extract`]), crawl policy ([`crate::strategy`]) or
 //! storage layout ([`crate::store`]) — it calls them.
 //!
-//! A job is sequential: one request at a time, which keeps a crawl a pure
-//! function of its seed and the site (the politeness delay dominates anyway).
-//! Concurrency comes from running many jobs.
+//! A job keeps up to `politeness.max_in_flight` steps in flight, never two on
+//! one politeness key; its bookkeeping is the I/O-free [`JobCore`] (`core.rs`,
+//! with its invariants), the async [`Runner`] only drives it. With one step in
+//! flight a crawl is a pure function of its seed and the site.
 
+mod core;
 pub mod filters;
 mod observer;
 mod robots_cache;
 mod runner;
 pub mod traps;
 
+pub use self::core::{Admitted, HeadAnswer, JobCore, StepTally};
 pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
 pub use runner::{url_hash, JobOutcome, Runner};
 

@@ -1,21 +1,37 @@
-//! One job's crawl loop.
+//! One job's crawl loop: a thin async driver around [`JobCore`].
+//!
+//! The driver keeps up to `max_in_flight` *steps* under way. A step is one
+//! link popped from the frontier: fetch it (robots.txt, redirects by hand),
+//! read its links or save it, ask HEADs, fetch the links the strategy wants
+//! now, then settle with the number of targets it found (the reward). Steps
+//! share the core behind a mutex that is never held across an await, so every
+//! decision about links is the core's, made in the order answers arrive.
+//!
+//! Politeness: a step starts only when its link's politeness key is ready —
+//! no step of this job on it, and the host's delay passed (asked of the
+//! fetcher). A link whose key is not ready waits in a bounded *parking*
+//! queue while other hosts are served, so a slow or blocked host never
+//! stalls the job. The fetcher enforces one request in flight and the delay
+//! per key anyway, across all jobs; the parking only keeps the job busy.
+//!
+//! With `max_in_flight = 1` and a ready host, a step starts only after the
+//! previous one settled: the crawl is the sequential one, and the same seed
+//! gives the same crawl.
 
-use super::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
+use super::core::{Admitted, HeadAnswer, JobCore, StepTally};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
-use crate::codec;
 use crate::config::JobSpec;
 use crate::extract::sitemap::{self, SITEMAP_TAG_PATH};
-use crate::extract::{self, ExtractLimits, PageLinks, Scope, UrlRules};
+use crate::extract::{self, ExtractLimits, PageLinks, UrlRules};
 use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules};
-use crate::learn::{EarlyStop, EarlyStopConfig};
-use crate::link::QueueKey;
-use crate::link::{Link, LinkId, TagPath};
+use crate::link::{Link, LinkId, QueueKey, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
 use crate::output::TargetDir;
-use crate::store::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
-use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use crate::store::{FrontierEntry, JobCounters, ManifestRow, StopReason};
+use crate::strategy::{LabelSource, StrategyStats};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -27,6 +43,9 @@ const MAX_REDIRECTS: usize = 10;
 /// Bytes of one HTML page read for link extraction (targets stream to disk
 /// up to `limits.max_body`; pages are held in memory).
 pub const MAX_PAGE_BYTES: u64 = 32 << 20;
+
+/// How often a job whose parked hosts are all held by other jobs looks again.
+const BUSY_RECHECK: Duration = Duration::from_millis(20);
 
 /// How a job run ended.
 #[derive(Debug, Clone)]
@@ -49,55 +68,49 @@ enum Fetched {
     Nothing,
 }
 
+/// A popped link waiting for its politeness key.
+struct Parked {
+    id: LinkId,
+    key: QueueKey,
+    entry: FrontierEntry,
+    host_key: String,
+}
+
+/// What the driver alone touches between steps.
+struct Driver {
+    last_checkpoint: Instant,
+    /// `manifest.jsonl` missed rows (a failed append): rewrite it from the store.
+    manifest_stale: bool,
+    /// Politeness keys with a step of this job under way, and how many.
+    busy: HashMap<String, usize>,
+    parked: VecDeque<Parked>,
+}
+
 /// Runs one job: restore, loop, checkpoint.
 pub struct Runner<'a> {
     engine: &'a Engine,
     spec: &'a JobSpec,
     targets: TargetSet,
-    scope: Scope,
     limits: Arc<ExtractLimits>,
     politeness: Politeness,
-    strategy: Box<dyn Strategy>,
-    /// Records of the frontier links not committed yet, by id (the strategy
-    /// holds only ids; committed records are read from the store when popped).
-    links: HashMap<LinkId, FrontierEntry>,
-    /// Hashes of every URL discovered (queued, fetched, dropped).
-    seen: HashSet<u64>,
-    next_link_id: u64,
-    next_manifest_row: u64,
-    counters: JobCounters,
-    early_stop: EarlyStop,
-    traps: TrapGuard,
-    /// Links of the current step that are in the seen set but neither in the
-    /// frontier nor done (fetch-now links, HEADs and redirect hops under way):
-    /// if the step is cancelled they go back to the frontier, so none is lost.
-    unsettled: HashMap<u64, Link>,
-    delta: JobDelta,
-    /// Manifest rows in `delta`, appended to `manifest.jsonl` once committed.
-    uncommitted_rows: Vec<ManifestRow>,
+    max_in_flight: usize,
+    per: extract::PolitenessPer,
+    core: Mutex<JobCore>,
     out: TargetDir,
-    observer: &'a mut (dyn CrawlObserver + Send),
-    last_checkpoint: Instant,
-    /// Header latency of the last answered request, for its event.
-    last_latency: Option<Duration>,
-    /// The link the current step popped, to put back if the step is abandoned.
-    in_step: Option<Popped>,
-    /// `manifest.jsonl` missed rows (a failed append): rewrite it from the store.
-    manifest_stale: bool,
+    observer: Mutex<&'a mut (dyn CrawlObserver + Send)>,
     /// Origins whose robots.txt sitemaps were queued in this run.
-    sitemap_origins: HashSet<String>,
-}
-
-/// A link taken from the strategy by the step under way.
-struct Popped {
-    id: LinkId,
-    key: QueueKey,
-    entry: FrontierEntry,
+    sitemap_origins: Mutex<HashSet<String>>,
+    driver: Mutex<Driver>,
 }
 
 /// First wait before retrying a paused job's checkpoint; it doubles up to the max.
 const PAUSE_RETRY_MIN: Duration = Duration::from_secs(1);
 const PAUSE_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Links parked for a busy politeness key, at most; past it the driver waits.
+fn park_limit(max_in_flight: usize) -> usize {
+    (max_in_flight * 8).max(1024)
+}
 
 impl<'a> Runner<'a> {
     /// Prepare a job: load its stored state if any, else start from its seeds.
@@ -120,39 +133,35 @@ impl<'a> Runner<'a> {
                 ..UrlRules::default()
             },
         });
-        let early_stop_config = EarlyStopConfig::default();
         let mut runner = Runner {
             engine,
             spec,
             targets: spec.targets.target_set(),
-            scope: Scope::new(spec.scope, &spec.seeds),
             limits,
             politeness: Politeness {
                 delay: spec.politeness.delay,
                 robots: spec.politeness.robots,
                 user_agent: spec.politeness.user_agent.clone(),
             },
-            strategy: spec.strategy.build(spec.seed),
-            links: HashMap::new(),
-            seen: HashSet::new(),
-            next_link_id: 0,
-            next_manifest_row: 0,
-            counters: JobCounters::default(),
-            early_stop: EarlyStop::new(early_stop_config),
-            traps: TrapGuard::new(DEFAULT_MAX_PATTERN_RUN),
-            unsettled: HashMap::new(),
-            delta: JobDelta::new(&spec.name),
-            uncommitted_rows: Vec::new(),
+            max_in_flight: spec.max_in_flight().max(1),
+            per: spec.politeness_per(),
+            core: Mutex::new(JobCore::new(spec)),
             out,
-            observer,
-            last_checkpoint: Instant::now(),
-            last_latency: None,
-            in_step: None,
-            manifest_stale: false,
-            sitemap_origins: HashSet::new(),
+            observer: Mutex::new(observer),
+            sitemap_origins: Mutex::new(HashSet::new()),
+            driver: Mutex::new(Driver {
+                last_checkpoint: Instant::now(),
+                manifest_stale: false,
+                busy: HashMap::new(),
+                parked: VecDeque::new(),
+            }),
         };
         runner.restore_or_seed()?;
         Ok(runner)
+    }
+
+    fn core(&self) -> MutexGuard<'_, JobCore> {
+        lock(&self.core)
     }
 
     fn restore_or_seed(&mut self) -> Result<(), EngineError> {
@@ -165,7 +174,7 @@ impl<'a> Runner<'a> {
             warn!(job = %job, error = %e, "could not clean partial target files");
         }
         let Some(record) = self.engine.store.job_record(&job)? else {
-            self.seed_frontier();
+            self.core().add_seeds(&self.spec.seeds);
             return Ok(());
         };
         if record.strategy != self.spec.strategy.name() || record.seed != self.spec.seed {
@@ -180,7 +189,8 @@ impl<'a> Runner<'a> {
         // The learner decodes on a second thread while the frontier loads:
         // the two dominate the time to the first request of a big job.
         let store = &self.engine.store;
-        let strategy = &mut self.strategy;
+        let core = self.core.get_mut().unwrap_or_else(|p| p.into_inner());
+        let strategy = core.strategy_mut();
         let (restored, loaded) = std::thread::scope(|s| {
             let restoring = s.spawn(|| strategy.restore(&record.strategy_state));
             let loaded = store.load_job(&job);
@@ -191,17 +201,12 @@ impl<'a> Runner<'a> {
         });
         restored.map_err(restore_err)?;
         let loaded = loaded?;
-        self.early_stop = codec::decode(&record.early_stop_state).map_err(restore_err)?;
-        self.traps = codec::decode(&record.trap_state).map_err(restore_err)?;
-        self.counters = record.counters;
-        self.next_link_id = record.next_link_id;
-        self.next_manifest_row = record.next_manifest_row;
-        self.seen = loaded.seen.into_iter().collect();
-        // Link records stay in the store until popped.
         let frontier = loaded.frontier.len();
-        for (id, key) in loaded.frontier {
-            self.strategy.push(id, key);
-        }
+        core.restore(&record, loaded.frontier, loaded.seen)
+            .map_err(restore_err)?;
+        // Seeds added to the job file since: crawled, even by a finished job.
+        let new_seeds = core.add_seeds(&self.spec.seeds);
+        let seen = core.seen_len();
         let rows: Vec<ManifestRow> = loaded.manifest.into_iter().map(|(_, r)| r).collect();
         self.out
             .rewrite_manifest(&rows)
@@ -212,89 +217,37 @@ impl<'a> Runner<'a> {
         info!(
             job = %job,
             frontier,
-            seen = self.seen.len(),
+            new_seeds,
+            seen,
             targets = rows.len(),
             "resumed from checkpoint"
         );
         Ok(())
     }
 
-    fn seed_frontier(&mut self) {
-        for seed in &self.spec.seeds {
-            let mut url = seed.clone();
-            extract::normalize(&mut url, &self.limits.url_rules);
-            if !self.seen.insert(url_hash(&url)) {
-                continue;
-            }
-            self.delta.seen_added.push(url_hash(&url));
-            let link = Link::seed(url);
-            // Seeds are pages by assumption: the strategy only chooses their queue.
-            let key = match self.strategy.triage(&link, Some(Label::Html)) {
-                Triage::Enqueue(key) => key,
-                _ => Default::default(),
-            };
-            self.enqueue(link, key);
-        }
-    }
-
-    fn enqueue(&mut self, link: Link, key: QueueKey) {
-        let id = LinkId(self.next_link_id);
-        self.next_link_id += 1;
-        let entry = FrontierEntry { link, key };
-        self.delta.frontier_added.push((id, entry.clone()));
-        self.links.insert(id, entry);
-        self.strategy.push(id, key);
-    }
-
     /// Crawl until the job finishes or `stop` turns true; checkpoint on the way out.
-    pub async fn run(mut self, mut stop: watch::Receiver<bool>) -> Result<JobOutcome, EngineError> {
+    pub async fn run(self, mut stop: watch::Receiver<bool>) -> Result<JobOutcome, EngineError> {
         let started = Instant::now();
         let job = self.spec.name.clone();
-        let mut reason = self.stored_stop_reason()?;
+        let mut reason = self.core().stored_stop_reason(self.spec);
         if reason.is_none() {
-            info!(job = %job, strategy = self.spec.strategy.name(), "crawl started");
+            info!(job = %job, strategy = self.spec.strategy.name(), max_in_flight = self.max_in_flight, "crawl started");
         }
         let mut stopping = false;
         while reason.is_none() {
-            if *stop.borrow() {
-                stopping = true;
-                break;
-            }
-            let stepped = tokio::select! {
-                biased;
-                // A closed channel (sender dropped) means stop too.
-                _ = stop.changed() => {
-                    self.abandon_step();
+            match self.crawl(&mut stop).await {
+                Ok(Some(r)) => reason = Some(r),
+                Ok(None) => {
                     stopping = true;
                     break;
-                }
-                r = self.step() => r,
-            };
-            let mut failed = match stepped {
-                Ok(r) => {
-                    reason = r;
-                    None
                 }
                 Err(e) if e.is_write_failure() => {
-                    self.abandon_step();
-                    Some(e)
+                    if self.pause_until_writable(e, &mut stop).await {
+                        stopping = true;
+                        break;
+                    }
                 }
                 Err(e) => return Err(e),
-            };
-            if failed.is_none()
-                && reason.is_none()
-                && self.last_checkpoint.elapsed() >= self.engine.checkpoint_interval
-            {
-                failed = self.checkpoint(None, false).await.err();
-            }
-            if let Some(e) = failed {
-                if !e.is_write_failure() {
-                    return Err(e);
-                }
-                if self.pause_until_writable(e, &mut stop).await {
-                    stopping = true;
-                    break;
-                }
             }
         }
         // The last checkpoint waits for a full disk too, unless a stop is asked for.
@@ -307,218 +260,275 @@ impl<'a> Runner<'a> {
                 Err(e) => return Err(e),
             }
         }
-        let stats = self.strategy.stats();
-        self.observer.finished(&self.counters, reason);
+        let (counters, stats, frontier_left) = {
+            let core = self.core();
+            (
+                core.counters.clone(),
+                core.strategy_stats(),
+                core.frontier_len(),
+            )
+        };
+        lock(&self.observer).finished(&counters, reason);
         match reason {
             Some(r) => {
-                info!(job = %job, reason = r.as_str(), requests = self.counters.requests, targets = self.counters.targets, "crawl finished")
+                info!(job = %job, reason = r.as_str(), requests = counters.requests, targets = counters.targets, "crawl finished")
             }
             None => {
-                info!(job = %job, requests = self.counters.requests, "crawl interrupted; state saved")
+                info!(job = %job, requests = counters.requests, "crawl interrupted; state saved")
             }
         }
         Ok(JobOutcome {
             stop: reason,
-            counters: self.counters.clone(),
+            counters,
             stats,
-            frontier_left: self.strategy.len(),
+            frontier_left,
             duration: started.elapsed(),
         })
     }
 
-    /// A job that already finished stays finished unless its budget grew.
-    fn stored_stop_reason(&self) -> Result<Option<StopReason>, EngineError> {
-        if self.strategy.is_empty() && self.counters.requests > 0 {
-            return Ok(Some(StopReason::FrontierEmpty));
-        }
-        Ok(self.budget_exhausted())
-    }
-
-    fn budget_exhausted(&self) -> Option<StopReason> {
-        let b = &self.spec.budget;
-        if b.requests > 0 && self.counters.requests >= b.requests {
-            Some(StopReason::RequestBudget)
-        } else if b.bytes > 0 && self.counters.bytes >= b.bytes {
-            Some(StopReason::ByteBudget)
-        } else {
-            None
-        }
-    }
-
-    /// One selection of the strategy: fetch the page, handle its links, reward.
-    async fn step(&mut self) -> Result<Option<StopReason>, EngineError> {
-        if let Some(r) = self.budget_exhausted() {
-            return Ok(Some(r));
-        }
-        if self.spec.budget.early_stop && self.early_stop.should_stop() {
-            return Ok(Some(StopReason::EarlyStop));
-        }
-        let Some((id, key)) = self.strategy.pop() else {
-            return Ok(Some(StopReason::FrontierEmpty));
-        };
-        let entry = match self.links.remove(&id) {
-            Some(entry) => Some(entry),
-            None => match self.engine.store.frontier_entry(&self.spec.name, id) {
-                Ok(entry) => entry,
-                Err(e) => {
-                    self.strategy.push(id, key);
-                    return Err(e.into());
+    /// Keep steps in flight until the job finishes (`Some(reason)`), a stop
+    /// is asked for (`None`), or a write fails (`Err`). Whatever is in flight
+    /// or parked when it returns is back in the frontier.
+    async fn crawl(
+        &self,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<Option<StopReason>, EngineError> {
+        let mut steps = FuturesUnordered::new();
+        let result = loop {
+            if *stop.borrow() {
+                break Ok(None);
+            }
+            let halt = self.core().should_stop(self.spec);
+            if halt.is_none() {
+                while steps.len() < self.max_in_flight {
+                    match self.next_step() {
+                        Ok(Some((id, host_key))) => {
+                            steps.push(async move {
+                                let r = self.step(id).await;
+                                (id, host_key, r)
+                            });
+                        }
+                        Ok(None) => break,
+                        Err(e) => return self.unwind(steps, Err(e)),
+                    }
                 }
-            },
+            }
+            if steps.is_empty() {
+                if let Some(r) = halt {
+                    break Ok(Some(r));
+                }
+                if lock(&self.driver).parked.is_empty() {
+                    break Ok(Some(StopReason::FrontierEmpty));
+                }
+            }
+            let wake = self.parked_wake();
+            tokio::select! {
+                biased;
+                // A closed channel (sender dropped) means stop too.
+                _ = stop.changed() => break Ok(None),
+                Some((id, host_key, r)) = steps.next(), if !steps.is_empty() => {
+                    self.release_key(&host_key);
+                    match r {
+                        Ok(tally) => self.core().settle_step(id, tally),
+                        Err(e) => break Err(e),
+                    }
+                }
+                _ = tokio::time::sleep(wake.unwrap_or(Duration::from_secs(3600))), if wake.is_some() => {}
+            }
+            let due =
+                lock(&self.driver).last_checkpoint.elapsed() >= self.engine.checkpoint_interval;
+            if due {
+                if let Err(e) = self.checkpoint(None, false).await {
+                    break Err(e);
+                }
+            }
         };
-        let Some(entry) = entry else {
-            warn!(job = %self.spec.name, link = %id, "frontier id without a link record; skipped");
-            self.delta.frontier_removed.push(id);
-            return Ok(None);
+        self.unwind(steps, result)
+    }
+
+    /// End a crawl loop: cancel the steps still in flight and put every link
+    /// they or the parking held back into the frontier.
+    fn unwind<S>(
+        &self,
+        steps: S,
+        result: Result<Option<StopReason>, EngineError>,
+    ) -> Result<Option<StopReason>, EngineError> {
+        drop(steps);
+        let parked: Vec<Parked> = {
+            let mut driver = lock(&self.driver);
+            driver.busy.clear();
+            driver.parked.drain(..).collect()
         };
-        self.in_step = Some(Popped {
-            id,
-            key,
-            entry: entry.clone(),
-        });
-        let targets_before = self.counters.targets;
-        let requests_before = self.counters.requests;
-        let popped_url = entry.link.url.clone();
-        let popped_referrer = entry.link.referrer.clone();
-        let mut work = vec![entry.link];
-        while let Some(link) = work.pop() {
-            if self.budget_exhausted().is_some() {
-                // Keep what could not be fetched: it stays in the frontier for a larger budget.
-                self.unsettled.remove(&url_hash(&link.url));
-                self.requeue(link);
+        let mut core = self.core();
+        core.abandon_all();
+        for p in parked.into_iter().rev() {
+            core.unpop(p.id, p.key, Some(p.entry));
+        }
+        result
+    }
+
+    /// The next link whose politeness key is ready, its step begun: a parked
+    /// one first, else the strategy's choice (parking those that must wait).
+    fn next_step(&self) -> Result<Option<(LinkId, String)>, EngineError> {
+        let mut driver = lock(&self.driver);
+        if let Some(i) = (0..driver.parked.len()).find(|&i| {
+            self.key_ready(
+                &driver,
+                &driver.parked[i].entry.link.url,
+                &driver.parked[i].host_key,
+            )
+        }) {
+            let Some(p) = driver.parked.remove(i) else {
+                return Ok(None);
+            };
+            *driver.busy.entry(p.host_key.clone()).or_default() += 1;
+            self.core().begin_step(p.id, p.key, Some(p.entry));
+            return Ok(Some((p.id, p.host_key)));
+        }
+        let limit = park_limit(self.max_in_flight);
+        while driver.parked.len() < limit {
+            let popped = {
+                let driver = &*driver;
+                let ready = |host: &str| {
+                    let Ok(url) = Url::parse(&format!("http://{host}/")) else {
+                        return true;
+                    };
+                    let key = extract::politeness_key(&url, self.per);
+                    self.key_ready(driver, &url, &key)
+                };
+                self.core().pop(&ready)
+            };
+            let Some((id, key, entry)) = popped else {
+                return Ok(None);
+            };
+            let entry = match entry {
+                Some(entry) => Some(entry),
+                None => match self.engine.store.frontier_entry(&self.spec.name, id) {
+                    Ok(entry) => entry,
+                    Err(e) => {
+                        self.core().unpop(id, key, None);
+                        return Err(e.into());
+                    }
+                },
+            };
+            let Some(entry) = entry else {
+                warn!(job = %self.spec.name, link = %id, "frontier id without a link record; skipped");
+                self.core().begin_step(id, key, None);
                 continue;
+            };
+            let host_key = self.host_key(&entry.link.url);
+            if self.key_ready(&driver, &entry.link.url, &host_key) {
+                *driver.busy.entry(host_key.clone()).or_default() += 1;
+                self.core().begin_step(id, key, Some(entry));
+                return Ok(Some((id, host_key)));
             }
-            let fetched = self.get(&link).await?;
-            if let Fetched::Page { url, links } = fetched {
-                let now = self.admit_links(&link, &url, *links).await?;
-                // A page is settled once its links are admitted, not before.
-                self.unsettled.remove(&url_hash(&url));
-                // Fetch predicted targets in page order.
-                work.extend(now.into_iter().rev());
-            }
-            self.unsettled.remove(&url_hash(&link.url));
+            driver.parked.push_back(Parked {
+                id,
+                key,
+                entry,
+                host_key,
+            });
         }
-        // Only a finished step removes its link from the stored frontier.
-        self.delta.frontier_removed.push(id);
-        self.in_step = None;
-        self.unsettled.clear();
-        let reward = (self.counters.targets - targets_before) as u32;
-        self.strategy.reward(key, reward);
-        self.traps.record_page(&popped_url, reward);
-        if let (true, Some(referrer)) = (reward > 0, &popped_referrer) {
-            self.traps.credit_referrer(referrer);
-        }
-        self.early_stop
-            .record(self.counters.requests - requests_before, u64::from(reward));
         Ok(None)
     }
 
-    /// Undo a step cancelled at an await point or stopped by a failed write:
-    /// its popped link goes back under its own id (the stored frontier still
-    /// has it) and every unsettled link goes back to the frontier.
-    fn abandon_step(&mut self) {
-        if let Some(p) = self.in_step.take() {
-            self.links.insert(p.id, p.entry);
-            self.strategy.push(p.id, p.key);
-        }
-        let mut links: Vec<Link> = self.unsettled.drain().map(|(_, l)| l).collect();
-        links.sort_by(|a, b| a.url.as_str().cmp(b.url.as_str()));
-        for link in links {
-            self.requeue(link);
+    /// No step of this job on the key, and the fetcher would start one now.
+    fn key_ready(&self, driver: &Driver, url: &Url, host_key: &str) -> bool {
+        !driver.busy.contains_key(host_key)
+            && self
+                .engine
+                .fetcher
+                .readiness(url, &self.politeness, host_key)
+                .is_some_and(|wait| wait.is_zero())
+    }
+
+    fn release_key(&self, host_key: &str) {
+        let mut driver = lock(&self.driver);
+        if let Some(n) = driver.busy.get_mut(host_key) {
+            *n -= 1;
+            if *n == 0 {
+                driver.busy.remove(host_key);
+            }
         }
     }
 
-    fn requeue(&mut self, link: Link) {
-        if let Triage::Enqueue(key) = self.strategy.triage(&link, Some(Label::Html)) {
-            self.enqueue(link, key);
-        } else {
-            self.enqueue(link, Default::default());
+    /// When a parked link's key may be ready: the soonest host delay among
+    /// them (a key held by another job is looked at again shortly).
+    fn parked_wake(&self) -> Option<Duration> {
+        let driver = lock(&self.driver);
+        let mut soonest: Option<Duration> = None;
+        for p in &driver.parked {
+            if driver.busy.contains_key(&p.host_key) {
+                continue; // woken by its step's end
+            }
+            let wait = self
+                .engine
+                .fetcher
+                .readiness(&p.entry.link.url, &self.politeness, &p.host_key)
+                .unwrap_or(BUSY_RECHECK)
+                .max(Duration::from_micros(100));
+            soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
         }
+        soonest
     }
 
-    /// Triage every new in-scope link of a page; returns the links to fetch now.
+    /// One step: fetch the popped link, handle its page's links, fetch the
+    /// links the strategy wants now. Returns what it found, for the reward.
+    async fn step(&self, id: LinkId) -> Result<StepTally, EngineError> {
+        let mut tally = StepTally::default();
+        let Some(first) = self.core().popped(id).map(|p| p.entry.link.clone()) else {
+            return Ok(tally);
+        };
+        let mut work = vec![first];
+        while let Some(link) = work.pop() {
+            if self.core().budget_exhausted(self.spec).is_some() {
+                // Keep what could not be fetched: it stays in the frontier for a larger budget.
+                self.core().keep_for_later(link);
+                continue;
+            }
+            let fetched = self.get(id, &link, &mut tally).await?;
+            if let Fetched::Page { url, links } = fetched {
+                let now = self
+                    .admit_links(id, &link, &url, *links, &mut tally)
+                    .await?;
+                // A page is settled once its links are admitted, not before.
+                self.core().settle_link(&url);
+                // Fetch predicted targets in page order.
+                work.extend(now.into_iter().rev());
+            }
+            self.core().settle_link(&link.url);
+        }
+        Ok(tally)
+    }
+
+    /// Triage every new in-scope link of a page (asking HEADs the strategy
+    /// wants); returns the links to fetch now.
     async fn admit_links(
-        &mut self,
+        &self,
+        step: LinkId,
         page: &Link,
         page_url: &Url,
         found: PageLinks,
+        tally: &mut StepTally,
     ) -> Result<Vec<Link>, EngineError> {
-        let r = &found.rejected;
-        self.counters.rejected_links += r.bad_url + r.scheme + r.too_long + r.repeated_segments;
-        let depth = page.depth + 1;
+        let known = |url: &Url| self.known_label(url);
+        let admitted = self
+            .core()
+            .admit_links(step, page, page_url, found, &known, self.spec);
         let mut fetch_now = Vec::new();
-        for l in found.links {
-            if !self.scope.contains(&l.url) {
-                self.counters.out_of_scope += 1;
-                continue;
-            }
-            let pattern_run = TrapGuard::run_of(&l.url, page_url, page.pattern_run);
-            if !self.traps.admits(&l.url, pattern_run) {
-                self.counters.trap_links += 1;
-                continue;
-            }
-            if self.spec.targets.blocks_extension(&l.url) {
-                self.counters.blocked += 1;
-                continue;
-            }
-            if self.spec.limits.max_depth > 0 && depth > self.spec.limits.max_depth {
-                self.counters.rejected_links += 1;
-                continue;
-            }
-            let h = url_hash(&l.url);
-            if !self.seen.insert(h) {
-                continue;
-            }
-            self.delta.seen_added.push(h);
-            let link = Link {
-                url: l.url,
-                tag_path: l.tag_path,
-                anchor: l.anchor,
-                depth,
-                referrer: Some(page_url.clone()),
-                pattern_run,
-            };
-            self.unsettled.insert(h, link.clone());
-            // A sitemap is read as a link source whatever its type says.
-            let mut known = if sitemap::is_sitemap(&link.tag_path) {
-                Some(Label::Html)
-            } else {
-                self.known_label(&link.url)
-            };
-            let mut asked = false;
+        for a in admitted {
+            let mut next = a;
             loop {
-                match self.strategy.triage(&link, known) {
-                    Triage::Enqueue(key) => {
-                        self.unsettled.remove(&h);
-                        self.enqueue(link, key);
-                        break;
-                    }
-                    Triage::FetchNow => {
+                match next {
+                    Admitted::FetchNow(link) => {
                         fetch_now.push(link);
                         break;
                     }
-                    Triage::Drop => {
-                        self.unsettled.remove(&h);
-                        self.counters.dropped += 1;
-                        break;
+                    Admitted::AskHead(link) => {
+                        let answer = self.head(&link, tally).await?;
+                        next = self.core().after_head(step, link, answer, self.spec);
                     }
-                    Triage::Head if asked || self.budget_exhausted().is_some() => {
-                        // Already asked once, or no budget left to ask: let a GET tell.
-                        known = Some(Label::Html);
-                        asked = true;
-                    }
-                    Triage::Head => {
-                        asked = true;
-                        match self.head(&link).await? {
-                            HeadAnswer::Label(label) => known = Some(label),
-                            HeadAnswer::Broken => {
-                                self.unsettled.remove(&h);
-                                self.counters.dropped += 1;
-                                break;
-                            }
-                            HeadAnswer::Unknown => known = Some(Label::Html),
-                        }
-                    }
+                    Admitted::Queued | Admitted::Dropped => break,
                 }
             }
         }
@@ -537,11 +547,11 @@ impl<'a> Runner<'a> {
     }
 
     fn host_key(&self, url: &Url) -> String {
-        extract::politeness_key(url, self.spec.scope)
+        extract::politeness_key(url, self.per)
     }
 
     /// robots.txt check for one URL (fetches the file when needed).
-    async fn robots_allow(&mut self, url: &Url) -> bool {
+    async fn robots_allow(&self, url: &Url) -> bool {
         if !self.politeness.robots {
             return true;
         }
@@ -553,18 +563,18 @@ impl<'a> Runner<'a> {
             .await
         {
             Ok(verdict) => {
-                self.counters.robots_fetches += u64::from(verdict.requests);
+                self.core().counters.robots_fetches += u64::from(verdict.requests);
                 self.admit_sitemaps(url, &verdict.rules);
                 let ok = verdict.rules.allowed(url);
                 if !ok {
-                    self.counters.robots_disallowed += 1;
+                    self.core().counters.robots_disallowed += 1;
                     debug!(job = %self.spec.name, url = %url, "disallowed by robots.txt");
                 }
                 ok
             }
             Err(e) => {
                 debug!(job = %self.spec.name, url = %url, error = %e, "robots.txt unavailable; not fetching");
-                self.counters.robots_disallowed += 1;
+                self.core().counters.robots_disallowed += 1;
                 false
             }
         }
@@ -572,42 +582,37 @@ impl<'a> Runner<'a> {
 
     /// Queue the sitemaps robots.txt lists for this URL's origin, once per run
     /// (the seen set keeps them from being queued again after a restart).
-    fn admit_sitemaps(&mut self, url: &Url, rules: &RobotsRules) {
+    fn admit_sitemaps(&self, url: &Url, rules: &RobotsRules) {
         if rules.sitemaps().is_empty() {
             return;
         }
         let origin = url.origin().ascii_serialization();
-        if !self.sitemap_origins.insert(origin.clone()) {
+        if !lock(&self.sitemap_origins).insert(origin.clone()) {
             return;
         }
         let robots_url = Url::parse(&format!("{origin}/robots.txt")).ok();
         for listed in rules.sitemaps() {
             let mut sitemap = listed.clone();
             extract::normalize(&mut sitemap, &self.limits.url_rules);
-            if extract::check_limits(&sitemap, &self.limits.url_rules).is_err()
-                || !self.scope.contains(&sitemap)
-            {
+            if extract::check_limits(&sitemap, &self.limits.url_rules).is_err() {
                 continue;
             }
-            let h = url_hash(&sitemap);
-            if !self.seen.insert(h) {
-                continue;
-            }
-            self.delta.seen_added.push(h);
-            debug!(job = %self.spec.name, sitemap = %sitemap, "sitemap from robots.txt queued");
-            self.requeue(Link {
-                url: sitemap,
+            let link = Link {
+                url: sitemap.clone(),
                 tag_path: TagPath::new(SITEMAP_TAG_PATH),
                 anchor: String::new(),
                 depth: 1,
                 referrer: robots_url.clone(),
                 pattern_run: 0,
-            });
+            };
+            if self.core().admit_listed(link) {
+                debug!(job = %self.spec.name, sitemap = %sitemap, "sitemap from robots.txt queued");
+            }
         }
     }
 
     /// Send one request, counting it; `None` when it failed (already logged and counted).
-    async fn send(&mut self, method: Method, url: &Url) -> Option<Response> {
+    async fn send(&self, method: Method, url: &Url, tally: &mut StepTally) -> Option<Response> {
         let key = self.host_key(url);
         let sent = self
             .engine
@@ -616,25 +621,27 @@ impl<'a> Runner<'a> {
             .await;
         // Counted once the fetcher returns: a stop that cancels this future
         // while it waits for the host's politeness slot sent nothing.
-        self.counters.requests += 1;
-        if method == Method::Head {
-            self.counters.heads += 1;
+        tally.requests += 1;
+        {
+            let mut core = self.core();
+            core.counters.requests += 1;
+            if method == Method::Head {
+                core.counters.heads += 1;
+            }
         }
         match sent {
-            Ok(resp) => {
-                self.last_latency = Some(resp.latency);
-                Some(resp)
-            }
+            Ok(resp) => Some(resp),
             Err(e) => {
-                self.counters.fetch_errors += 1;
+                self.core().counters.fetch_errors += 1;
                 self.fetch_failed(method, url, &e);
                 None
             }
         }
     }
 
-    fn fetch_failed(&mut self, method: Method, url: &Url, e: &FetchError) {
+    fn fetch_failed(&self, method: Method, url: &Url, e: &FetchError) {
         warn!(job = %self.spec.name, url = %url, error = %e, "request failed");
+        let counters = self.core().counters.clone();
         let event = RequestEvent {
             kind: kind_of(method),
             url,
@@ -643,72 +650,75 @@ impl<'a> Runner<'a> {
             label: None,
             saved_target: false,
             latency: None,
-            counters: &self.counters,
+            counters: &counters,
         };
-        self.observer.request(&event);
+        lock(&self.observer).request(&event);
     }
 
     /// Follow one redirect hop: the next URL, if it may be fetched.
+    /// `step`: the step that owns the hop (`None` for a HEAD: its hops are not fetched).
     fn redirect_target(
-        &mut self,
+        &self,
+        step: Option<LinkId>,
         from: &Link,
         location: Option<&Url>,
-        mark_seen: bool,
     ) -> Option<Url> {
-        self.counters.redirects += 1;
+        let mut core = self.core();
+        core.counters.redirects += 1;
         let mut next = location?.clone();
         extract::normalize(&mut next, &self.limits.url_rules);
         // A Location header obeys the same trap rules as a link on a page.
         if extract::check_limits(&next, &self.limits.url_rules).is_err() {
-            self.counters.rejected_links += 1;
+            core.counters.rejected_links += 1;
             return None;
         }
-        if !self.scope.contains(&next) {
-            self.counters.out_of_scope += 1;
+        if !core.scope().contains(&next) {
+            core.counters.out_of_scope += 1;
             return None;
         }
-        if mark_seen {
-            let h = url_hash(&next);
-            if !self.seen.insert(h) {
+        if let Some(step) = step {
+            if !core.admit_hop(step, from, &next) {
                 return None;
             }
-            self.delta.seen_added.push(h);
-            let hop = Link {
-                url: next.clone(),
-                ..from.clone()
-            };
-            self.unsettled.insert(h, hop);
         }
         Some(next)
     }
 
     /// HEAD a link (following redirects) to learn its label.
-    async fn head(&mut self, link: &Link) -> Result<HeadAnswer, EngineError> {
+    async fn head(&self, link: &Link, tally: &mut StepTally) -> Result<HeadAnswer, EngineError> {
         let mut url = link.url.clone();
         for _ in 0..=MAX_REDIRECTS {
             if !self.robots_allow(&url).await {
                 return Ok(HeadAnswer::Broken);
             }
-            let Some(resp) = self.send(Method::Head, &url).await else {
+            let Some(resp) = self.send(Method::Head, &url, tally).await else {
                 return Ok(HeadAnswer::Unknown);
             };
             let status = resp.status;
-            self.emit(RequestKind::Head, &url, Some(status), 0, None, false);
+            self.emit(
+                RequestKind::Head,
+                &url,
+                Some(status),
+                0,
+                None,
+                false,
+                Some(resp.latency),
+            );
             match status {
-                300..=399 => match self.redirect_target(link, resp.location.as_ref(), false) {
+                300..=399 => match self.redirect_target(None, link, resp.location.as_ref()) {
                     Some(next) => url = next,
                     None => return Ok(HeadAnswer::Broken),
                 },
                 200..=299 => {
                     let label = self.targets.classify(resp.content_type.as_deref());
                     self.remember_family(&link.url, resp.content_type.as_deref());
-                    self.strategy.observe(link, label, LabelSource::Head);
+                    self.core().observe(link, label, LabelSource::Head);
                     return Ok(HeadAnswer::Label(label));
                 }
                 // Servers that do not implement HEAD still answer GET.
                 405 | 501 => return Ok(HeadAnswer::Unknown),
                 _ => {
-                    self.counters.http_errors += 1;
+                    self.core().counters.http_errors += 1;
                     return Ok(HeadAnswer::Broken);
                 }
             }
@@ -717,24 +727,37 @@ impl<'a> Runner<'a> {
     }
 
     /// GET a link, following redirects by hand; parse pages, save targets.
-    async fn get(&mut self, link: &Link) -> Result<Fetched, EngineError> {
+    async fn get(
+        &self,
+        step: LinkId,
+        link: &Link,
+        tally: &mut StepTally,
+    ) -> Result<Fetched, EngineError> {
         let mut url = link.url.clone();
         for _ in 0..=MAX_REDIRECTS {
             if !self.robots_allow(&url).await {
                 return Ok(Fetched::Nothing);
             }
-            let Some(resp) = self.send(Method::Get, &url).await else {
+            let Some(resp) = self.send(Method::Get, &url, tally).await else {
                 return Ok(Fetched::Nothing);
             };
             let status = resp.status;
             match status {
                 300..=399 => {
-                    self.emit(RequestKind::Get, &url, Some(status), 0, None, false);
-                    match self.redirect_target(link, resp.location.as_ref(), true) {
+                    self.emit(
+                        RequestKind::Get,
+                        &url,
+                        Some(status),
+                        0,
+                        None,
+                        false,
+                        Some(resp.latency),
+                    );
+                    match self.redirect_target(Some(step), link, resp.location.as_ref()) {
                         Some(next) => {
                             // The previous hop is settled: the chain goes on from `next`.
                             if url != link.url {
-                                self.unsettled.remove(&url_hash(&url));
+                                self.core().settle_link(&url);
                             }
                             url = next;
                             continue;
@@ -743,17 +766,25 @@ impl<'a> Runner<'a> {
                     }
                 }
                 200..=299 => {
-                    let result = self.got(link, url.clone(), resp).await;
+                    let result = self.got(link, url.clone(), resp, tally).await;
                     // A page settles once its links are admitted; a failed write
                     // leaves the link unsettled, to go back to the frontier.
                     if matches!(result, Ok(Fetched::Target | Fetched::Nothing)) {
-                        self.unsettled.remove(&url_hash(&url));
+                        self.core().settle_link(&url);
                     }
                     return result;
                 }
                 _ => {
-                    self.counters.http_errors += 1;
-                    self.emit(RequestKind::Get, &url, Some(status), 0, None, false);
+                    self.core().counters.http_errors += 1;
+                    self.emit(
+                        RequestKind::Get,
+                        &url,
+                        Some(status),
+                        0,
+                        None,
+                        false,
+                        Some(resp.latency),
+                    );
                     debug!(job = %self.spec.name, url = %url, status, "HTTP error");
                     return Ok(Fetched::Nothing);
                 }
@@ -762,11 +793,17 @@ impl<'a> Runner<'a> {
         warn!(job = %self.spec.name, url = %link.url, "too many redirects");
         Ok(Fetched::Nothing)
     }
-
     /// A 2xx answer to a GET: decide from its type whether to read the body.
-    async fn got(&mut self, link: &Link, url: Url, resp: Response) -> Result<Fetched, EngineError> {
+    async fn got(
+        &self,
+        link: &Link,
+        url: Url,
+        resp: Response,
+        tally: &mut StepTally,
+    ) -> Result<Fetched, EngineError> {
+        let latency = Some(resp.latency);
         if sitemap::is_sitemap(&link.tag_path) {
-            return Ok(self.got_sitemap(url, resp).await);
+            return Ok(self.got_sitemap(url, resp, latency).await);
         }
         let content_type = resp.content_type.clone();
         let label = self.targets.classify(content_type.as_deref());
@@ -774,7 +811,7 @@ impl<'a> Runner<'a> {
         if url != link.url {
             self.remember_family(&url, content_type.as_deref());
         }
-        self.strategy.observe(link, label, LabelSource::Get);
+        self.core().observe(link, label, LabelSource::Get);
         match label {
             Label::Html => {
                 // A page is parsed in memory: its cap is smaller than a target's.
@@ -782,15 +819,15 @@ impl<'a> Runner<'a> {
                 let body = match resp.read_capped(cap).await {
                     Ok(b) => b,
                     Err(e) => {
-                        self.counters.fetch_errors += 1;
+                        self.core().counters.fetch_errors += 1;
                         self.fetch_failed(Method::Get, &url, &e);
                         return Ok(Fetched::Nothing);
                     }
                 };
-                self.counters.pages += 1;
-                self.counters.bytes += body.bytes.len() as u64;
+                self.core().counters.pages += 1;
+                self.core().counters.bytes += body.bytes.len() as u64;
                 if body.truncated {
-                    self.counters.truncated += 1;
+                    self.core().counters.truncated += 1;
                 }
                 self.emit(
                     RequestKind::Get,
@@ -799,6 +836,7 @@ impl<'a> Runner<'a> {
                     body.bytes.len() as u64,
                     Some(label),
                     false,
+                    latency,
                 );
                 let limits = self.limits.clone();
                 let page_url = url.clone();
@@ -817,28 +855,36 @@ impl<'a> Runner<'a> {
                     }
                 }
             }
-            Label::Target => self.save_target(link, url, resp, content_type).await,
+            Label::Target => self.save_target(link, url, resp, content_type, tally).await,
             Label::Neither => {
                 // Not read: a blocked or useless type costs no download.
-                self.counters.neither += 1;
-                self.emit(RequestKind::Get, &url, Some(200), 0, Some(label), false);
+                self.core().counters.neither += 1;
+                self.emit(
+                    RequestKind::Get,
+                    &url,
+                    Some(200),
+                    0,
+                    Some(label),
+                    false,
+                    latency,
+                );
                 Ok(Fetched::Nothing)
             }
         }
     }
 
     /// A sitemap: its entries are links, like a page's (counted as a page).
-    async fn got_sitemap(&mut self, url: Url, resp: Response) -> Fetched {
+    async fn got_sitemap(&self, url: Url, resp: Response, latency: Option<Duration>) -> Fetched {
         let body = match resp.read_capped(MAX_PAGE_BYTES).await {
             Ok(b) => b,
             Err(e) => {
-                self.counters.fetch_errors += 1;
+                self.core().counters.fetch_errors += 1;
                 self.fetch_failed(Method::Get, &url, &e);
                 return Fetched::Nothing;
             }
         };
-        self.counters.pages += 1;
-        self.counters.bytes += body.bytes.len() as u64;
+        self.core().counters.pages += 1;
+        self.core().counters.bytes += body.bytes.len() as u64;
         self.emit(
             RequestKind::Get,
             &url,
@@ -846,6 +892,7 @@ impl<'a> Runner<'a> {
             body.bytes.len() as u64,
             None,
             false,
+            latency,
         );
         let limits = self.limits.clone();
         let sitemap_url = url.clone();
@@ -869,12 +916,14 @@ impl<'a> Runner<'a> {
     }
 
     async fn save_target(
-        &mut self,
+        &self,
         link: &Link,
         url: Url,
         mut resp: Response,
         content_type: Option<String>,
+        tally: &mut StepTally,
     ) -> Result<Fetched, EngineError> {
+        let latency = Some(resp.latency);
         let mime = essence(content_type.as_deref().unwrap_or(""));
         let job = self.spec.name.clone();
         let out_err = |source| EngineError::Output {
@@ -900,9 +949,9 @@ impl<'a> Runner<'a> {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    self.counters.bytes += file.bytes();
+                    self.core().counters.bytes += file.bytes();
                     file.abandon();
-                    self.counters.fetch_errors += 1;
+                    self.core().counters.fetch_errors += 1;
                     self.fetch_failed(Method::Get, &url, &e);
                     return Ok(Fetched::Nothing);
                 }
@@ -929,11 +978,11 @@ impl<'a> Runner<'a> {
                 )
                 .map_err(out_err)?;
         }
-        self.counters.bytes += saved.bytes;
-        self.counters.target_bytes += saved.bytes;
-        self.counters.targets += 1;
+        self.core().counters.bytes += saved.bytes;
+        self.core().counters.target_bytes += saved.bytes;
+        self.core().counters.targets += 1;
         if truncated {
-            self.counters.truncated += 1;
+            self.core().counters.truncated += 1;
         }
         let row = ManifestRow {
             url: link.url.to_string(),
@@ -955,24 +1004,25 @@ impl<'a> Runner<'a> {
             saved.bytes,
             Some(Label::Target),
             true,
+            latency,
         );
-        self.delta
-            .manifest_added
-            .push((self.next_manifest_row, row.clone()));
-        self.next_manifest_row += 1;
-        self.uncommitted_rows.push(row);
+        tally.targets += 1;
+        self.core().add_manifest_row(row);
         Ok(Fetched::Target)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn emit(
-        &mut self,
+        &self,
         kind: RequestKind,
         url: &Url,
         status: Option<u16>,
         bytes: u64,
         label: Option<Label>,
         saved_target: bool,
+        latency: Option<Duration>,
     ) {
+        let counters = self.core().counters.clone();
         let event = RequestEvent {
             kind,
             url,
@@ -980,26 +1030,26 @@ impl<'a> Runner<'a> {
             bytes,
             label,
             saved_target,
-            latency: self.last_latency,
-            counters: &self.counters,
+            latency,
+            counters: &counters,
         };
-        self.observer.request(&event);
+        lock(&self.observer).request(&event);
     }
 
     /// Append the rows just committed to `manifest.jsonl`; after a failed
     /// append, rewrite the whole file from the store instead.
-    fn write_manifest_file(&mut self) {
-        let rows = std::mem::take(&mut self.uncommitted_rows);
-        let result = if self.manifest_stale {
+    fn write_manifest_file(&self, rows: &[ManifestRow]) {
+        let stale = lock(&self.driver).manifest_stale;
+        let result = if stale {
             self.engine
                 .store
                 .manifest_rows(&self.spec.name)
                 .map_err(std::io::Error::other)
                 .and_then(|all| self.out.rewrite_manifest(&all))
         } else {
-            self.out.append_manifest(&rows)
+            self.out.append_manifest(rows)
         };
-        self.manifest_stale = result.is_err();
+        lock(&self.driver).manifest_stale = result.is_err();
         if let Err(e) = result {
             // The store holds the rows; the file is rewritten at the next checkpoint.
             warn!(job = %self.spec.name, error = %e, "could not write manifest.jsonl");
@@ -1010,13 +1060,13 @@ impl<'a> Runner<'a> {
     /// back-off) until it commits and the target folder takes a file again.
     /// Returns true when a stop signal came first.
     async fn pause_until_writable(
-        &mut self,
+        &self,
         error: EngineError,
         stop: &mut watch::Receiver<bool>,
     ) -> bool {
         let mut said = error.to_string();
         warn!(job = %self.spec.name, error = %said, "cannot write; job paused until it can");
-        self.observer.paused(&said);
+        lock(&self.observer).paused(&said);
         let mut wait = PAUSE_RETRY_MIN;
         loop {
             tokio::select! {
@@ -1037,14 +1087,14 @@ impl<'a> Runner<'a> {
             match retried {
                 Ok(()) => {
                     info!(job = %self.spec.name, "writes succeed again; job resumed");
-                    self.observer.resumed();
+                    lock(&self.observer).resumed();
                     return false;
                 }
                 Err(e) => {
                     let now = e.to_string();
                     if now != said {
                         warn!(job = %self.spec.name, error = %now, "still cannot write");
-                        self.observer.paused(&now);
+                        lock(&self.observer).paused(&now);
                         said = now;
                     }
                     wait = (wait * 2).min(PAUSE_RETRY_MAX);
@@ -1053,14 +1103,11 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Commit everything since the last checkpoint, atomically.
+    /// Commit everything since the last checkpoint, atomically (steps may be
+    /// in flight: what they hold back is described in [`super::core`]).
     /// `last`: the run ends with it (it then carries the shared state too).
-    async fn checkpoint(
-        &mut self,
-        stop: Option<StopReason>,
-        last: bool,
-    ) -> Result<(), EngineError> {
-        if !self.delta.manifest_added.is_empty() {
+    async fn checkpoint(&self, stop: Option<StopReason>, last: bool) -> Result<(), EngineError> {
+        if self.core().has_uncommitted_rows() {
             // The rows about to be committed name files renamed since the
             // last checkpoint: their names must be on disk first.
             self.out.sync().map_err(|source| EngineError::Output {
@@ -1068,58 +1115,38 @@ impl<'a> Runner<'a> {
                 source,
             })?;
         }
-        let record = JobRecord {
-            strategy: self.spec.strategy.name().to_string(),
-            seed: self.spec.seed,
-            counters: self.counters.clone(),
-            strategy_state: self.strategy.save(),
-            early_stop_state: codec::encode(&self.early_stop),
-            trap_state: codec::encode(&self.traps),
-            next_link_id: self.next_link_id,
-            next_manifest_row: self.next_manifest_row,
-            stop,
-            updated_at: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-        };
-        let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(&self.spec.name));
-        delta.record = Some(record);
+        let now_secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let mut taken = self.core().take_checkpoint(stop, now_secs);
         if self.engine.claim_shared_staging(last) {
-            super::filters::stage(&mut lock(&self.engine.filters), &mut delta);
-            self.engine.robots.stage(&self.engine.fetcher, &mut delta);
+            super::filters::stage(&mut lock(&self.engine.filters), &mut taken.delta);
+            self.engine
+                .robots
+                .stage(&self.engine.fetcher, &mut taken.delta);
         }
-        let added: Vec<LinkId> = delta.frontier_added.iter().map(|(id, _)| *id).collect();
-        let report = match self.engine.store.commit(delta).await {
+        let report = match self.engine.store.commit(taken.delta).await {
             Ok(report) => {
-                for id in added {
-                    self.links.remove(&id);
-                }
+                self.core().committed(&taken.committed_links);
                 report
             }
             Err(failed) => {
                 // Keep the delta: the retry commits it with whatever comes after.
-                let mut older = *failed.delta;
-                older.record = None;
-                self.delta.absorb_older(older);
+                self.core().commit_failed(*failed.delta, taken.rows);
                 return Err(failed.error.into());
             }
         };
         debug!(job = %self.spec.name, ms = report.duration.as_millis() as u64, grouped = report.deltas, "checkpoint committed");
-        self.write_manifest_file();
-        self.last_checkpoint = Instant::now();
-        let stats = self.strategy.stats();
-        self.observer.checkpoint(&self.counters, &stats, &report);
+        self.write_manifest_file(&taken.rows);
+        lock(&self.driver).last_checkpoint = Instant::now();
+        let (counters, stats) = {
+            let core = self.core();
+            (core.counters.clone(), core.strategy_stats())
+        };
+        lock(&self.observer).checkpoint(&counters, &stats, &report);
         Ok(())
     }
-}
-
-enum HeadAnswer {
-    Label(Label),
-    /// 4xx/5xx, disallowed, or redirected out of scope: never fetch it.
-    Broken,
-    /// The server would not say (no HEAD support, network error): let a GET tell.
-    Unknown,
 }
 
 fn kind_of(method: Method) -> RequestKind {
@@ -1129,8 +1156,9 @@ fn kind_of(method: Method) -> RequestKind {
     }
 }
 
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the filters cannot leave them inconsistent (inserts are idempotent).
+fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every guarded value here is consistent between statements: a panic
+    // while holding one cannot leave it half-updated in a way that matters.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -20,4 +20,4 @@ pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, Page
 pub use normalize::{
     check_limits, normalize, resolve, LinkRejected, RejectCounts, UrlRules, DEFAULT_STRIP_PARAMS,
 };
-pub use scope::{politeness_key, Scope, ScopeKind};
+pub use scope::{politeness_key, PolitenessPer, Scope, ScopeKind};

@@ -17,6 +17,29 @@ pub enum ScopeKind {
     Any,
 }
 
+/// What one politeness key covers: the requests of a job under one key are
+/// spaced by its delay and never overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolitenessPer {
+    /// Each host name on its own.
+    Host,
+    /// Every host of one pay-level domain together (`a.example.org` and
+    /// `b.example.org` share `example.org`), by the public suffix list.
+    Pld,
+}
+
+impl PolitenessPer {
+    /// The default of a scope: per host within one site, per pay-level domain
+    /// across the web (one site's many subdomains are still one server's load).
+    pub fn default_for(scope: ScopeKind) -> PolitenessPer {
+        match scope {
+            ScopeKind::Site | ScopeKind::Host => PolitenessPer::Host,
+            ScopeKind::Any => PolitenessPer::Pld,
+        }
+    }
+}
+
 /// The scope of one job, built once from its kind and seeds.
 #[derive(Clone, Debug)]
 pub struct Scope {
@@ -92,7 +115,7 @@ impl Scope {
 
 /// The politeness bucket of `url`: its host for `site`/`host` jobs, its
 /// pay-level domain for `any` jobs (ARCHITECTURE.md § Job files); IP literals are their own key.
-pub fn politeness_key(url: &Url, kind: ScopeKind) -> String {
+pub fn politeness_key(url: &Url, per: PolitenessPer) -> String {
     let host = match url.host() {
         None => return String::new(),
         Some(Host::Domain(domain)) => domain.trim_end_matches('.'),
@@ -100,9 +123,9 @@ pub fn politeness_key(url: &Url, kind: ScopeKind) -> String {
             return url.host_str().unwrap_or_default().to_owned();
         }
     };
-    match kind {
-        ScopeKind::Site | ScopeKind::Host => host.to_ascii_lowercase(),
-        ScopeKind::Any => psl::domain_str(host).unwrap_or(host).to_ascii_lowercase(),
+    match per {
+        PolitenessPer::Host => host.to_ascii_lowercase(),
+        PolitenessPer::Pld => psl::domain_str(host).unwrap_or(host).to_ascii_lowercase(),
     }
 }
 
@@ -211,27 +234,27 @@ mod tests {
     #[test]
     fn politeness_keys() {
         let u = url("https://apps.bea.gov/x");
-        assert_eq!(politeness_key(&u, ScopeKind::Site), "apps.bea.gov");
-        assert_eq!(politeness_key(&u, ScopeKind::Host), "apps.bea.gov");
-        assert_eq!(politeness_key(&u, ScopeKind::Any), "bea.gov");
+        assert_eq!(politeness_key(&u, PolitenessPer::Host), "apps.bea.gov");
+        assert_eq!(politeness_key(&u, PolitenessPer::Host), "apps.bea.gov");
+        assert_eq!(politeness_key(&u, PolitenessPer::Pld), "bea.gov");
         assert_eq!(
-            politeness_key(&url("http://a.b.example.co.uk/"), ScopeKind::Any),
+            politeness_key(&url("http://a.b.example.co.uk/"), PolitenessPer::Pld),
             "example.co.uk"
         );
         assert_eq!(
-            politeness_key(&url("http://localhost:8080/"), ScopeKind::Any),
+            politeness_key(&url("http://localhost:8080/"), PolitenessPer::Pld),
             "localhost"
         );
         assert_eq!(
-            politeness_key(&url("http://10.0.0.1:8080/"), ScopeKind::Any),
+            politeness_key(&url("http://10.0.0.1:8080/"), PolitenessPer::Pld),
             "10.0.0.1"
         );
         assert_eq!(
-            politeness_key(&url("http://[::1]/"), ScopeKind::Any),
+            politeness_key(&url("http://[::1]/"), PolitenessPer::Pld),
             "[::1]"
         );
         assert_eq!(
-            politeness_key(&url("http://example.com./"), ScopeKind::Any),
+            politeness_key(&url("http://example.com./"), PolitenessPer::Pld),
             "example.com"
         );
     }

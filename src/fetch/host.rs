@@ -126,6 +126,24 @@ impl HostState {
         None
     }
 
+    /// How long until [`HostState::try_start`] could start a request for
+    /// `wanted`, without recording anything; zero when it could now.
+    pub(crate) fn wait_for(&self, wanted: Duration, now: Instant) -> Duration {
+        let wanted = if wanted.is_zero() {
+            Duration::ZERO
+        } else {
+            wanted.saturating_add(START_MARGIN)
+        };
+        let period = self.period.max(wanted);
+        let mut wait = self
+            .blocked_until
+            .map_or(Duration::ZERO, |until| until.saturating_duration_since(now));
+        if let Some(last) = self.last_start.filter(|_| !period.is_zero()) {
+            wait = wait.max((last + period).saturating_duration_since(now));
+        }
+        wait
+    }
+
     /// Updates failures and blocks from the outcome of an exchange.
     pub(crate) fn record(&mut self, outcome: Outcome, now: Instant, max_backoff: Duration) {
         self.last_used = now;
@@ -220,6 +238,14 @@ impl HostSlot {
 
     pub(crate) fn record(&self, outcome: Outcome, max_backoff: Duration) {
         self.state().record(outcome, Instant::now(), max_backoff);
+    }
+
+    /// When a request for `wanted` could start: `None` while one is in flight.
+    pub(crate) fn readiness(&self, wanted: Duration, now: Instant) -> Option<Duration> {
+        if self.gate.available_permits() == 0 {
+            return None;
+        }
+        Some(self.state().wait_for(wanted, now))
     }
 
     /// Moves the last request start to now (see [`super::Fetcher::send`]).
@@ -320,6 +346,24 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn wait_for_agrees_with_try_start() {
+        let t0 = Instant::now();
+        let mut s = HostState::new(t0);
+        assert_eq!(s.wait_for(100 * MS, t0), Duration::ZERO);
+        assert_eq!(s.try_start(100 * MS, Instant::now()), None);
+        let now = Instant::now();
+        let wait = s.wait_for(100 * MS, now);
+        assert!(wait > 90 * MS && wait <= 101 * MS, "{wait:?}");
+        assert_eq!(s.wait_for(100 * MS, now + 200 * MS), Duration::ZERO);
+        s.record(
+            Outcome::RetryAfter(Duration::from_secs(5)),
+            now,
+            Duration::from_secs(60),
+        );
+        assert!(s.wait_for(Duration::ZERO, now) >= Duration::from_secs(4));
+    }
 
     #[test]
     fn zero_delay_never_waits() {

@@ -194,6 +194,23 @@ impl Fetcher {
         })
     }
 
+    /// How long until a request to `url` under `host_key` could start:
+    /// `Some(ZERO)` now, `None` while one is in flight on the key. The
+    /// engine asks before it starts a step, so a busy host never holds a
+    /// job's other hosts back; [`Fetcher::send`] still enforces both rules.
+    pub fn readiness(
+        &self,
+        url: &Url,
+        politeness: &Politeness,
+        host_key: &str,
+    ) -> Option<Duration> {
+        let wanted = self.wanted_period(url, politeness);
+        match self.inner.hosts.get(host_key) {
+            Some(slot) => slot.readiness(wanted, Instant::now()),
+            None => Some(Duration::ZERO),
+        }
+    }
+
     /// The configuration the fetcher was built with.
     pub fn config(&self) -> &FetchConfig {
         &self.inner.cfg

@@ -153,6 +153,16 @@ pub trait Strategy: Send {
     /// Remove and return the next link to fetch, with the key it was pushed under.
     fn pop(&mut self) -> Option<(LinkId, QueueKey)>;
 
+    /// [`Strategy::pop`] for a job with many hosts: `host_ready(host)` says
+    /// whether a request to that host name could start now. A strategy whose
+    /// arms are hosts (it saw each link's URL at [`Strategy::triage`]) picks
+    /// among ready ones; the others simply pop — the engine holds a link whose
+    /// host is busy until it is ready, so no choice is ever wrong, only late.
+    fn pop_ready(&mut self, host_ready: &dyn Fn(&str) -> bool) -> Option<(LinkId, QueueKey)> {
+        let _ = host_ready;
+        self.pop()
+    }
+
     /// Links waiting in the frontier.
     fn len(&self) -> usize;
 

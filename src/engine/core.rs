@@ -1,0 +1,643 @@
+//! A job's bookkeeping, with no I/O: what the crawl knows and what the next
+//! checkpoint will commit. The async runner ([`super::Runner`]) is a thin
+//! driver around it: it pops, fetches, and reports back here; everything it
+//! decides about links is decided by [`JobCore`], so that it can be tested —
+//! and replayed from a seed — without a network or a disk.
+//!
+//! # Invariants
+//!
+//! Every URL hash in `seen` is in exactly one of these places (checked by
+//! [`JobCore::check_invariants`] in debug builds after every operation that
+//! moves links):
+//!
+//! - **the frontier**: the strategy holds its id (its record is in `links`
+//!   until committed, in the store after);
+//! - **in flight**: popped by a step that has not settled (`in_flight`); the
+//!   stored frontier still has it, so a kill -9 loses nothing;
+//! - **unsettled**: discovered by a step that has not settled, and neither
+//!   queued nor done (a fetch-now link, a link being asked with HEAD, a
+//!   redirect hop); its seen hash is held back from the checkpoint deltas
+//!   until it settles, so after a kill -9 it is discovered again;
+//! - **done**: fetched, dropped, or refused.
+//!
+//! A link leaves the stored frontier only when the step that popped it
+//! settles. Abandoning steps (a stop, a failed write) puts every in-flight
+//! and unsettled link back into the frontier.
+
+use super::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
+use crate::codec;
+use crate::config::JobSpec;
+use crate::extract::{self, PageLinks, Scope, UrlRules};
+use crate::learn::{EarlyStop, EarlyStopConfig};
+use crate::link::{Link, LinkId, QueueKey};
+use crate::mime::Label;
+use crate::store::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
+use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
+use std::collections::{HashMap, HashSet};
+use url::Url;
+
+/// A link taken from the frontier by a step.
+#[derive(Clone, Debug)]
+pub struct Popped {
+    pub id: LinkId,
+    pub key: QueueKey,
+    pub entry: FrontierEntry,
+}
+
+/// What a step did, for the reward of the action that chose its link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepTally {
+    /// New, verified targets saved by the step (its page's links included).
+    pub targets: u64,
+    /// Requests it made (GET + HEAD, redirect hops included).
+    pub requests: u64,
+}
+
+/// What to do with one newly discovered link, as the strategy decided.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Admitted {
+    /// Queued in the frontier.
+    Queued,
+    /// Fetch it within the step (a predicted target); unsettled until then.
+    FetchNow(Link),
+    /// Ask the server with HEAD, then [`JobCore::after_head`]; unsettled until then.
+    AskHead(Link),
+    /// Never fetched.
+    Dropped,
+}
+
+/// What a HEAD request said about a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeadAnswer {
+    Label(Label),
+    /// 4xx/5xx, disallowed, or redirected out of scope: never fetch it.
+    Broken,
+    /// The server would not say (no HEAD support, network error): let a GET tell.
+    Unknown,
+}
+
+/// The rules a discovered link must pass before the strategy sees it.
+#[derive(Clone, Debug)]
+pub struct AdmitRules {
+    pub scope: Scope,
+    pub url_rules: UrlRules,
+    /// Largest link depth from a seed; 0 = none.
+    pub max_depth: u32,
+    targets: crate::config::TargetsSpec,
+}
+
+impl AdmitRules {
+    pub fn of(spec: &JobSpec) -> AdmitRules {
+        AdmitRules {
+            scope: Scope::new(spec.scope, &spec.seeds),
+            url_rules: UrlRules {
+                max_len: spec.limits.max_url_len,
+                strip_params: spec.limits.strip_params.clone(),
+                ..UrlRules::default()
+            },
+            max_depth: spec.limits.max_depth,
+            targets: spec.targets.clone(),
+        }
+    }
+}
+
+/// One job's state between two checkpoints. See the module documentation.
+pub struct JobCore {
+    name: String,
+    strategy_name: &'static str,
+    seed: u64,
+    strategy: Box<dyn Strategy>,
+    rules: AdmitRules,
+    /// Records of the frontier links not committed yet.
+    links: HashMap<LinkId, FrontierEntry>,
+    /// Hashes of every URL discovered (queued, in flight, unsettled, done).
+    seen: HashSet<u64>,
+    /// Seen hashes not in a delta yet (those of unsettled links wait there).
+    seen_pending: Vec<u64>,
+    /// Unsettled links by URL hash, with the step that owns them.
+    unsettled: HashMap<u64, (LinkId, Link)>,
+    in_flight: HashMap<LinkId, Popped>,
+    pub counters: JobCounters,
+    next_link_id: u64,
+    next_manifest_row: u64,
+    early_stop: EarlyStop,
+    traps: TrapGuard,
+    delta: JobDelta,
+    /// Manifest rows in `delta`, appended to `manifest.jsonl` once committed.
+    uncommitted_rows: Vec<ManifestRow>,
+}
+
+/// A checkpoint's content, taken from the core.
+pub struct Checkpoint {
+    pub delta: JobDelta,
+    /// The manifest rows it commits, for `manifest.jsonl` once it did.
+    pub rows: Vec<ManifestRow>,
+    /// Frontier ids whose records it commits: dropped from memory once it did.
+    pub committed_links: Vec<LinkId>,
+}
+
+impl JobCore {
+    /// A fresh job: nothing seen, the strategy built from the spec.
+    pub fn new(spec: &JobSpec) -> JobCore {
+        JobCore {
+            name: spec.name.clone(),
+            strategy_name: spec.strategy.name(),
+            seed: spec.seed,
+            strategy: spec.strategy.build(spec.seed),
+            rules: AdmitRules::of(spec),
+            links: HashMap::new(),
+            seen: HashSet::new(),
+            seen_pending: Vec::new(),
+            unsettled: HashMap::new(),
+            in_flight: HashMap::new(),
+            counters: JobCounters::default(),
+            next_link_id: 0,
+            next_manifest_row: 0,
+            early_stop: EarlyStop::new(EarlyStopConfig::default()),
+            traps: TrapGuard::new(DEFAULT_MAX_PATTERN_RUN),
+            delta: JobDelta::new(&spec.name),
+            uncommitted_rows: Vec::new(),
+        }
+    }
+
+    /// Restore what a checkpoint committed: the record, the frontier's keys in
+    /// id order (records stay in the store until popped) and the seen set.
+    /// The learner itself is decoded into [`JobCore::strategy_mut`] first (the
+    /// runner does it on a second thread while the frontier loads).
+    pub fn restore(
+        &mut self,
+        record: &JobRecord,
+        frontier: Vec<(LinkId, QueueKey)>,
+        seen: Vec<u64>,
+    ) -> Result<(), codec::CodecError> {
+        self.early_stop = codec::decode(&record.early_stop_state)?;
+        self.traps = codec::decode(&record.trap_state)?;
+        self.counters = record.counters.clone();
+        self.next_link_id = record.next_link_id;
+        self.next_manifest_row = record.next_manifest_row;
+        self.seen = seen.into_iter().collect();
+        for (id, key) in frontier {
+            self.strategy.push(id, key);
+        }
+        Ok(())
+    }
+
+    pub fn strategy_mut(&mut self) -> &mut dyn Strategy {
+        &mut *self.strategy
+    }
+
+    pub fn strategy_stats(&self) -> StrategyStats {
+        self.strategy.stats()
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn url_rules(&self) -> &UrlRules {
+        &self.rules.url_rules
+    }
+
+    pub fn scope(&self) -> &Scope {
+        &self.rules.scope
+    }
+
+    /// Links waiting in the frontier (not those in flight).
+    pub fn frontier_len(&self) -> usize {
+        self.strategy.len()
+    }
+
+    /// Steps under way.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn seen_len(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// Queue every seed not seen yet (a new job, or seeds added to its file).
+    /// Returns how many were new.
+    pub fn add_seeds(&mut self, seeds: &[Url]) -> usize {
+        let mut added = 0;
+        for seed in seeds {
+            let mut url = seed.clone();
+            extract::normalize(&mut url, &self.rules.url_rules);
+            if !self.mark_seen(&url) {
+                continue;
+            }
+            let link = Link::seed(url);
+            // Seeds are pages by assumption: the strategy only chooses their queue.
+            let key = match self.strategy.triage(&link, Some(Label::Html)) {
+                Triage::Enqueue(key) => key,
+                _ => QueueKey::default(),
+            };
+            self.enqueue(link, key);
+            added += 1;
+        }
+        self.debug_check();
+        added
+    }
+
+    /// Whether the job is finished for good before any work: its frontier was
+    /// emptied by an earlier run, or its budget is spent.
+    pub fn stored_stop_reason(&self, spec: &JobSpec) -> Option<StopReason> {
+        if self.strategy.is_empty() && self.in_flight.is_empty() && self.counters.requests > 0 {
+            return Some(StopReason::FrontierEmpty);
+        }
+        self.budget_exhausted(spec)
+    }
+
+    pub fn budget_exhausted(&self, spec: &JobSpec) -> Option<StopReason> {
+        let b = &spec.budget;
+        if b.requests > 0 && self.counters.requests >= b.requests {
+            Some(StopReason::RequestBudget)
+        } else if b.bytes > 0 && self.counters.bytes >= b.bytes {
+            Some(StopReason::ByteBudget)
+        } else {
+            None
+        }
+    }
+
+    /// Why no new step may start, if none may: budget, early stop. An empty
+    /// frontier is the driver's to judge (steps in flight may still fill it).
+    pub fn should_stop(&self, spec: &JobSpec) -> Option<StopReason> {
+        if let Some(r) = self.budget_exhausted(spec) {
+            return Some(r);
+        }
+        if spec.budget.early_stop && self.early_stop.should_stop() {
+            return Some(StopReason::EarlyStop);
+        }
+        None
+    }
+
+    /// Pop the strategy's next link, preferring hosts that `host_ready`
+    /// accepts (strategies that know hosts use it; the driver parks what is
+    /// not ready). The entry is `None` when the record is committed: read it
+    /// from the store. Either way, [`JobCore::begin_step`] starts the step.
+    pub fn pop(
+        &mut self,
+        host_ready: &dyn Fn(&str) -> bool,
+    ) -> Option<(LinkId, QueueKey, Option<FrontierEntry>)> {
+        let (id, key) = self.strategy.pop_ready(host_ready)?;
+        Some((id, key, self.links.remove(&id)))
+    }
+
+    /// Start the step of a popped link; `None` for an id without a record,
+    /// which is skipped for good. Returns whether a step started.
+    pub fn begin_step(&mut self, id: LinkId, key: QueueKey, entry: Option<FrontierEntry>) -> bool {
+        let started = match entry {
+            Some(entry) => {
+                self.in_flight.insert(id, Popped { id, key, entry });
+                true
+            }
+            None => {
+                self.delta.frontier_removed.push(id);
+                false
+            }
+        };
+        self.debug_check();
+        started
+    }
+
+    /// A popped link parked by the driver (its host was not ready) goes back.
+    pub fn unpop(&mut self, id: LinkId, key: QueueKey, entry: Option<FrontierEntry>) {
+        if let Some(entry) = entry {
+            self.links.insert(id, entry);
+        }
+        self.strategy.push(id, key);
+    }
+
+    /// The record of a step's link.
+    pub fn popped(&self, id: LinkId) -> Option<&Popped> {
+        self.in_flight.get(&id)
+    }
+
+    /// The step of `id` is done: its link leaves the stored frontier, the
+    /// strategy gets its reward, the trap and early-stop counts learn from it.
+    pub fn settle_step(&mut self, id: LinkId, tally: StepTally) {
+        let Some(p) = self.in_flight.remove(&id) else {
+            debug_assert!(false, "settling {id}, which is not in flight");
+            return;
+        };
+        self.delta.frontier_removed.push(id);
+        // What the step left unsettled (a refused hop, a failed fetch-now) is done.
+        self.unsettled.retain(|_, (step, _)| *step != id);
+        let reward = u32::try_from(tally.targets).unwrap_or(u32::MAX);
+        self.strategy.reward(p.key, reward);
+        self.traps.record_page(&p.entry.link.url, reward);
+        if let (true, Some(referrer)) = (reward > 0, &p.entry.link.referrer) {
+            self.traps.credit_referrer(referrer);
+        }
+        self.early_stop.record(tally.requests, tally.targets);
+        self.debug_check();
+    }
+
+    /// Every step under way is cancelled: popped links go back under their
+    /// own ids (the stored frontier still has them) and unsettled links go
+    /// back to the frontier as new entries.
+    pub fn abandon_all(&mut self) {
+        let mut popped: Vec<Popped> = self.in_flight.drain().map(|(_, p)| p).collect();
+        popped.sort_by_key(|p| p.id);
+        for p in popped {
+            self.links.insert(p.id, p.entry);
+            self.strategy.push(p.id, p.key);
+        }
+        let mut links: Vec<Link> = self.unsettled.drain().map(|(_, (_, l))| l).collect();
+        links.sort_by(|a, b| a.url.as_str().cmp(b.url.as_str()));
+        for link in links {
+            self.requeue(link);
+        }
+        self.debug_check();
+    }
+
+    /// A link that must not be lost but has no better place: back into the frontier.
+    fn requeue(&mut self, link: Link) {
+        let key = match self.strategy.triage(&link, Some(Label::Html)) {
+            Triage::Enqueue(key) => key,
+            _ => QueueKey::default(),
+        };
+        self.enqueue(link, key);
+    }
+
+    /// A link of a step that could not be fetched (no budget left): back to
+    /// the frontier as a new entry, for a larger budget. (A step's own popped
+    /// link then leaves the stored frontier under its old id when it settles.)
+    pub fn keep_for_later(&mut self, link: Link) {
+        self.unsettled.remove(&crate::engine::url_hash(&link.url));
+        self.requeue(link);
+        self.debug_check();
+    }
+
+    /// An unsettled link is done (fetched, refused, or failed for good).
+    pub fn settle_link(&mut self, url: &Url) {
+        self.unsettled.remove(&crate::engine::url_hash(url));
+    }
+
+    fn enqueue(&mut self, link: Link, key: QueueKey) {
+        let id = LinkId(self.next_link_id);
+        self.next_link_id += 1;
+        let entry = FrontierEntry { link, key };
+        self.delta.frontier_added.push((id, entry.clone()));
+        self.links.insert(id, entry);
+        self.strategy.push(id, key);
+    }
+
+    /// Add a hash to the seen set; false when it was there.
+    fn mark_seen(&mut self, url: &Url) -> bool {
+        let h = crate::engine::url_hash(url);
+        if !self.seen.insert(h) {
+            return false;
+        }
+        self.seen_pending.push(h);
+        true
+    }
+
+    /// Triage every new in-scope link of a page the step fetched. Links the
+    /// strategy wants now or wants asked come back (unsettled); the rest are
+    /// queued or dropped here.
+    pub fn admit_links(
+        &mut self,
+        step: LinkId,
+        page: &Link,
+        page_url: &Url,
+        found: PageLinks,
+        known_label: &dyn Fn(&Url) -> Option<Label>,
+        spec: &JobSpec,
+    ) -> Vec<Admitted> {
+        let r = &found.rejected;
+        self.counters.rejected_links += r.bad_url + r.scheme + r.too_long + r.repeated_segments;
+        let depth = page.depth + 1;
+        let mut out = Vec::new();
+        for l in found.links {
+            if !self.rules.scope.contains(&l.url) {
+                self.counters.out_of_scope += 1;
+                continue;
+            }
+            let pattern_run = TrapGuard::run_of(&l.url, page_url, page.pattern_run);
+            if !self.traps.admits(&l.url, pattern_run) {
+                self.counters.trap_links += 1;
+                continue;
+            }
+            if self.rules.targets.blocks_extension(&l.url) {
+                self.counters.blocked += 1;
+                continue;
+            }
+            if self.rules.max_depth > 0 && depth > self.rules.max_depth {
+                self.counters.rejected_links += 1;
+                continue;
+            }
+            if !self.mark_seen(&l.url) {
+                continue;
+            }
+            let link = Link {
+                url: l.url,
+                tag_path: l.tag_path,
+                anchor: l.anchor,
+                depth,
+                referrer: Some(page_url.clone()),
+                pattern_run,
+            };
+            let known = if extract::sitemap::is_sitemap(&link.tag_path) {
+                // A sitemap is read as a link source whatever its type says.
+                Some(Label::Html)
+            } else {
+                known_label(&link.url)
+            };
+            out.push(self.triage(step, link, known, spec, false));
+        }
+        self.debug_check();
+        out
+    }
+
+    /// Queue a link found outside a page (a sitemap listed in robots.txt).
+    pub fn admit_listed(&mut self, link: Link) -> bool {
+        if !self.rules.scope.contains(&link.url) || !self.mark_seen(&link.url) {
+            return false;
+        }
+        self.requeue(link);
+        self.debug_check();
+        true
+    }
+
+    /// One triage decision for a seen, in-scope link; `known` is its label if
+    /// the MIME filters or a HEAD told it. `asked`: a HEAD was already made.
+    pub fn triage(
+        &mut self,
+        step: LinkId,
+        link: Link,
+        mut known: Option<Label>,
+        spec: &JobSpec,
+        asked: bool,
+    ) -> Admitted {
+        loop {
+            match self.strategy.triage(&link, known) {
+                Triage::Enqueue(key) => {
+                    self.unsettled.remove(&crate::engine::url_hash(&link.url));
+                    self.enqueue(link, key);
+                    return Admitted::Queued;
+                }
+                Triage::FetchNow => {
+                    self.unsettled
+                        .insert(crate::engine::url_hash(&link.url), (step, link.clone()));
+                    return Admitted::FetchNow(link);
+                }
+                Triage::Drop => {
+                    self.unsettled.remove(&crate::engine::url_hash(&link.url));
+                    self.counters.dropped += 1;
+                    return Admitted::Dropped;
+                }
+                Triage::Head if asked || self.budget_exhausted(spec).is_some() => {
+                    // Already asked once, or no budget left to ask: let a GET tell.
+                    known = Some(Label::Html);
+                }
+                Triage::Head => {
+                    self.unsettled
+                        .insert(crate::engine::url_hash(&link.url), (step, link.clone()));
+                    return Admitted::AskHead(link);
+                }
+            }
+        }
+    }
+
+    /// What a HEAD said about a link [`Admitted::AskHead`] returned.
+    pub fn after_head(
+        &mut self,
+        step: LinkId,
+        link: Link,
+        answer: HeadAnswer,
+        spec: &JobSpec,
+    ) -> Admitted {
+        let admitted = match answer {
+            HeadAnswer::Label(label) => self.triage(step, link, Some(label), spec, true),
+            HeadAnswer::Unknown => self.triage(step, link, Some(Label::Html), spec, true),
+            HeadAnswer::Broken => {
+                self.unsettled.remove(&crate::engine::url_hash(&link.url));
+                self.counters.dropped += 1;
+                Admitted::Dropped
+            }
+        };
+        self.debug_check();
+        admitted
+    }
+
+    /// A redirect hop to fetch within the step: seen from now on, unsettled
+    /// until the chain ends. `false` when it was seen already.
+    pub fn admit_hop(&mut self, step: LinkId, from: &Link, next: &Url) -> bool {
+        if !self.mark_seen(next) {
+            return false;
+        }
+        let hop = Link {
+            url: next.clone(),
+            ..from.clone()
+        };
+        self.unsettled
+            .insert(crate::engine::url_hash(next), (step, hop));
+        true
+    }
+
+    /// Feed the strategy a label observed on a real response.
+    pub fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
+        self.strategy.observe(link, label, source);
+    }
+
+    /// A target was saved: its manifest row goes with the next checkpoint.
+    pub fn add_manifest_row(&mut self, row: ManifestRow) {
+        self.delta
+            .manifest_added
+            .push((self.next_manifest_row, row.clone()));
+        self.next_manifest_row += 1;
+        self.uncommitted_rows.push(row);
+    }
+
+    /// Whether the next checkpoint commits manifest rows (whose files must be synced first).
+    pub fn has_uncommitted_rows(&self) -> bool {
+        !self.delta.manifest_added.is_empty()
+    }
+
+    /// Take everything since the last checkpoint as one delta, with the job
+    /// record. Seen hashes of unsettled links stay behind (module docs).
+    pub fn take_checkpoint(&mut self, stop: Option<StopReason>, now_secs: u64) -> Checkpoint {
+        let record = JobRecord {
+            strategy: self.strategy_name.to_string(),
+            seed: self.seed,
+            counters: self.counters.clone(),
+            strategy_state: self.strategy.save(),
+            early_stop_state: codec::encode(&self.early_stop),
+            trap_state: codec::encode(&self.traps),
+            next_link_id: self.next_link_id,
+            next_manifest_row: self.next_manifest_row,
+            stop,
+            updated_at: now_secs,
+        };
+        let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(&self.name));
+        let unsettled = &self.unsettled;
+        let (held, settled): (Vec<u64>, Vec<u64>) = std::mem::take(&mut self.seen_pending)
+            .into_iter()
+            .partition(|h| unsettled.contains_key(h));
+        self.seen_pending = held;
+        delta.seen_added = settled;
+        delta.record = Some(record);
+        let committed_links = delta.frontier_added.iter().map(|(id, _)| *id).collect();
+        Checkpoint {
+            delta,
+            rows: std::mem::take(&mut self.uncommitted_rows),
+            committed_links,
+        }
+    }
+
+    /// The checkpoint committed: its frontier records now live in the store.
+    pub fn committed(&mut self, links: &[LinkId]) {
+        for id in links {
+            self.links.remove(id);
+        }
+    }
+
+    /// The checkpoint failed: keep its delta so the retry commits it first.
+    pub fn commit_failed(&mut self, mut older: JobDelta, rows: Vec<ManifestRow>) {
+        older.record = None;
+        // Its seen hashes go back to pending, in front of the newer ones.
+        let mut seen = std::mem::take(&mut older.seen_added);
+        seen.append(&mut self.seen_pending);
+        self.seen_pending = seen;
+        self.delta.absorb_older(older);
+        let mut rows = rows;
+        rows.append(&mut self.uncommitted_rows);
+        self.uncommitted_rows = rows;
+    }
+
+    fn debug_check(&self) {
+        if cfg!(debug_assertions) {
+            self.check_invariants();
+        }
+    }
+
+    /// Panics when an invariant of the module documentation does not hold.
+    pub fn check_invariants(&self) {
+        for (h, (step, link)) in &self.unsettled {
+            assert!(
+                self.seen.contains(h),
+                "unsettled link {} is not in the seen set",
+                link.url
+            );
+            assert!(
+                self.in_flight.contains_key(step),
+                "unsettled link {} belongs to {step}, which is not in flight",
+                link.url
+            );
+        }
+        for id in self.in_flight.keys() {
+            assert!(
+                !self.links.contains_key(id),
+                "{id} is in flight and in the frontier records"
+            );
+        }
+        assert!(
+            self.next_link_id >= self.links.len() as u64,
+            "more frontier records than ids given"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,264 @@
+use super::*;
+use crate::extract::{ExtractedLink, RejectCounts, ScopeKind};
+use crate::link::TagPath;
+use crate::strategy::StrategyKind;
+use proptest::prelude::*;
+use proptest::strategy::Strategy as _;
+
+fn url(s: &str) -> Url {
+    Url::parse(s).expect("test URL")
+}
+
+fn spec(strategy: StrategyKind) -> JobSpec {
+    let mut spec = JobSpec::new("core-test", vec![url("http://site.test/")]);
+    spec.strategy = strategy;
+    spec.scope = ScopeKind::Site;
+    spec.budget.early_stop = false;
+    spec
+}
+
+fn page(urls: &[&str]) -> PageLinks {
+    PageLinks {
+        links: urls
+            .iter()
+            .map(|u| ExtractedLink {
+                url: url(u),
+                tag_path: TagPath::new("/html/body/a"),
+                anchor: String::new(),
+            })
+            .collect(),
+        base: url("http://site.test/"),
+        structured_data: false,
+        truncated: false,
+        rejected: RejectCounts::default(),
+    }
+}
+
+/// Pop the next link and begin its step (records are all in memory here).
+fn pop_and_begin(core: &mut JobCore) -> Option<(LinkId, Link)> {
+    let (id, key, entry) = core.pop(&|_| true)?;
+    let entry = entry.expect("uncommitted record in memory");
+    let link = entry.link.clone();
+    assert!(core.begin_step(id, key, Some(entry)));
+    Some((id, link))
+}
+
+fn no_label(_: &Url) -> Option<Label> {
+    None
+}
+
+#[test]
+fn seeds_are_queued_once() {
+    let spec = spec(StrategyKind::Bfs);
+    let mut core = JobCore::new(&spec);
+    assert_eq!(core.add_seeds(&spec.seeds), 1);
+    assert_eq!(
+        core.add_seeds(&spec.seeds),
+        0,
+        "a seen seed is not queued again"
+    );
+    assert_eq!(core.frontier_len(), 1);
+}
+
+#[test]
+fn admit_filters_scope_and_seen() {
+    let spec = spec(StrategyKind::Bfs);
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&spec.seeds);
+    let (id, seed) = pop_and_begin(&mut core).expect("seed");
+    let admitted = core.admit_links(
+        id,
+        &seed,
+        &seed.url,
+        page(&[
+            "http://site.test/a",
+            "http://elsewhere.test/b",
+            "http://site.test/a",
+            "http://site.test/",
+        ]),
+        &no_label,
+        &spec,
+    );
+    assert_eq!(admitted, vec![Admitted::Queued], "one new in-scope link");
+    assert_eq!(core.counters.out_of_scope, 1);
+    core.settle_step(id, StepTally::default());
+    assert_eq!(core.frontier_len(), 1);
+    assert_eq!(core.in_flight(), 0);
+}
+
+#[test]
+fn in_flight_links_come_back_on_abandon() {
+    let spec = spec(StrategyKind::Bfs);
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&spec.seeds);
+    let (id, seed) = pop_and_begin(&mut core).expect("seed");
+    assert_eq!(core.frontier_len(), 0);
+    let hop = url("http://site.test/moved");
+    assert!(core.admit_hop(id, &seed, &hop));
+    core.abandon_all();
+    assert_eq!(core.in_flight(), 0);
+    assert_eq!(
+        core.frontier_len(),
+        2,
+        "the popped seed and the unsettled hop"
+    );
+}
+
+#[test]
+fn unsettled_seen_hashes_wait_for_their_step() {
+    let spec = spec(StrategyKind::Bfs);
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&spec.seeds);
+    let (id, seed) = pop_and_begin(&mut core).expect("seed");
+    let hop = url("http://site.test/moved");
+    assert!(core.admit_hop(id, &seed, &hop));
+    let cp = core.take_checkpoint(None, 0);
+    assert!(
+        !cp.delta.seen_added.contains(&crate::engine::url_hash(&hop)),
+        "a crash now must not leave the hop seen but nowhere"
+    );
+    assert!(
+        cp.delta.frontier_removed.is_empty(),
+        "the seed is still in flight"
+    );
+    core.committed(&cp.committed_links);
+    core.settle_link(&hop);
+    core.settle_step(id, StepTally::default());
+    let cp = core.take_checkpoint(None, 0);
+    assert!(cp.delta.seen_added.contains(&crate::engine::url_hash(&hop)));
+    assert_eq!(cp.delta.frontier_removed, vec![id]);
+}
+
+#[test]
+fn failed_commit_is_carried_into_the_next() {
+    let spec = spec(StrategyKind::Bfs);
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&spec.seeds);
+    let cp = core.take_checkpoint(None, 0);
+    assert_eq!(cp.delta.frontier_added.len(), 1);
+    core.commit_failed(cp.delta, cp.rows);
+    let cp = core.take_checkpoint(None, 0);
+    assert_eq!(cp.delta.frontier_added.len(), 1, "kept for the retry");
+    assert_eq!(cp.delta.seen_added.len(), 1);
+}
+
+#[test]
+fn reward_goes_to_the_step_that_found_the_targets() {
+    let spec = spec(StrategyKind::Sb);
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&spec.seeds);
+    let (id, _) = pop_and_begin(&mut core).expect("seed");
+    core.settle_step(
+        id,
+        StepTally {
+            targets: 3,
+            requests: 4,
+        },
+    );
+    core.check_invariants();
+}
+
+/// One operation of the property test.
+#[derive(Clone, Debug)]
+enum Op {
+    Pop,
+    /// A page of the step in flight at this index links to these paths.
+    Page(usize, Vec<u8>),
+    Hop(usize, u8),
+    /// A hop the step leaves unsettled (refused, failed): done when the step settles.
+    HopLeft(usize, u8),
+    Settle(usize),
+    Checkpoint,
+    AbandonAll,
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    prop_oneof![
+        3 => Just(Op::Pop),
+        3 => (0..4usize, prop::collection::vec(0..40u8, 0..6)).prop_map(|(i, v)| Op::Page(i, v)),
+        1 => (0..4usize, 0..40u8).prop_map(|(i, p)| Op::Hop(i, p)),
+        1 => (0..4usize, 0..40u8).prop_map(|(i, p)| Op::HopLeft(i, p)),
+        2 => (0..4usize).prop_map(Op::Settle),
+        1 => Just(Op::Checkpoint),
+        1 => Just(Op::AbandonAll),
+    ]
+}
+
+proptest! {
+    /// Whatever order steps run, settle or are abandoned in, every URL ever
+    /// seen is in the frontier, in flight, unsettled or done — and after
+    /// abandoning everything, every URL not done is back in the frontier.
+    #[test]
+    fn nothing_is_lost(ops in prop::collection::vec(op(), 1..80)) {
+        let spec = spec(StrategyKind::Bfs);
+        let mut core = JobCore::new(&spec);
+        core.add_seeds(&spec.seeds);
+        let mut steps: Vec<(LinkId, Link)> = Vec::new();
+        let mut left: Vec<(LinkId, String)> = Vec::new();
+        let mut done: HashSet<String> = HashSet::new();
+        for op in ops {
+            match op {
+                Op::Pop => {
+                    if let Some(s) = pop_and_begin(&mut core) {
+                        steps.push(s);
+                    }
+                }
+                Op::Page(i, paths) if !steps.is_empty() => {
+                    let (id, link) = steps[i % steps.len()].clone();
+                    let urls: Vec<String> = paths.iter().map(|p| format!("http://site.test/p{p}")).collect();
+                    let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+                    for a in core.admit_links(id, &link, &link.url, page(&refs), &no_label, &spec) {
+                        prop_assert_eq!(a, Admitted::Queued, "bfs queues every link");
+                    }
+                }
+                Op::Hop(i, p) if !steps.is_empty() => {
+                    let (id, link) = steps[i % steps.len()].clone();
+                    let hop = url(&format!("http://site.test/hop{p}"));
+                    if core.admit_hop(id, &link, &hop) {
+                        // The hop is fetched at once in this model.
+                        core.settle_link(&hop);
+                        done.insert(hop.to_string());
+                    }
+                }
+                Op::HopLeft(i, p) if !steps.is_empty() => {
+                    let (id, link) = steps[i % steps.len()].clone();
+                    let hop = url(&format!("http://site.test/left{p}"));
+                    if core.admit_hop(id, &link, &hop) {
+                        left.push((id, hop.to_string()));
+                    }
+                }
+                Op::Settle(i) if !steps.is_empty() => {
+                    let (id, link) = steps.remove(i % steps.len());
+                    core.settle_step(id, StepTally { targets: 0, requests: 1 });
+                    done.insert(link.url.to_string());
+                    for (_, hop) in left.iter().filter(|(s, _)| *s == id) {
+                        done.insert(hop.clone());
+                    }
+                    left.retain(|(s, _)| *s != id);
+                }
+                Op::Checkpoint => {
+                    let cp = core.take_checkpoint(None, 0);
+                    core.committed(&[]);
+                    // Keep records in memory: this model has no store.
+                    core.commit_failed(cp.delta, cp.rows);
+                }
+                Op::AbandonAll => {
+                    core.abandon_all();
+                    steps.clear();
+                    left.clear();
+                }
+                _ => {}
+            }
+            core.check_invariants();
+        }
+        core.abandon_all();
+        // Drain the frontier: every seen URL is either done or comes back.
+        let mut back = HashSet::new();
+        while let Some((_, link)) = pop_and_begin(&mut core) {
+            back.insert(link.url.to_string());
+        }
+        prop_assert_eq!(back.len() + done.len(), core.seen_len(),
+            "seen {} = frontier {} + done {}", core.seen_len(), back.len(), done.len());
+        prop_assert!(back.is_disjoint(&done));
+    }
+}
