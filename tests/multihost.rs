@@ -151,3 +151,42 @@ async fn stops_and_kills_mid_crawl_lose_nothing() {
     assert_polite(&server, &web, &server.log());
     let _ = server.shutdown().await;
 }
+
+/// A seed added to the file of a finished job is crawled on the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeds_added_to_a_finished_job_are_crawled() {
+    let web = Web::new(6);
+    let server = serve(&web).await;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let first = JobFile::new("grow")
+        .seed(format!("http://{}/", Web::host_name(0)))
+        .scope("host")
+        .delay("0s")
+        .no_early_stop();
+    let run = |job: &Path| crawl(job, &state, &web, server.port());
+    let out = run(&first.write(dir.path())).output().await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let host_files = |i: usize| -> BTreeSet<String> {
+        web.targets()
+            .into_iter()
+            .filter(|t| t.starts_with(&Web::host_name(i)))
+            .collect()
+    };
+    assert_eq!(harvested(&state, "grow"), host_files(0));
+
+    let grown = first.seed(format!("http://{}/", Web::host_name(3)));
+    let out = run(&grown.write(dir.path())).output().await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let both: BTreeSet<String> = host_files(0).union(&host_files(3)).cloned().collect();
+    assert_eq!(harvested(&state, "grow"), both);
+    let _ = server.shutdown().await;
+}
