@@ -142,6 +142,7 @@ async fn live_exchanges_become_valid_warc() {
     })
     .unwrap();
     let politeness = Politeness {
+        run: 0,
         delay: Duration::ZERO,
         robots: false,
         user_agent: "forager-warc-test/1".to_string(),

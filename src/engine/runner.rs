@@ -103,6 +103,13 @@ pub struct Runner<'a> {
     driver: Mutex<Driver>,
 }
 
+impl Drop for Runner<'_> {
+    fn drop(&mut self) {
+        // However the run ended, the hosts it used no longer wait for its delay.
+        self.engine.fetcher.end_run(self.politeness.run);
+    }
+}
+
 /// First wait before retrying a paused job's checkpoint; it doubles up to the max.
 const PAUSE_RETRY_MIN: Duration = Duration::from_secs(1);
 const PAUSE_RETRY_MAX: Duration = Duration::from_secs(30);
@@ -142,6 +149,7 @@ impl<'a> Runner<'a> {
                 delay: spec.politeness.delay,
                 robots: spec.politeness.robots,
                 user_agent: spec.politeness.user_agent.clone(),
+                run: engine.fetcher.new_run(),
             },
             max_in_flight: spec.max_in_flight().max(1),
             per: spec.politeness_per(),

@@ -46,15 +46,26 @@ pub(crate) enum Outcome {
 /// The mutable politeness state of one host key.
 #[derive(Debug)]
 pub(crate) struct HostState {
-    /// Current minimum gap between request starts (margin included); zero = no limiter.
+    /// Current minimum gap between request starts (margin included); zero =
+    /// no limiter. Always the largest live claim.
     period: Duration,
-    /// Last time a request asked for exactly `period`.
-    period_asserted_at: Instant,
+    /// The period each crawl run using the host asks for: the strictest run
+    /// that uses the host *now* sets the pace, and a run's claim goes when it
+    /// ends ([`HostState::release`]) or when it stops asking for a while.
+    claims: Vec<Claim>,
     limiter: Option<Arc<Limiter>>,
     last_start: Option<Instant>,
     blocked_until: Option<Instant>,
     failures: u32,
     last_used: Instant,
+}
+
+/// One run's wanted period on a host.
+#[derive(Clone, Copy, Debug)]
+struct Claim {
+    run: u64,
+    period: Duration,
+    asserted_at: Instant,
 }
 
 impl std::fmt::Debug for HostSlot {
@@ -69,7 +80,7 @@ impl HostState {
     fn new(now: Instant) -> Self {
         HostState {
             period: Duration::ZERO,
-            period_asserted_at: now,
+            claims: Vec::new(),
             limiter: None,
             last_start: None,
             blocked_until: None,
@@ -78,29 +89,62 @@ impl HostState {
         }
     }
 
-    /// Applies the period a request wants: the larger of the current and the
-    /// wanted one wins, and a larger one expires when nobody asks for it.
-    fn adopt_period(&mut self, wanted: Duration, now: Instant) {
+    /// Records the period run `run` wants; the host's period becomes the
+    /// largest claim still live (a claim nobody re-asserts expires).
+    fn adopt_period(&mut self, run: u64, wanted: Duration, now: Instant) {
         let wanted = if wanted.is_zero() {
             Duration::ZERO
         } else {
             wanted.saturating_add(START_MARGIN)
         };
-        let stale = now.saturating_duration_since(self.period_asserted_at) >= PERIOD_STALE_AFTER;
-        if wanted == self.period {
-            self.period_asserted_at = now;
-        } else if wanted > self.period || stale {
-            self.period = wanted;
-            self.period_asserted_at = now;
-            self.limiter = Quota::with_period(wanted)
+        match self.claims.iter_mut().find(|c| c.run == run) {
+            Some(c) => {
+                c.period = wanted;
+                c.asserted_at = now;
+            }
+            None => self.claims.push(Claim {
+                run,
+                period: wanted,
+                asserted_at: now,
+            }),
+        }
+        self.claims
+            .retain(|c| now.saturating_duration_since(c.asserted_at) < PERIOD_STALE_AFTER);
+        self.settle_period();
+    }
+
+    /// Run `run` ended: its claim goes, and the pace follows the runs left.
+    pub(crate) fn release(&mut self, run: u64) {
+        let before = self.claims.len();
+        self.claims.retain(|c| c.run != run);
+        if self.claims.len() != before {
+            self.settle_period();
+        }
+    }
+
+    fn settle_period(&mut self) {
+        let period = self
+            .claims
+            .iter()
+            .map(|c| c.period)
+            .max()
+            .unwrap_or(Duration::ZERO);
+        if period != self.period {
+            self.period = period;
+            self.limiter = Quota::with_period(period)
                 .map(|q| Arc::new(RateLimiter::direct_with_clock(q, MonotonicClock)));
         }
     }
 
     /// Either records a request start now (`None`) or says how long to wait.
-    pub(crate) fn try_start(&mut self, wanted: Duration, now: Instant) -> Option<Duration> {
+    pub(crate) fn try_start(
+        &mut self,
+        run: u64,
+        wanted: Duration,
+        now: Instant,
+    ) -> Option<Duration> {
         self.last_used = now;
-        self.adopt_period(wanted, now);
+        self.adopt_period(run, wanted, now);
         if let Some(until) = self.blocked_until {
             if until > now {
                 return Some(until - now);
@@ -218,6 +262,7 @@ impl HostSlot {
     /// the response body is done.
     pub(crate) async fn acquire(
         &self,
+        run: u64,
         wanted: Duration,
     ) -> Result<OwnedSemaphorePermit, FetchError> {
         let permit = self
@@ -227,7 +272,7 @@ impl HostSlot {
             .await
             .map_err(|_| FetchError::Shutdown)?;
         loop {
-            let wait = self.state().try_start(wanted, Instant::now());
+            let wait = self.state().try_start(run, wanted, Instant::now());
             match wait {
                 None => return Ok(permit),
                 // Never spin on a zero wait the clock has not caught up with.
@@ -301,6 +346,14 @@ impl HostTable {
         slot
     }
 
+    /// Run `run` ended: drop its claims on every host.
+    pub(crate) fn release(&self, run: u64) {
+        let slots: Vec<Arc<HostSlot>> = self.slots().map.values().cloned().collect();
+        for slot in slots {
+            slot.state().release(run);
+        }
+    }
+
     /// The slot of `key` if it exists (no creation).
     pub(crate) fn get(&self, key: &str) -> Option<Arc<HostSlot>> {
         self.slots().map.get(key).cloned()
@@ -352,7 +405,7 @@ mod tests {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
         assert_eq!(s.wait_for(100 * MS, t0), Duration::ZERO);
-        assert_eq!(s.try_start(100 * MS, Instant::now()), None);
+        assert_eq!(s.try_start(1, 100 * MS, Instant::now()), None);
         let now = Instant::now();
         let wait = s.wait_for(100 * MS, now);
         assert!(wait > 90 * MS && wait <= 101 * MS, "{wait:?}");
@@ -370,15 +423,15 @@ mod tests {
         let now = Instant::now();
         let mut s = HostState::new(now);
         for _ in 0..100 {
-            assert_eq!(s.try_start(Duration::ZERO, now), None);
+            assert_eq!(s.try_start(1, Duration::ZERO, now), None);
         }
     }
 
     #[test]
     fn second_start_waits_for_the_period() {
         let mut s = HostState::new(Instant::now());
-        assert_eq!(s.try_start(100 * MS, Instant::now()), None);
-        let wait = s.try_start(100 * MS, Instant::now()).unwrap();
+        assert_eq!(s.try_start(1, 100 * MS, Instant::now()), None);
+        let wait = s.try_start(1, 100 * MS, Instant::now()).unwrap();
         assert!(wait > 90 * MS && wait <= 101 * MS, "{wait:?}");
     }
 
@@ -386,25 +439,54 @@ mod tests {
     fn larger_period_wins_and_expires_when_stale() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.adopt_period(100 * MS, t0);
-        s.adopt_period(300 * MS, t0);
+        s.adopt_period(1, 100 * MS, t0);
+        s.adopt_period(2, 300 * MS, t0);
         assert_eq!(s.period(), 300 * MS + START_MARGIN);
-        s.adopt_period(100 * MS, t0 + Duration::from_secs(10));
+        s.adopt_period(1, 100 * MS, t0 + Duration::from_secs(10));
         assert_eq!(
             s.period(),
             300 * MS + START_MARGIN,
             "a recent larger period must win"
         );
-        s.adopt_period(100 * MS, t0 + PERIOD_STALE_AFTER + Duration::from_secs(1));
+        s.adopt_period(
+            1,
+            100 * MS,
+            t0 + PERIOD_STALE_AFTER + Duration::from_secs(1),
+        );
         assert_eq!(s.period(), 100 * MS + START_MARGIN);
+    }
+
+    #[test]
+    fn the_pace_follows_the_runs_using_the_host_now() {
+        let t0 = Instant::now();
+        let mut s = HostState::new(t0);
+        s.adopt_period(1, 1000 * MS, t0);
+        s.adopt_period(2, 300 * MS, t0);
+        assert_eq!(
+            s.period(),
+            1000 * MS + START_MARGIN,
+            "the strictest run wins"
+        );
+        // The 1 s job is edited to 300 ms: its old run ends, a new one starts.
+        s.release(1);
+        assert_eq!(
+            s.period(),
+            300 * MS + START_MARGIN,
+            "the strictest run left"
+        );
+        s.adopt_period(3, 300 * MS, t0);
+        assert_eq!(s.period(), 300 * MS + START_MARGIN);
+        s.release(2);
+        s.release(3);
+        assert_eq!(s.period(), Duration::ZERO);
     }
 
     #[test]
     fn limiter_swap_keeps_the_gap_from_the_last_start() {
         let mut s = HostState::new(Instant::now());
-        assert_eq!(s.try_start(50 * MS, Instant::now()), None);
+        assert_eq!(s.try_start(1, 50 * MS, Instant::now()), None);
         // A job with a larger delay arrives: the fresh limiter would allow a burst.
-        let wait = s.try_start(200 * MS, Instant::now()).unwrap();
+        let wait = s.try_start(2, 200 * MS, Instant::now()).unwrap();
         assert!(wait > 150 * MS, "{wait:?}");
     }
 
@@ -412,7 +494,7 @@ mod tests {
     fn failures_back_off_exponentially_and_reset() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.adopt_period(100 * MS, t0);
+        s.adopt_period(1, 100 * MS, t0);
         let p = s.period();
         s.record(Outcome::Failure, t0, Duration::from_secs(600));
         assert_eq!(s.blocked_for(t0), Some(p * 2));
@@ -439,11 +521,11 @@ mod tests {
         );
         assert_eq!(s.blocked_for(t0), Some(Duration::from_secs(5)));
         let wait = s
-            .try_start(Duration::ZERO, t0 + Duration::from_secs(1))
+            .try_start(1, Duration::ZERO, t0 + Duration::from_secs(1))
             .unwrap();
         assert_eq!(wait, Duration::from_secs(4));
         assert_eq!(
-            s.try_start(Duration::ZERO, t0 + Duration::from_secs(5)),
+            s.try_start(1, Duration::ZERO, t0 + Duration::from_secs(5)),
             None
         );
     }

@@ -105,6 +105,10 @@ pub struct Politeness {
     pub robots: bool,
     /// Sent on every request; its product token selects the robots.txt group.
     pub user_agent: String,
+    /// The crawl run asking ([`Fetcher::new_run`]): a host is paced by the
+    /// strictest delay among the runs using it now, and a run's claim goes
+    /// with [`Fetcher::end_run`].
+    pub run: u64,
 }
 
 /// The HTTP methods a crawler needs.
@@ -154,6 +158,8 @@ struct Inner {
     cfg: FetchConfig,
     hosts: HostTable,
     robots: RobotsCache,
+    /// The next [`Fetcher::new_run`] id (0 is for callers outside a run).
+    runs: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -190,6 +196,7 @@ impl Fetcher {
                 cfg,
                 hosts: HostTable::new(HOST_IDLE_TTL, MAX_HOSTS),
                 robots: RobotsCache::new(),
+                runs: std::sync::atomic::AtomicU64::new(1),
             }),
         })
     }
@@ -209,6 +216,18 @@ impl Fetcher {
             Some(slot) => slot.readiness(wanted, Instant::now()),
             None => Some(Duration::ZERO),
         }
+    }
+
+    /// A new crawl run's id, for [`Politeness::run`].
+    pub fn new_run(&self) -> u64 {
+        self.inner
+            .runs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A run ended: the hosts it used are paced by the runs left.
+    pub fn end_run(&self, run: u64) {
+        self.inner.hosts.release(run);
     }
 
     /// The configuration the fetcher was built with.
@@ -240,7 +259,7 @@ impl Fetcher {
         })?;
         let wanted = self.wanted_period(url, politeness);
         let slot = self.inner.hosts.slot(host_key, Instant::now());
-        let permit = slot.acquire(wanted).await?;
+        let permit = slot.acquire(politeness.run, wanted).await?;
 
         let cfg = &self.inner.cfg;
         let started = tokio::time::Instant::now();

@@ -219,6 +219,7 @@ fn fetcher(server: &Server) -> Fetcher {
 
 fn polite(delay: Duration) -> Politeness {
     Politeness {
+        run: 0,
         delay,
         robots: true,
         user_agent: UA.to_string(),
@@ -807,6 +808,7 @@ async fn invalid_requests_are_refused_before_the_network() {
         .unwrap_err();
     assert_eq!(e.kind(), "invalid_url");
     let bad_ua = Politeness {
+        run: 0,
         user_agent: "bad\nagent".into(),
         ..p
     };
@@ -846,6 +848,7 @@ async fn robots_rules_are_cached_and_crawl_delay_paces_the_host() {
         .robots(
             &page,
             &Politeness {
+                run: 0,
                 user_agent: "otherbot/2".into(),
                 ..p.clone()
             },
@@ -867,6 +870,7 @@ async fn robots_rules_are_cached_and_crawl_delay_paces_the_host() {
             &f,
             &format!("http://site-a.test/p{i}"),
             &Politeness {
+                run: 0,
                 user_agent: "otherbot/2".into(),
                 ..p.clone()
             },
