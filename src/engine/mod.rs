@@ -14,6 +14,7 @@
 
 mod core;
 pub mod filters;
+mod lanes;
 mod observer;
 mod robots_cache;
 mod runner;

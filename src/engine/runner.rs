@@ -19,18 +19,19 @@
 //! gives the same crawl.
 
 use super::core::{Admitted, HeadAnswer, JobCore, StepTally};
+use super::lanes::{Lanes, Parked, Readiness};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
 use crate::config::JobSpec;
 use crate::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use crate::extract::{self, ExtractLimits, PageLinks, UrlRules};
 use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules};
-use crate::link::{Link, LinkId, QueueKey, TagPath};
+use crate::link::{Link, LinkId, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
 use crate::output::TargetDir;
-use crate::store::{FrontierEntry, JobCounters, ManifestRow, StopReason};
+use crate::store::{JobCounters, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, StrategyStats};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
@@ -43,9 +44,6 @@ const MAX_REDIRECTS: usize = 10;
 /// Bytes of one HTML page read for link extraction (targets stream to disk
 /// up to `limits.max_body`; pages are held in memory).
 pub const MAX_PAGE_BYTES: u64 = 32 << 20;
-
-/// How often a job whose parked hosts are all held by other jobs looks again.
-const BUSY_RECHECK: Duration = Duration::from_millis(20);
 
 /// How a job run ended.
 #[derive(Debug, Clone)]
@@ -68,22 +66,13 @@ enum Fetched {
     Nothing,
 }
 
-/// A popped link waiting for its politeness key.
-struct Parked {
-    id: LinkId,
-    key: QueueKey,
-    entry: FrontierEntry,
-    host_key: String,
-}
-
 /// What the driver alone touches between steps.
 struct Driver {
     last_checkpoint: Instant,
     /// `manifest.jsonl` missed rows (a failed append): rewrite it from the store.
     manifest_stale: bool,
-    /// Politeness keys with a step of this job under way, and how many.
-    busy: HashMap<String, usize>,
-    parked: VecDeque<Parked>,
+    /// Popped links waiting for their politeness key, and the keys in use.
+    lanes: Lanes,
 }
 
 /// Runs one job: restore, loop, checkpoint.
@@ -114,9 +103,15 @@ impl Drop for Runner<'_> {
 const PAUSE_RETRY_MIN: Duration = Duration::from_secs(1);
 const PAUSE_RETRY_MAX: Duration = Duration::from_secs(30);
 
-/// Links parked for a busy politeness key, at most; past it the driver waits.
+/// Popped links that may wait for their politeness key at once. One step at
+/// a time pops one link ahead at most, as a sequential crawl does; a job with
+/// many in flight may look far down the frontier for a ready host.
 fn park_limit(max_in_flight: usize) -> usize {
-    (max_in_flight * 8).max(1024)
+    if max_in_flight <= 1 {
+        1
+    } else {
+        65_536
+    }
 }
 
 impl<'a> Runner<'a> {
@@ -160,8 +155,7 @@ impl<'a> Runner<'a> {
             driver: Mutex::new(Driver {
                 last_checkpoint: Instant::now(),
                 manifest_stale: false,
-                busy: HashMap::new(),
-                parked: VecDeque::new(),
+                lanes: Lanes::default(),
             }),
         };
         runner.restore_or_seed()?;
@@ -325,11 +319,11 @@ impl<'a> Runner<'a> {
                 if let Some(r) = halt {
                     break Ok(Some(r));
                 }
-                if lock(&self.driver).parked.is_empty() {
+                if lock(&self.driver).lanes.parked() == 0 {
                     break Ok(Some(StopReason::FrontierEmpty));
                 }
             }
-            let wake = self.parked_wake();
+            let wake = lock(&self.driver).lanes.next_wake(Instant::now());
             tokio::select! {
                 biased;
                 // A closed channel (sender dropped) means stop too.
@@ -362,14 +356,10 @@ impl<'a> Runner<'a> {
         result: Result<Option<StopReason>, EngineError>,
     ) -> Result<Option<StopReason>, EngineError> {
         drop(steps);
-        let parked: Vec<Parked> = {
-            let mut driver = lock(&self.driver);
-            driver.busy.clear();
-            driver.parked.drain(..).collect()
-        };
+        let parked = lock(&self.driver).lanes.drain();
         let mut core = self.core();
         core.abandon_all();
-        for p in parked.into_iter().rev() {
+        for p in parked {
             core.unpop(p.id, p.key, Some(p.entry));
         }
         result
@@ -379,32 +369,24 @@ impl<'a> Runner<'a> {
     /// one first, else the strategy's choice (parking those that must wait).
     fn next_step(&self) -> Result<Option<(LinkId, String)>, EngineError> {
         let mut driver = lock(&self.driver);
-        if let Some(i) = (0..driver.parked.len()).find(|&i| {
-            self.key_ready(
-                &driver,
-                &driver.parked[i].entry.link.url,
-                &driver.parked[i].host_key,
-            )
-        }) {
-            let Some(p) = driver.parked.remove(i) else {
-                return Ok(None);
-            };
-            *driver.busy.entry(p.host_key.clone()).or_default() += 1;
+        let now = Instant::now();
+        let readiness = |p: &Parked| self.readiness(&p.entry.link.url);
+        if let Some((lane, p)) = driver.lanes.take_ready(now, readiness) {
+            driver.lanes.start(&lane);
             self.core().begin_step(p.id, p.key, Some(p.entry));
-            return Ok(Some((p.id, p.host_key)));
+            return Ok(Some((p.id, lane)));
         }
         let limit = park_limit(self.max_in_flight);
-        while driver.parked.len() < limit {
+        while driver.lanes.parked() < limit {
             let popped = {
-                let driver = &*driver;
-                let ready = |host: &str| {
+                let lanes = &driver.lanes;
+                let host_ready = |host: &str| {
                     let Ok(url) = Url::parse(&format!("http://{host}/")) else {
                         return true;
                     };
-                    let key = extract::politeness_key(&url, self.per);
-                    self.key_ready(driver, &url, &key)
+                    lanes.is_free(&self.host_key(&url)) && self.readiness(&url) == Readiness::Now
                 };
-                self.core().pop(&ready)
+                self.core().pop(&host_ready)
             };
             let Some((id, key, entry)) = popped else {
                 return Ok(None);
@@ -424,60 +406,37 @@ impl<'a> Runner<'a> {
                 self.core().begin_step(id, key, None);
                 continue;
             };
-            let host_key = self.host_key(&entry.link.url);
-            if self.key_ready(&driver, &entry.link.url, &host_key) {
-                *driver.busy.entry(host_key.clone()).or_default() += 1;
+            let lane = self.host_key(&entry.link.url);
+            if driver.lanes.is_free(&lane) && self.readiness(&entry.link.url) == Readiness::Now {
+                driver.lanes.start(&lane);
                 self.core().begin_step(id, key, Some(entry));
-                return Ok(Some((id, host_key)));
+                return Ok(Some((id, lane)));
             }
-            driver.parked.push_back(Parked {
-                id,
-                key,
-                entry,
-                host_key,
-            });
+            driver
+                .lanes
+                .park(lane, Parked { id, key, entry }, now, readiness);
         }
         Ok(None)
     }
 
-    /// No step of this job on the key, and the fetcher would start one now.
-    fn key_ready(&self, driver: &Driver, url: &Url, host_key: &str) -> bool {
-        !driver.busy.contains_key(host_key)
-            && self
-                .engine
-                .fetcher
-                .readiness(url, &self.politeness, host_key)
-                .is_some_and(|wait| wait.is_zero())
+    /// When the fetcher would start a request to `url`.
+    fn readiness(&self, url: &Url) -> Readiness {
+        match self
+            .engine
+            .fetcher
+            .readiness(url, &self.politeness, &self.host_key(url))
+        {
+            Some(wait) if wait.is_zero() => Readiness::Now,
+            Some(wait) => Readiness::After(wait),
+            None => Readiness::Busy,
+        }
     }
 
     fn release_key(&self, host_key: &str) {
-        let mut driver = lock(&self.driver);
-        if let Some(n) = driver.busy.get_mut(host_key) {
-            *n -= 1;
-            if *n == 0 {
-                driver.busy.remove(host_key);
-            }
-        }
-    }
-
-    /// When a parked link's key may be ready: the soonest host delay among
-    /// them (a key held by another job is looked at again shortly).
-    fn parked_wake(&self) -> Option<Duration> {
-        let driver = lock(&self.driver);
-        let mut soonest: Option<Duration> = None;
-        for p in &driver.parked {
-            if driver.busy.contains_key(&p.host_key) {
-                continue; // woken by its step's end
-            }
-            let wait = self
-                .engine
-                .fetcher
-                .readiness(&p.entry.link.url, &self.politeness, &p.host_key)
-                .unwrap_or(BUSY_RECHECK)
-                .max(Duration::from_micros(100));
-            soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
-        }
-        soonest
+        let readiness = |p: &Parked| self.readiness(&p.entry.link.url);
+        lock(&self.driver)
+            .lanes
+            .finish(host_key, Instant::now(), readiness);
     }
 
     /// One step: fetch the popped link, handle its page's links, fetch the
