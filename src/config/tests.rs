@@ -456,7 +456,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
-        "jobs.d/x.toml:5: politeness.crawl_delay: unknown field (expected one of: delay, robots, user_agent)"
+        "jobs.d/x.toml:5: politeness.crawl_delay: unknown field (expected one of: delay, robots, user_agent, max_in_flight, per)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[limits]\nmax_bodies = 1\n")),
@@ -1132,4 +1132,31 @@ fn output_errors_name_the_field() {
     );
     let unknown = job_err(&format!("{HEAD}[output]\nwrac = true\n"));
     assert!(unknown.contains("output.wrac: unknown field"), "{unknown}");
+}
+
+#[test]
+fn politeness_in_flight_and_key_default_by_scope() {
+    let site = job(HEAD);
+    assert_eq!(site.max_in_flight(), 1);
+    assert_eq!(site.politeness_per(), crate::extract::PolitenessPer::Host);
+    let any = job(&format!("{HEAD}scope = \"any\"\n"));
+    assert_eq!(any.max_in_flight(), 64);
+    assert_eq!(any.politeness_per(), crate::extract::PolitenessPer::Pld);
+    let set = job(&format!(
+        "{HEAD}scope = \"any\"\n[politeness]\nmax_in_flight = 8\nper = \"host\"\n"
+    ));
+    assert_eq!(set.max_in_flight(), 8);
+    assert_eq!(set.politeness_per(), crate::extract::PolitenessPer::Host);
+}
+
+#[test]
+fn politeness_in_flight_and_key_are_checked() {
+    assert_eq!(
+        job_err(&format!("{HEAD}[politeness]\nmax_in_flight = 0\n")),
+        "jobs.d/x.toml:4: politeness.max_in_flight: 0 is out of range (1 to 4096)"
+    );
+    assert_eq!(
+        job_err(&format!("{HEAD}[politeness]\nper = \"domain\"\n")),
+        "jobs.d/x.toml:4: politeness.per: unknown value \"domain\" (expected one of: host, pld)"
+    );
 }
