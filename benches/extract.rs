@@ -73,7 +73,10 @@ fn fingerprint(pages: &[Page]) -> String {
         let found = extract_links(&p.body, &p.url, p.content_type.as_deref(), &limits);
         h.update(format!(
             "{}|{}|{}|{:?}\n",
-            found.base, found.structured_data, found.truncated, found.rejected
+            found.base,
+            found.structured_data,
+            found.cut.is_some(),
+            found.rejected
         ));
         for l in &found.links {
             links += 1;

@@ -21,7 +21,7 @@ use axum::http::{header, HeaderValue};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::Read;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 use url::Url;
 
 /// Turns a `Content-Type` into a label (usually [`TargetSet::classify`]).
@@ -296,15 +296,7 @@ impl<'a> Walker<'a> {
         let Some(origin) = origin_key(&self.start) else {
             return;
         };
-        let fetched_at_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let record = RobotsRecord {
-            origin,
-            status,
-            body,
-            fetched_at_ms,
-        };
+        let record = RobotsRecord::new(origin, status, body, SystemTime::now());
         self.robots = Some(RobotsRules::from_record(record, &self.opts.user_agent));
     }
 

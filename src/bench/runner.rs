@@ -258,7 +258,12 @@ mod tests {
         let run_b = run_once(b.addr(), &site, config, dir_b.path())
             .await
             .unwrap();
-        assert_eq!(run_a.trace.len(), 400);
+        // The budget is checked before each link; a redirect chain under way ends.
+        assert!(
+            (400..410).contains(&run_a.trace.len()),
+            "{}",
+            run_a.trace.len()
+        );
         assert_eq!(run_a.trace, run_b.trace);
         let job = "synthetic-small-sb-7";
         let targets = harvested(dir_a.path(), job);

@@ -67,6 +67,14 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
             .resolve
             .extend(d.resolve.iter().map(|(h, a)| (h.clone(), *a)));
     }
+    for (host, addr) in &args.resolve {
+        if !fetch.allow_private && crate::fetch::is_forbidden_ip(addr.ip()) {
+            anyhow::bail!(
+                "--resolve {host}={addr}: {} is a private or loopback address, which the SSRF guard refuses; add --allow-private",
+                addr.ip()
+            );
+        }
+    }
     fetch.resolve.extend(args.resolve.iter().cloned());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -101,6 +109,13 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
         anyhow::Ok(outcome)
     })?;
     print_summary(&spec.name, spec.strategy.name(), &state_dir, &outcome);
+    if let Some(why) = outcome.unreachable_because() {
+        errln!(
+            "forager: job {}: nothing could be fetched: {why}",
+            spec.name
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -130,6 +145,10 @@ fn print_summary(job: &str, strategy: &str, state_dir: &std::path::Path, o: &Job
         "errors     {} HTTP, {} network",
         c.http_errors,
         c.fetch_errors
+    );
+    outln!(
+        "cut        {} (bodies over max_body, pages whose links were cut: see the log)",
+        c.truncated
     );
     outln!(
         "skipped    {} robots, {} out of scope, {} blocked, {} rejected, {} traps, {} dropped",

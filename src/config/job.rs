@@ -58,6 +58,8 @@ const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent", "max_in_fl
 pub const MAX_IN_FLIGHT: u64 = 4096;
 const LIMITS_FIELDS: &[&str] = &[
     "max_body",
+    "retries",
+    "retry_for",
     "max_depth",
     "max_links_per_page",
     "max_url_len",
@@ -272,6 +274,13 @@ pub struct LimitsSpec {
     pub max_url_len: usize,
     /// Query keys removed from every URL, lower-cased (compare case-insensitively).
     pub strip_params: Vec<String>,
+    /// Fetches of one link that failed for a reason that may pass (refused
+    /// or reset connection, time-out, DNS, 5xx, 429, robots.txt unreachable)
+    /// are tried again this many times, with the host's back-off between
+    /// tries, before the link is given up.
+    pub retries: u32,
+    /// …and never longer than this after its first failure.
+    pub retry_for: Duration,
 }
 
 impl Default for LimitsSpec {
@@ -282,6 +291,8 @@ impl Default for LimitsSpec {
             max_links_per_page: 10_000,
             max_url_len: 2048,
             strip_params: DEFAULT_STRIP_PARAMS.iter().map(|s| s.to_string()).collect(),
+            retries: 5,
+            retry_for: Duration::from_secs(3600),
         }
     }
 }
@@ -683,7 +694,21 @@ fn read_limits(r: &mut Reader<'_>, t: &Table<'_>) -> Option<LimitsSpec> {
     let strip_params = optional(t, "strip_params", |n| {
         r.strings_with(&t.child("strip_params"), n, check_param)
     });
+    let retries = optional(t, "retries", |n| {
+        r.u64_in(&t.child("retries"), n, 0, 100)
+            .and_then(|v| u32::try_from(v).ok())
+    });
+    let retry_for = optional(t, "retry_for", |n| {
+        r.duration_in(
+            &t.child("retry_for"),
+            n,
+            Duration::ZERO,
+            Duration::from_secs(7 * 24 * 3600),
+        )
+    });
     Some(LimitsSpec {
+        retries: retries.unwrap_or(Some(d.retries))?,
+        retry_for: retry_for.unwrap_or(Some(d.retry_for))?,
         max_body: max_body.unwrap_or(Some(d.max_body))?,
         max_depth: max_depth.unwrap_or(Some(d.max_depth))?,
         max_links_per_page: max_links.unwrap_or(Some(d.max_links_per_page))?,

@@ -265,6 +265,8 @@ strip_params = ["SID", "utm_source"]
             max_links_per_page: 500,
             max_url_len: 512,
             strip_params: vec!["sid".into(), "utm_source".into()],
+            retries: 5,
+            retry_for: std::time::Duration::from_secs(3600),
         }
     );
 }
@@ -460,11 +462,11 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[limits]\nmax_bodies = 1\n")),
-        "jobs.d/x.toml:4: limits.max_bodies: unknown field (expected one of: max_body, max_depth, max_links_per_page, max_url_len, strip_params)"
+        "jobs.d/x.toml:4: limits.max_bodies: unknown field (expected one of: max_body, retries, retry_for, max_depth, max_links_per_page, max_url_len, strip_params)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[limits.sub]\nx = 1\n")),
-        "jobs.d/x.toml:3: limits.sub: unknown field (expected one of: max_body, max_depth, max_links_per_page, max_url_len, strip_params)"
+        "jobs.d/x.toml:3: limits.sub: unknown field (expected one of: max_body, retries, retry_for, max_depth, max_links_per_page, max_url_len, strip_params)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}budget = {{ requsts = 1 }}\n")),

@@ -674,11 +674,15 @@ async fn run_job(
     let live = observer.live.clone();
     let runner = open_runner(&engine, &spec, &mut observer).map_err(|e| error_chain(&e))?;
     let outcome = runner.run(stop).await.map_err(|e| error_chain(&e))?;
+    let unreachable = outcome.unreachable_because();
     let mut l = live.lock();
     l.counters = outcome.counters;
     l.stats = outcome.stats;
     l.frontier = Some(outcome.frontier_left as u64);
     l.stop = outcome.stop;
+    if let Some(why) = unreachable {
+        l.on_failure(&format!("nothing could be fetched: {why}"));
+    }
     Ok(outcome.stop)
 }
 

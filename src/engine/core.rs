@@ -125,6 +125,31 @@ pub struct JobCore {
     delta: JobDelta,
     /// Manifest rows in `delta`, appended to `manifest.jsonl` once committed.
     uncommitted_rows: Vec<ManifestRow>,
+    /// Links whose fetch failed for a reason that may pass, by URL hash:
+    /// tries so far and when the first failed. In memory only: after a
+    /// restart a waiting link gets its tries afresh.
+    retries: HashMap<u64, Retry>,
+    /// Links given up in this run after their last try.
+    pub given_up: u64,
+    /// Links refused in this run by the SSRF guard (a private destination
+    /// while `allow_private` is off).
+    pub refused_private: u64,
+}
+
+/// The failed tries of one link.
+#[derive(Clone, Copy, Debug)]
+struct Retry {
+    tries: u32,
+    first_failed: std::time::Instant,
+}
+
+/// What became of a link whose fetch failed for a reason that may pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryVerdict {
+    /// Back in the frontier for another try (after the host's back-off).
+    Again { tries: u32 },
+    /// Out of tries or of time: done, counted in `given_up`.
+    GivenUp { tries: u32 },
 }
 
 /// A checkpoint's content, taken from the core.
@@ -157,6 +182,9 @@ impl JobCore {
             traps: TrapGuard::new(DEFAULT_MAX_PATTERN_RUN),
             delta: JobDelta::new(&spec.name),
             uncommitted_rows: Vec::new(),
+            retries: HashMap::new(),
+            given_up: 0,
+            refused_private: 0,
         }
     }
 
@@ -228,6 +256,31 @@ impl JobCore {
             }
             let link = Link::seed(url);
             // Seeds are pages by assumption: the strategy only chooses their queue.
+            let key = match self.strategy.triage(&link, Some(Label::Html)) {
+                Triage::Enqueue(key) => key,
+                _ => QueueKey::default(),
+            };
+            self.enqueue(link, key);
+            added += 1;
+        }
+        self.debug_check();
+        added
+    }
+
+    /// Queue the seeds again, seen or not: a job that stopped `unreachable`
+    /// fetched nothing, so its next run (a restart, an edit of its file)
+    /// starts over from them. Returns how many were queued (none while the
+    /// frontier still holds links: the job is not over).
+    pub fn requeue_seeds(&mut self, seeds: &[Url]) -> usize {
+        if !self.strategy.is_empty() {
+            return 0;
+        }
+        let mut added = 0;
+        for seed in seeds {
+            let mut url = seed.clone();
+            extract::normalize(&mut url, &self.rules.url_rules);
+            self.mark_seen(&url);
+            let link = Link::seed(url);
             let key = match self.strategy.triage(&link, Some(Label::Html)) {
                 Triage::Enqueue(key) => key,
                 _ => QueueKey::default(),
@@ -367,6 +420,40 @@ impl JobCore {
         self.unsettled.remove(&crate::engine::url_hash(&link.url));
         self.requeue(link);
         self.debug_check();
+    }
+
+    /// A fetch of `link` failed for a reason that may pass: try it again later
+    /// (a new frontier entry) while `[limits] retries` and `retry_for` allow.
+    pub fn retry_or_give_up(
+        &mut self,
+        link: Link,
+        spec: &JobSpec,
+        now: std::time::Instant,
+    ) -> RetryVerdict {
+        let h = crate::engine::url_hash(&link.url);
+        let retry = self.retries.entry(h).or_insert(Retry {
+            tries: 0,
+            first_failed: now,
+        });
+        retry.tries += 1;
+        let tries = retry.tries;
+        let in_time = now.saturating_duration_since(retry.first_failed) < spec.limits.retry_for;
+        if tries <= spec.limits.retries && in_time {
+            self.keep_for_later(link);
+            RetryVerdict::Again { tries }
+        } else {
+            self.retries.remove(&h);
+            self.unsettled.remove(&h);
+            self.given_up += 1;
+            RetryVerdict::GivenUp { tries }
+        }
+    }
+
+    /// A link was fetched: forget its failed tries.
+    pub fn fetched(&mut self, url: &Url) {
+        if !self.retries.is_empty() {
+            self.retries.remove(&crate::engine::url_hash(url));
+        }
     }
 
     /// An unsettled link is done (fetched, refused, or failed for good).

@@ -20,7 +20,7 @@ mod robots_cache;
 mod runner;
 pub mod traps;
 
-pub use self::core::{Admitted, HeadAnswer, JobCore, StepTally};
+pub use self::core::{Admitted, HeadAnswer, JobCore, RetryVerdict, StepTally};
 pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
 pub use runner::{url_hash, JobOutcome, Runner};
 

@@ -18,13 +18,13 @@
 //! previous one settled: the crawl is the sequential one, and the same seed
 //! gives the same crawl.
 
-use super::core::{Admitted, HeadAnswer, JobCore, StepTally};
+use super::core::{Admitted, HeadAnswer, JobCore, RetryVerdict, StepTally};
 use super::lanes::{Lanes, Parked, Readiness};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
 use crate::config::JobSpec;
 use crate::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use crate::extract::{self, ExtractLimits, PageLinks, UrlRules};
-use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules};
+use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules, RobotsStatus};
 use crate::link::{Link, LinkId, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
 use crate::output::TargetDir;
@@ -54,6 +54,33 @@ pub struct JobOutcome {
     pub stats: StrategyStats,
     pub frontier_left: usize,
     pub duration: Duration,
+    /// Links given up in this run after their last try.
+    pub given_up: u64,
+    /// Links refused in this run by the SSRF guard.
+    pub refused_private: u64,
+}
+
+impl JobOutcome {
+    /// Why nothing could be fetched, for a person, when the job stopped `unreachable`.
+    pub fn unreachable_because(&self) -> Option<String> {
+        if self.stop != Some(StopReason::Unreachable) {
+            return None;
+        }
+        Some(if self.refused_private > 0 {
+            format!(
+                "{} link(s) refused by the SSRF guard: their hosts resolve to private or \
+                 loopback addresses; pass --allow-private (or set allow_private = true \
+                 in the daemon config) to crawl such hosts",
+                self.refused_private
+            )
+        } else {
+            format!(
+                "every try of every link failed ({} given up; see the log); the job \
+                 tries its seeds again when it is run again",
+                self.given_up
+            )
+        })
+    }
 }
 
 /// What one GET produced.
@@ -64,6 +91,30 @@ enum Fetched {
     Target,
     /// Neither, an error, or nothing fetched (disallowed, out of scope, already seen).
     Nothing,
+    /// Failed for a reason that may pass: this link (the hop that failed) is
+    /// to be tried again later.
+    Retry { link: Link, reason: String },
+}
+
+impl Fetched {
+    /// `link`, reached at `url` (a redirect hop, maybe), is to be tried again.
+    fn retry(link: &Link, url: &Url, reason: String) -> Fetched {
+        Fetched::Retry {
+            link: Link {
+                url: url.clone(),
+                ..link.clone()
+            },
+            reason,
+        }
+    }
+}
+
+/// What robots.txt says of a URL.
+enum Gate {
+    Allowed,
+    Disallowed,
+    /// robots.txt could not be read for a reason that may pass: "disallow for now" (RFC 9309).
+    Unavailable(String),
 }
 
 /// What the driver alone touches between steps.
@@ -207,7 +258,15 @@ impl<'a> Runner<'a> {
         core.restore(&record, loaded.frontier, loaded.seen)
             .map_err(restore_err)?;
         // Seeds added to the job file since: crawled, even by a finished job.
-        let new_seeds = core.add_seeds(&self.spec.seeds);
+        let mut new_seeds = core.add_seeds(&self.spec.seeds);
+        if record.stop == Some(StopReason::Unreachable) {
+            // Nothing was fetched last time: the fault may have passed.
+            let again = core.requeue_seeds(&self.spec.seeds);
+            if again > 0 {
+                info!(job = %job, seeds = again, "the job found its origins unreachable last time; trying its seeds again");
+            }
+            new_seeds += again;
+        }
         let seen = core.seen_len();
         let rows: Vec<ManifestRow> = loaded.manifest.into_iter().map(|(_, r)| r).collect();
         self.out
@@ -238,7 +297,7 @@ impl<'a> Runner<'a> {
         let mut stopping = false;
         while reason.is_none() {
             match self.crawl(&mut stop).await {
-                Ok(Some(r)) => reason = Some(r),
+                Ok(Some(r)) => reason = Some(self.finished_because(r)),
                 Ok(None) => {
                     stopping = true;
                     break;
@@ -279,13 +338,31 @@ impl<'a> Runner<'a> {
                 info!(job = %job, requests = counters.requests, "crawl interrupted; state saved")
             }
         }
+        let (given_up, refused_private) = {
+            let core = self.core();
+            (core.given_up, core.refused_private)
+        };
         Ok(JobOutcome {
             stop: reason,
             counters,
             stats,
             frontier_left,
             duration: started.elapsed(),
+            given_up,
+            refused_private,
         })
+    }
+
+    /// An empty frontier after nothing but failures means the origin never answered.
+    fn finished_because(&self, reason: StopReason) -> StopReason {
+        let core = self.core();
+        let nothing = core.counters.pages == 0 && core.counters.targets == 0;
+        let failed = core.given_up + core.refused_private;
+        if reason == StopReason::FrontierEmpty && nothing && failed > 0 {
+            warn!(job = %self.spec.name, given_up = core.given_up, refused_private = core.refused_private, "no link could be fetched: unreachable");
+            return StopReason::Unreachable;
+        }
+        reason
     }
 
     /// Keep steps in flight until the job finishes (`Some(reason)`), a stop
@@ -453,19 +530,46 @@ impl<'a> Runner<'a> {
                 self.core().keep_for_later(link);
                 continue;
             }
-            let fetched = self.get(id, &link, &mut tally).await?;
-            if let Fetched::Page { url, links } = fetched {
-                let now = self
-                    .admit_links(id, &link, &url, *links, &mut tally)
-                    .await?;
-                // A page is settled once its links are admitted, not before.
-                self.core().settle_link(&url);
-                // Fetch predicted targets in page order.
-                work.extend(now.into_iter().rev());
+            match self.get(id, &link, &mut tally).await? {
+                Fetched::Page { url, links } => {
+                    self.core().fetched(&link.url);
+                    let now = self
+                        .admit_links(id, &link, &url, *links, &mut tally)
+                        .await?;
+                    // A page is settled once its links are admitted, not before.
+                    self.core().settle_link(&url);
+                    // Fetch predicted targets in page order.
+                    work.extend(now.into_iter().rev());
+                }
+                Fetched::Target => self.core().fetched(&link.url),
+                Fetched::Retry {
+                    link: failed,
+                    reason,
+                } => {
+                    self.retry_later(failed, &reason);
+                    continue;
+                }
+                Fetched::Nothing => {}
             }
             self.core().settle_link(&link.url);
         }
         Ok(tally)
+    }
+
+    /// A fetch failed for a reason that may pass: back to the frontier, or given up.
+    fn retry_later(&self, failed: Link, reason: &str) {
+        let url = failed.url.clone();
+        let verdict = self
+            .core()
+            .retry_or_give_up(failed, self.spec, Instant::now());
+        match verdict {
+            RetryVerdict::Again { tries } => {
+                info!(job = %self.spec.name, url = %url, tries, reason, "fetch failed; will try again")
+            }
+            RetryVerdict::GivenUp { tries } => {
+                warn!(job = %self.spec.name, url = %url, tries, reason, "fetch failed; given up")
+            }
+        }
     }
 
     /// Triage every new in-scope link of a page (asking HEADs the strategy
@@ -518,9 +622,9 @@ impl<'a> Runner<'a> {
     }
 
     /// robots.txt check for one URL (fetches the file when needed).
-    async fn robots_allow(&self, url: &Url) -> bool {
+    async fn robots_gate(&self, url: &Url) -> Gate {
         if !self.politeness.robots {
-            return true;
+            return Gate::Allowed;
         }
         let key = self.host_key(url);
         match self
@@ -532,17 +636,34 @@ impl<'a> Runner<'a> {
             Ok(verdict) => {
                 self.core().counters.robots_fetches += u64::from(verdict.requests);
                 self.admit_sitemaps(url, &verdict.rules);
-                let ok = verdict.rules.allowed(url);
-                if !ok {
+                if verdict.rules.status() == RobotsStatus::Unavailable {
+                    // Cached as unavailable until it expires: ask nothing of
+                    // the host before then, so a retry finds a fresh answer.
+                    let left = verdict
+                        .rules
+                        .expires_at()
+                        .duration_since(SystemTime::now())
+                        .unwrap_or_default();
+                    self.engine.fetcher.back_off(&key, left);
+                    return Gate::Unavailable("robots.txt unavailable".to_string());
+                }
+                if verdict.rules.allowed(url) {
+                    Gate::Allowed
+                } else {
                     self.core().counters.robots_disallowed += 1;
                     debug!(job = %self.spec.name, url = %url, "disallowed by robots.txt");
+                    Gate::Disallowed
                 }
-                ok
+            }
+            Err(e) if e.may_pass() => Gate::Unavailable(format!("robots.txt: {e}")),
+            Err(e @ FetchError::Forbidden { .. }) => {
+                self.refused_by_guard(url, &e);
+                Gate::Disallowed
             }
             Err(e) => {
-                debug!(job = %self.spec.name, url = %url, error = %e, "robots.txt unavailable; not fetching");
+                warn!(job = %self.spec.name, url = %url, error = %e, "robots.txt refused; not fetching");
                 self.core().counters.robots_disallowed += 1;
-                false
+                Gate::Disallowed
             }
         }
     }
@@ -578,8 +699,13 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Send one request, counting it; `None` when it failed (already logged and counted).
-    async fn send(&self, method: Method, url: &Url, tally: &mut StepTally) -> Option<Response> {
+    /// Send one request, counting it; a failure is already logged and counted.
+    async fn send(
+        &self,
+        method: Method,
+        url: &Url,
+        tally: &mut StepTally,
+    ) -> Result<Response, FetchError> {
         let key = self.host_key(url);
         let sent = self
             .engine
@@ -587,7 +713,19 @@ impl<'a> Runner<'a> {
             .send(method, url, &self.politeness, &key)
             .await;
         // Counted once the fetcher returns: a stop that cancels this future
-        // while it waits for the host's politeness slot sent nothing.
+        // while it waits for the host's politeness slot sent nothing, and
+        // neither did a request refused before it left (SSRF guard, bad URL).
+        if let Err(e) = &sent {
+            if !e.reached_network() {
+                if matches!(e, FetchError::Forbidden { .. }) {
+                    self.refused_by_guard(url, e);
+                } else {
+                    self.core().counters.fetch_errors += 1;
+                    self.fetch_failed(method, url, e);
+                }
+                return sent;
+            }
+        }
         tally.requests += 1;
         {
             let mut core = self.core();
@@ -596,14 +734,21 @@ impl<'a> Runner<'a> {
                 core.counters.heads += 1;
             }
         }
-        match sent {
-            Ok(resp) => Some(resp),
-            Err(e) => {
-                self.core().counters.fetch_errors += 1;
-                self.fetch_failed(method, url, &e);
-                None
-            }
+        if let Err(e) = &sent {
+            self.core().counters.fetch_errors += 1;
+            self.fetch_failed(method, url, e);
         }
+        sent
+    }
+
+    /// The SSRF guard refused `url`: counted as a failure, never as a request.
+    fn refused_by_guard(&self, url: &Url, e: &FetchError) {
+        {
+            let mut core = self.core();
+            core.counters.fetch_errors += 1;
+            core.refused_private += 1;
+        }
+        warn!(job = %self.spec.name, url = %url, error = %e, "refused by the SSRF guard; pass --allow-private (or allow_private = true in the daemon config) to crawl private addresses");
     }
 
     fn fetch_failed(&self, method: Method, url: &Url, e: &FetchError) {
@@ -655,10 +800,13 @@ impl<'a> Runner<'a> {
     async fn head(&self, link: &Link, tally: &mut StepTally) -> Result<HeadAnswer, EngineError> {
         let mut url = link.url.clone();
         for _ in 0..=MAX_REDIRECTS {
-            if !self.robots_allow(&url).await {
-                return Ok(HeadAnswer::Broken);
+            match self.robots_gate(&url).await {
+                Gate::Allowed => {}
+                Gate::Disallowed => return Ok(HeadAnswer::Broken),
+                // Let a GET tell, and be retried if it must.
+                Gate::Unavailable(_) => return Ok(HeadAnswer::Unknown),
             }
-            let Some(resp) = self.send(Method::Head, &url, tally).await else {
+            let Ok(resp) = self.send(Method::Head, &url, tally).await else {
                 return Ok(HeadAnswer::Unknown);
             };
             let status = resp.status;
@@ -702,11 +850,16 @@ impl<'a> Runner<'a> {
     ) -> Result<Fetched, EngineError> {
         let mut url = link.url.clone();
         for _ in 0..=MAX_REDIRECTS {
-            if !self.robots_allow(&url).await {
-                return Ok(Fetched::Nothing);
+            let this = |reason: String| Fetched::retry(link, &url, reason);
+            match self.robots_gate(&url).await {
+                Gate::Allowed => {}
+                Gate::Disallowed => return Ok(Fetched::Nothing),
+                Gate::Unavailable(reason) => return Ok(this(reason)),
             }
-            let Some(resp) = self.send(Method::Get, &url, tally).await else {
-                return Ok(Fetched::Nothing);
+            let resp = match self.send(Method::Get, &url, tally).await {
+                Ok(resp) => resp,
+                Err(e) if e.may_pass() => return Ok(this(e.to_string())),
+                Err(_) => return Ok(Fetched::Nothing),
             };
             let status = resp.status;
             match status {
@@ -752,6 +905,10 @@ impl<'a> Runner<'a> {
                         false,
                         Some(resp.latency),
                     );
+                    if status == 429 || (500..=599).contains(&status) {
+                        // The host's back-off (Retry-After included) is already set.
+                        return Ok(this(format!("HTTP {status}")));
+                    }
                     debug!(job = %self.spec.name, url = %url, status, "HTTP error");
                     return Ok(Fetched::Nothing);
                 }
@@ -788,13 +945,19 @@ impl<'a> Runner<'a> {
                     Err(e) => {
                         self.core().counters.fetch_errors += 1;
                         self.fetch_failed(Method::Get, &url, &e);
-                        return Ok(Fetched::Nothing);
+                        return Ok(if e.may_pass() {
+                            Fetched::retry(link, &url, e.to_string())
+                        } else {
+                            Fetched::Nothing
+                        });
                     }
                 };
                 self.core().counters.pages += 1;
                 self.core().counters.bytes += body.bytes.len() as u64;
-                if body.truncated {
+                let body_cut = body.truncated;
+                if body_cut {
                     self.core().counters.truncated += 1;
+                    warn!(job = %self.spec.name, url = %url, cap = cap, "page cut at its size cap; links past it are lost");
                 }
                 self.emit(
                     RequestKind::Get,
@@ -812,10 +975,13 @@ impl<'a> Runner<'a> {
                 })
                 .await;
                 match links {
-                    Ok(links) => Ok(Fetched::Page {
-                        url,
-                        links: Box::new(links),
-                    }),
+                    Ok(links) => {
+                        self.note_cut(&url, &links, body_cut);
+                        Ok(Fetched::Page {
+                            url,
+                            links: Box::new(links),
+                        })
+                    }
                     Err(e) => {
                         warn!(job = %self.spec.name, url = %url, error = %e, "link extraction failed");
                         Ok(Fetched::Nothing)
@@ -838,6 +1004,18 @@ impl<'a> Runner<'a> {
                 Ok(Fetched::Nothing)
             }
         }
+    }
+
+    /// A page whose links were cut is counted (once, with a body already
+    /// counted as cut) and logged: the links it lost are not in the frontier.
+    fn note_cut(&self, url: &Url, links: &PageLinks, body_counted: bool) {
+        let Some(cut) = links.cut else {
+            return;
+        };
+        if !body_counted {
+            self.core().counters.truncated += 1;
+        }
+        warn!(job = %self.spec.name, url = %url, kept = links.links.len(), reason = cut.as_str(), "page cut: some of its links are lost");
     }
 
     /// A sitemap: its entries are links, like a page's (counted as a page).
@@ -863,6 +1041,7 @@ impl<'a> Runner<'a> {
         );
         let limits = self.limits.clone();
         let sitemap_url = url.clone();
+        let body_cut = body.truncated;
         let links = tokio::task::spawn_blocking(move || {
             sitemap::sitemap_links(&body.bytes, &sitemap_url, &limits)
         })
@@ -870,6 +1049,7 @@ impl<'a> Runner<'a> {
         match links {
             Ok(links) => {
                 info!(job = %self.spec.name, url = %url, links = links.links.len(), "sitemap read");
+                self.note_cut(&url, &links, body_cut);
                 Fetched::Page {
                     url,
                     links: Box::new(links),
@@ -920,7 +1100,11 @@ impl<'a> Runner<'a> {
                     file.abandon();
                     self.core().counters.fetch_errors += 1;
                     self.fetch_failed(Method::Get, &url, &e);
-                    return Ok(Fetched::Nothing);
+                    return Ok(if e.may_pass() {
+                        Fetched::retry(link, &url, e.to_string())
+                    } else {
+                        Fetched::Nothing
+                    });
                 }
             }
         }

@@ -45,7 +45,7 @@ const PARSER_MEMORY_LIMIT: usize = 32 << 20;
 /// Caps on what one page may produce.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExtractLimits {
-    /// Links kept per page; the rest are dropped and [`PageLinks::truncated`] set.
+    /// Links kept per page; the rest are dropped and [`PageLinks::cut`] set.
     pub max_links: usize,
     pub url_rules: UrlRules,
 }
@@ -80,11 +80,33 @@ pub struct PageLinks {
     pub base: Url,
     /// The page embeds JSON-LD, microdata or RDFa.
     pub structured_data: bool,
-    /// Not every link of the page is in `links`: `max_links` was reached, or
-    /// the parser gave up on the page (memory limit).
-    pub truncated: bool,
+    /// Set when not every link of the page is in `links`, with the reason.
+    pub cut: Option<PageCut>,
     /// Links refused by URL rules, per kind.
     pub rejected: RejectCounts,
+}
+
+/// Why a page's links are not all in [`PageLinks::links`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageCut {
+    /// [`ExtractLimits::max_links`] was reached; later links were dropped.
+    MaxLinks,
+    /// The parser gave up on the page (a tag or an element stack over its
+    /// memory limit); links past that point were not seen.
+    ParserLimit,
+    /// The body (a sitemap, once inflated) went over its size cap.
+    BodyLimit,
+}
+
+impl PageCut {
+    /// For logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PageCut::MaxLinks => "links over max_links_per_page dropped",
+            PageCut::ParserLimit => "the HTML parser gave up (memory limit); later links unseen",
+            PageCut::BodyLimit => "the body went over its size cap; later links unseen",
+        }
+    }
 }
 
 /// Extracts the links of a complete body (the engine calls this on a blocking thread).
@@ -181,7 +203,7 @@ impl LinkExtractor {
         if rewriter.write(chunk).is_err() {
             // A failed rewriter is poisoned: it must be dropped, never ended.
             self.rewriter = None;
-            self.state.borrow_mut().truncated = true;
+            self.state.borrow_mut().cut_at(PageCut::ParserLimit);
         }
     }
 
@@ -189,7 +211,7 @@ impl LinkExtractor {
     pub fn finish(mut self) -> PageLinks {
         if let Some(rewriter) = self.rewriter.take() {
             if rewriter.end().is_err() {
-                self.state.borrow_mut().truncated = true;
+                self.state.borrow_mut().cut_at(PageCut::ParserLimit);
             }
         }
         let mut state = self.state.borrow_mut();
@@ -419,7 +441,7 @@ struct State {
     anchor_space_pending: bool,
 
     structured_data: bool,
-    truncated: bool,
+    cut: Option<PageCut>,
     rejected: RejectCounts,
 }
 
@@ -450,9 +472,14 @@ impl State {
             anchor_raw: String::new(),
             anchor_space_pending: false,
             structured_data: false,
-            truncated: false,
+            cut: None,
             rejected: RejectCounts::default(),
         }
+    }
+
+    /// The first reason a page was cut is the one reported.
+    fn cut_at(&mut self, why: PageCut) {
+        self.cut.get_or_insert(why);
     }
 
     fn take_result(&mut self) -> PageLinks {
@@ -460,7 +487,7 @@ impl State {
             links: std::mem::take(&mut self.links),
             base: self.base.clone(),
             structured_data: self.structured_data,
-            truncated: self.truncated,
+            cut: self.cut,
             rejected: self.rejected,
         }
     }
@@ -714,7 +741,7 @@ impl State {
     /// Resolves an attribute value and records it as a link of the current
     /// path; returns its index when it is new on this page.
     fn add_link(&mut self, raw: &str) -> Option<usize> {
-        if self.truncated {
+        if self.cut.is_some() {
             return None;
         }
         self.base_frozen = true;
@@ -730,7 +757,7 @@ impl State {
             return None;
         }
         if self.links.len() >= self.max_links {
-            self.truncated = true;
+            self.cut_at(PageCut::MaxLinks);
             return None;
         }
         let index = self.links.len();
@@ -1269,18 +1296,31 @@ mod tests {
         };
         let page = extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits);
         assert_eq!(page.links.len(), 4);
-        assert!(page.truncated);
+        assert_eq!(page.cut, Some(PageCut::MaxLinks));
         assert_eq!(page.links[3].url.as_str(), "http://example.com/3");
-        assert!(!extract(&html).truncated);
+        assert_eq!(extract(&html).cut, None);
         // Duplicates at the limit do not count as truncation.
         let html = "<a href=/0>0</a><a href=/0>0</a>";
         let limits = ExtractLimits {
             max_links: 1,
             ..ExtractLimits::default()
         };
-        assert!(
-            !extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits).truncated
+        assert_eq!(
+            extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits).cut,
+            None
         );
+    }
+
+    #[test]
+    fn a_page_over_the_parser_memory_limit_is_cut() {
+        // 300 000 unclosed elements: lol_html's element stack outgrows its limit.
+        let mut html = String::from("<a href=/1>1</a>");
+        html.push_str(&"<span class=x>".repeat(300_000));
+        html.push_str("<a href=/2>2</a>");
+        let page = extract(&html);
+        assert_eq!(page.cut, Some(PageCut::ParserLimit));
+        let urls: Vec<&str> = page.links.iter().map(|l| l.url.as_str()).collect();
+        assert_eq!(urls, ["http://example.com/1"]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod normalize;
 pub mod scope;
 pub mod sitemap;
 
-pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, PageLinks};
+pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, PageCut, PageLinks};
 pub use normalize::{
     check_limits, normalize, resolve, LinkRejected, RejectCounts, UrlRules, DEFAULT_STRIP_PARAMS,
 };

@@ -6,7 +6,7 @@
 //! The links carry fixed tag paths, so the strategy learns what sitemap
 //! entries are worth like it learns any other part of a site.
 
-use super::links::{ExtractLimits, ExtractedLink, PageLinks};
+use super::links::{ExtractLimits, ExtractedLink, PageCut, PageLinks};
 use super::normalize::{resolve, RejectCounts};
 use crate::link::TagPath;
 use std::io::Read;
@@ -30,7 +30,7 @@ pub fn is_sitemap(tag_path: &TagPath) -> bool {
 /// [`SITEMAP_ENTRY_TAG_PATH`]. Never fails: garbage gives no links.
 pub fn sitemap_links(body: &[u8], sitemap_url: &Url, limits: &ExtractLimits) -> PageLinks {
     let inflated;
-    let mut truncated = false;
+    let mut cut = None;
     let body = if body.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         let mut reader = flate2::read::MultiGzDecoder::new(body).take(MAX_SITEMAP_BYTES + 1);
@@ -38,7 +38,7 @@ pub fn sitemap_links(body: &[u8], sitemap_url: &Url, limits: &ExtractLimits) -> 
         let _ = reader.read_to_end(&mut out);
         if out.len() as u64 > MAX_SITEMAP_BYTES {
             out.truncate(MAX_SITEMAP_BYTES as usize);
-            truncated = true;
+            cut = Some(PageCut::BodyLimit);
         }
         inflated = out;
         &inflated[..]
@@ -68,7 +68,7 @@ pub fn sitemap_links(body: &[u8], sitemap_url: &Url, limits: &ExtractLimits) -> 
     let mut seen = std::collections::HashSet::new();
     for entry in raw {
         if links.len() >= limits.max_links {
-            truncated = true;
+            cut.get_or_insert(PageCut::MaxLinks);
             break;
         }
         match resolve(sitemap_url, &entry, &limits.url_rules) {
@@ -88,7 +88,7 @@ pub fn sitemap_links(body: &[u8], sitemap_url: &Url, limits: &ExtractLimits) -> 
         links,
         base: sitemap_url.clone(),
         structured_data: false,
-        truncated,
+        cut,
         rejected,
     }
 }
@@ -205,7 +205,7 @@ mod tests {
         };
         let p = sitemap_links(text.as_bytes(), &base(), &limits);
         assert_eq!(urls(&p), vec!["http://a.test/1", "http://a.test/2"]);
-        assert!(p.truncated);
+        assert!(p.cut.is_some());
         let long = format!(
             "<urlset><url><loc>http://a.test/{}</loc></url></urlset>",
             "x".repeat(5000)
@@ -223,7 +223,7 @@ mod tests {
             gz.write_all(&zeros).unwrap();
         }
         let p = sitemap_links(&gz.finish().unwrap(), &base(), &ExtractLimits::default());
-        assert!(p.truncated && p.links.is_empty());
+        assert!(p.cut.is_some() && p.links.is_empty());
     }
 
     proptest! {

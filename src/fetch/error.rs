@@ -138,6 +138,18 @@ impl FetchError {
         )
     }
 
+    /// Whether the failure may pass by itself (refused or reset connection,
+    /// time-out, DNS, a broken body): the link is worth trying again later.
+    pub fn may_pass(&self) -> bool {
+        matches!(
+            self,
+            FetchError::Timeout { .. }
+                | FetchError::Connect { .. }
+                | FetchError::Http { .. }
+                | FetchError::Body { .. }
+        )
+    }
+
     /// Whether a request actually went out on the network (for request counting).
     pub fn reached_network(&self) -> bool {
         self.is_host_failure()

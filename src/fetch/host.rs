@@ -29,6 +29,10 @@ const PERIOD_STALE_AFTER: Duration = Duration::from_secs(300);
 /// How often the table looks for idle hosts to forget.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
+/// The back-off unit of a host with no delay: a failing server is not asked
+/// again at once (the failed link comes back for another try).
+const MIN_FAILURE_BACKOFF: Duration = Duration::from_millis(250);
+
 /// Largest exponent of the back-off, so `period · 2^n` cannot overflow.
 const MAX_BACKOFF_EXPONENT: u32 = 20;
 
@@ -196,7 +200,8 @@ impl HostState {
             Outcome::Failure => {
                 self.failures = self.failures.saturating_add(1);
                 let exp = self.failures.min(MAX_BACKOFF_EXPONENT);
-                let backoff = self.period.saturating_mul(1 << exp).min(max_backoff);
+                let unit = self.period.max(MIN_FAILURE_BACKOFF);
+                let backoff = unit.saturating_mul(1 << exp).min(max_backoff);
                 if !backoff.is_zero() {
                     self.block_until(now + backoff);
                 }
@@ -494,13 +499,13 @@ mod tests {
     fn failures_back_off_exponentially_and_reset() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.adopt_period(1, 100 * MS, t0);
+        s.adopt_period(1, 500 * MS, t0);
         let p = s.period();
         s.record(Outcome::Failure, t0, Duration::from_secs(600));
         assert_eq!(s.blocked_for(t0), Some(p * 2));
         s.record(Outcome::Failure, t0, Duration::from_secs(600));
         assert_eq!(s.blocked_for(t0), Some(p * 4));
-        s.record(Outcome::Failure, t0, Duration::from_millis(100));
+        s.record(Outcome::Failure, t0, Duration::from_millis(500));
         assert_eq!(s.blocked_for(t0), Some(p * 4), "a block never shrinks");
         for _ in 0..100 {
             s.record(Outcome::Failure, t0, Duration::from_secs(600));
@@ -531,12 +536,14 @@ mod tests {
     }
 
     #[test]
-    fn zero_period_failures_do_not_block() {
+    fn zero_period_failures_still_back_off() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
         s.record(Outcome::Failure, t0, Duration::from_secs(600));
-        assert_eq!(s.blocked_for(t0), None);
-        assert_eq!(s.failures(), 1);
+        assert_eq!(s.blocked_for(t0), Some(MIN_FAILURE_BACKOFF * 2));
+        s.record(Outcome::Failure, t0, Duration::from_secs(600));
+        assert_eq!(s.blocked_for(t0), Some(MIN_FAILURE_BACKOFF * 4));
+        assert_eq!(s.failures(), 2);
     }
 
     #[test]

@@ -7,7 +7,11 @@
 //! key, at least the politeness delay between two request starts (a governor
 //! limiter per host), Retry-After blocks and exponential back-off on repeated
 //! failures. [`Fetcher::robots`] fetches, caches and parses robots.txt.
-//! Bodies arrive decompressed and every cap counts decompressed bytes.
+//! Bodies arrive decompressed and every cap counts decompressed bytes —
+//! except at URLs naming a compressed file (`.gz`, `.tgz`, `.br`, `.zst`…):
+//! those are asked for with `Accept-Encoding: identity` through a client that
+//! decodes nothing, so the file saved is the one the URL denotes, even from a
+//! server that labels its `.gz` files `Content-Encoding: gzip`.
 //!
 //! Must not touch: learning, the store (robots records are *exported* for it
 //! to persist), or crawl decisions — which links to follow, scope and
@@ -36,8 +40,8 @@ use crate::exchange::{ExchangeHead, HttpHead};
 
 pub use error::{FetchError, TimeoutPhase};
 pub use robots::{
-    agent_token, origin_key, RobotsRecord, RobotsRules, RobotsStatus, ROBOTS_MAX_BYTES,
-    ROBOTS_MAX_REDIRECTS, ROBOTS_RETRY_AFTER_ERROR, ROBOTS_TTL,
+    agent_token, origin_key, RobotsRecord, RobotsRules, RobotsStatus, ROBOTS_FIRST_RETRY,
+    ROBOTS_MAX_BYTES, ROBOTS_MAX_REDIRECTS, ROBOTS_RETRY_AFTER_ERROR, ROBOTS_TTL,
 };
 pub use ssrf::is_forbidden_ip;
 
@@ -61,6 +65,8 @@ const ACCEPT_VALUE: &str = "*/*";
 /// gzip, brotli, zstd and deflate on) would add; set explicitly for the same
 /// reason. Decompression does not depend on who set the header.
 const ACCEPT_ENCODING_VALUE: &str = "zstd,gzip,deflate,br";
+/// Last-segment extensions of compressed files, fetched as sent (see the module doc).
+const COMPRESSED_FILE_EXTENSIONS: &[&str] = &["gz", "tgz", "gzip", "br", "zst", "zstd", "z"];
 
 /// Settings of the shared fetcher (daemon-wide, not per job).
 #[derive(Clone, Debug)]
@@ -155,6 +161,8 @@ pub struct Fetcher {
 
 struct Inner {
     client: reqwest::Client,
+    /// The same client without decompression, for compressed files.
+    raw_client: reqwest::Client,
     cfg: FetchConfig,
     hosts: HostTable,
     robots: RobotsCache,
@@ -176,23 +184,29 @@ impl Fetcher {
     /// automatic redirects, pooled keep-alive) behind the SSRF-guarded resolver.
     pub fn new(cfg: FetchConfig) -> Result<Fetcher, FetchError> {
         let resolver = Arc::new(GuardedResolver::new(&cfg.resolve, cfg.allow_private));
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .referer(false)
-            .connect_timeout(cfg.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(2)
-            .tcp_keepalive(Duration::from_secs(60))
-            .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
-            .dns_resolver(resolver)
-            .build()
-            .map_err(|e| {
+        let builder = || {
+            reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .referer(false)
+                .connect_timeout(cfg.connect_timeout)
+                .pool_idle_timeout(Duration::from_secs(90))
+                .pool_max_idle_per_host(2)
+                .tcp_keepalive(Duration::from_secs(60))
+                .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
+                .dns_resolver(resolver.clone())
+        };
+        let built = |b: reqwest::ClientBuilder| {
+            b.build().map_err(|e| {
                 FetchError::Config(format!("cannot build the HTTP client: {}", error_chain(&e)))
-            })?;
+            })
+        };
+        let client = built(builder())?;
+        let raw_client = built(builder().no_gzip().no_brotli().no_zstd().no_deflate())?;
         Ok(Fetcher {
             inner: Arc::new(Inner {
                 client,
+                raw_client,
                 cfg,
                 hosts: HostTable::new(HOST_IDLE_TTL, MAX_HOSTS),
                 robots: RobotsCache::new(),
@@ -216,6 +230,15 @@ impl Fetcher {
             Some(slot) => slot.readiness(wanted, Instant::now()),
             None => Some(Duration::ZERO),
         }
+    }
+
+    /// Hold every request to `host_key` back for `wait` (at most the longest
+    /// back-off): what a host that cannot be asked now costs, e.g. while its
+    /// robots.txt is unavailable and cached as such.
+    pub fn back_off(&self, host_key: &str, wait: Duration) {
+        let slot = self.inner.hosts.slot(host_key, Instant::now());
+        let wait = wait.min(self.inner.cfg.max_backoff);
+        slot.record(Outcome::RetryAfter(wait), self.inner.cfg.max_backoff);
     }
 
     /// A new crawl run's id, for [`Politeness::run`].
@@ -270,21 +293,21 @@ impl Fetcher {
         } else {
             (deadline, TimeoutPhase::Total, cfg.total_timeout)
         };
-        let request = self
-            .inner
-            .client
+        let (client, accept_encoding) = if names_compressed_file(url) {
+            (&self.inner.raw_client, "identity")
+        } else {
+            (&self.inner.client, ACCEPT_ENCODING_VALUE)
+        };
+        let request = client
             .request(method.into(), url.clone())
             .header(USER_AGENT, user_agent)
             .header(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE))
-            .header(
-                ACCEPT_ENCODING,
-                HeaderValue::from_static(ACCEPT_ENCODING_VALUE),
-            )
+            .header(ACCEPT_ENCODING, HeaderValue::from_static(accept_encoding))
             .build()
             .map_err(|e| self.map_send_error(url, e))?;
         let request_headers = recorded_request_headers(url, request.headers());
         let sent_at = SystemTime::now();
-        let sent = tokio::time::timeout_at(head_limit, self.inner.client.execute(request)).await;
+        let sent = tokio::time::timeout_at(head_limit, client.execute(request)).await;
         // The server has surely seen the request once its answer (or failure) is
         // back: spacing from here keeps the gap the server sees ≥ the delay, even
         // when this request paid for a new connection and the next one does not.
@@ -395,7 +418,8 @@ impl Fetcher {
     /// jobs; concurrent callers wait for one fetch) through [`Fetcher::send`]
     /// with the job's politeness, following up to [`ROBOTS_MAX_REDIRECTS`]
     /// hops, body cut at [`ROBOTS_MAX_BYTES`]. 4xx allows all; 5xx, 429 and
-    /// network errors disallow all until [`ROBOTS_RETRY_AFTER_ERROR`];
+    /// network errors disallow all for [`ROBOTS_FIRST_RETRY`], doubled while
+    /// it keeps failing, up to [`ROBOTS_RETRY_AFTER_ERROR`];
     /// an unparsable body allows all. Errors only for an invalid URL or a
     /// destination refused by the SSRF guard. Like `send`, it waits for the
     /// host's permit: do not call it while holding a response of that host.
@@ -427,6 +451,7 @@ impl Fetcher {
         let (record, requests) = self
             .download_robots(url, &origin, politeness, host_key)
             .await?;
+        let record = record.after(entry.record().as_deref());
         self.inner.robots.store(record.clone());
         let rules = entry
             .fresh_rules(&agent, SystemTime::now())
@@ -664,6 +689,17 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Whether the URL's last path segment names a compressed file (`x.csv.gz`).
+fn names_compressed_file(url: &Url) -> bool {
+    let last = url.path().rsplit('/').next().unwrap_or("");
+    last.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && COMPRESSED_FILE_EXTENSIONS
+                .iter()
+                .any(|e| ext.eq_ignore_ascii_case(e))
+    })
 }
 
 /// A response head, and its body on demand.

@@ -15,7 +15,10 @@ use url::Url;
 
 /// A robots.txt that was fetched (or found missing) stays valid this long.
 pub const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
-/// After a 5xx or a network error the origin is disallowed, then retried after this.
+/// After a 5xx, a 429 or a network error the origin is disallowed for now:
+/// asked again after this, doubled at every failure in a row…
+pub const ROBOTS_FIRST_RETRY: Duration = Duration::from_secs(1);
+/// …up to this.
 pub const ROBOTS_RETRY_AFTER_ERROR: Duration = Duration::from_secs(10 * 60);
 /// The body is cut here (RFC 9309 asks crawlers to parse at least 500 KiB).
 pub const ROBOTS_MAX_BYTES: u64 = 512 * 1024;
@@ -57,6 +60,11 @@ pub struct RobotsRecord {
     pub body: Vec<u8>,
     /// When it was fetched, milliseconds since the Unix epoch.
     pub fetched_at_ms: u64,
+    /// How long an `Unavailable` record holds (see [`RobotsRecord::retry_in`]).
+    /// Not stored: after a restart an unreachable robots.txt is asked again
+    /// after [`ROBOTS_FIRST_RETRY`].
+    #[serde(skip)]
+    pub(crate) unavailable_for: Duration,
 }
 
 impl RobotsRecord {
@@ -69,7 +77,26 @@ impl RobotsRecord {
             status,
             body,
             fetched_at_ms,
+            unavailable_for: Duration::ZERO,
         }
+    }
+
+    /// How long an `Unavailable` record keeps the origin disallowed.
+    pub fn retry_in(&self) -> Duration {
+        self.unavailable_for
+            .clamp(ROBOTS_FIRST_RETRY, ROBOTS_RETRY_AFTER_ERROR)
+    }
+
+    /// This (unavailable) record follows `previous`: when that one was
+    /// unavailable too, wait twice as long before asking again.
+    pub(crate) fn after(mut self, previous: Option<&RobotsRecord>) -> Self {
+        if self.status == RobotsStatus::Unavailable {
+            self.unavailable_for = match previous {
+                Some(p) if p.status == RobotsStatus::Unavailable => p.retry_in().saturating_mul(2),
+                _ => ROBOTS_FIRST_RETRY,
+            };
+        }
+        self
     }
 
     /// When the record was fetched.
@@ -81,7 +108,7 @@ impl RobotsRecord {
     pub fn expires_at(&self) -> SystemTime {
         let ttl = match self.status {
             RobotsStatus::Fetched | RobotsStatus::Missing => ROBOTS_TTL,
-            RobotsStatus::Unavailable => ROBOTS_RETRY_AFTER_ERROR,
+            RobotsStatus::Unavailable => self.retry_in(),
         };
         self.fetched_at() + ttl
     }
@@ -291,6 +318,11 @@ impl OriginEntry {
 
     fn state(&self) -> MutexGuard<'_, OriginState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cached record, fresh or not.
+    pub(crate) fn record(&self) -> Option<Arc<RobotsRecord>> {
+        self.state().record.clone()
     }
 
     /// The fresh rules for `agent`, parsing the cached record if needed.
@@ -548,7 +580,30 @@ mod tests {
             "from the future"
         );
         let err = RobotsRecord::new("o".into(), RobotsStatus::Unavailable, vec![], now);
-        assert!(!err.is_fresh(now + ROBOTS_RETRY_AFTER_ERROR));
+        assert!(err.is_fresh(now));
+        assert!(!err.is_fresh(now + ROBOTS_FIRST_RETRY));
+    }
+
+    #[test]
+    fn an_origin_unavailable_again_waits_twice_as_long_up_to_the_cap() {
+        let now = SystemTime::now();
+        let down = |prev: Option<&RobotsRecord>| {
+            RobotsRecord::new("o".into(), RobotsStatus::Unavailable, vec![], now).after(prev)
+        };
+        let mut rec = down(None);
+        assert_eq!(rec.retry_in(), ROBOTS_FIRST_RETRY);
+        let mut waits = vec![rec.retry_in()];
+        for _ in 0..12 {
+            rec = down(Some(&rec));
+            waits.push(rec.retry_in());
+        }
+        assert_eq!(waits[1], ROBOTS_FIRST_RETRY * 2);
+        assert_eq!(waits[4], ROBOTS_FIRST_RETRY * 16);
+        assert_eq!(*waits.last().unwrap(), ROBOTS_RETRY_AFTER_ERROR);
+        assert!(waits.windows(2).all(|w| w[0] <= w[1]));
+        // An answer in between starts the count again.
+        let up = RobotsRecord::new("o".into(), RobotsStatus::Missing, vec![], now);
+        assert_eq!(down(Some(&up)).retry_in(), ROBOTS_FIRST_RETRY);
     }
 
     #[test]

@@ -29,6 +29,7 @@ struct Hit {
     path: String,
     method: String,
     user_agent: String,
+    accept_encoding: String,
     at: Instant,
 }
 
@@ -145,11 +146,15 @@ async fn handle(
     let path = uri
         .path_and_query()
         .map_or("/".to_string(), |p| p.to_string());
-    let user_agent = headers
-        .get("user-agent")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let user_agent = header("user-agent");
+    let accept_encoding = header("accept-encoding");
     let seen = {
         let mut hits = s.hits.lock().unwrap();
         let seen = hits
@@ -161,6 +166,7 @@ async fn handle(
             path: path.clone(),
             method: method.to_string(),
             user_agent,
+            accept_encoding,
             at: Instant::now(),
         });
         seen
@@ -458,6 +464,73 @@ async fn connection_errors_count_as_failures() {
         f.blocked_for("dead.test").is_some(),
         "no back-off after a connection error"
     );
+}
+
+/// A `.gz` file sent with `Content-Encoding: gzip` (Apache's `AddEncoding`
+/// habit) is the file the URL names: it is asked for as `identity` and kept
+/// as sent. A page sent compressed is still decoded.
+#[tokio::test]
+async fn compressed_files_are_kept_as_sent() {
+    let csv = b"year,value\n2024,1\n".to_vec();
+    let file = gzip(&csv);
+    let sent = file.clone();
+    let server = Server::start(move |_| {
+        Reply::ok("")
+            .body(sent.clone())
+            .header("content-encoding", "gzip")
+            .header("content-type", "application/gzip")
+    })
+    .await;
+    let f = fetcher(&server);
+    let p = polite(Duration::ZERO);
+    for path in ["/data.csv.gz", "/dump.TGZ", "/x.zst"] {
+        let r = f
+            .send(
+                Method::Get,
+                &url(&format!("http://site-a.test{path}")),
+                &p,
+                "site-a.test",
+            )
+            .await
+            .unwrap();
+        let body = r.read_capped(1 << 20).await.unwrap();
+        assert_eq!(body.bytes, file, "{path}: not the bytes sent");
+    }
+    for hit in server.hits() {
+        let wanted = if hit.path == "/page.html" {
+            "zstd,gzip,deflate,br"
+        } else {
+            "identity"
+        };
+        assert_eq!(hit.accept_encoding, wanted, "{}", hit.path);
+    }
+    let page = f
+        .send(
+            Method::Get,
+            &url("http://site-a.test/page.html"),
+            &p,
+            "site-a.test",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        page.read_capped(1 << 20).await.unwrap().bytes,
+        csv,
+        "a page is decoded"
+    );
+    for (path, raw) in [
+        ("/a.gz", true),
+        ("/gz", false),
+        ("/.gz", false),
+        ("/a.gz/b", false),
+        ("/a.tar.gz", true),
+    ] {
+        assert_eq!(
+            super::names_compressed_file(&url(&format!("http://h{path}"))),
+            raw,
+            "{path}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -790,11 +863,31 @@ async fn ssrf_checks_resolved_names_but_trusts_overrides() {
     assert_eq!(r.status, 200);
     drop(r);
 
-    // A configured override is trusted even with allow_private off.
+    // A configured override is trusted even with allow_private off…
     let mapped = fetcher(&server);
     assert!(!mapped.config().allow_private);
     let body = get(&mapped, "http://site-a.test/", &p).await.unwrap();
     assert_eq!(body.bytes, b"secret");
+    // …but only under its own name: where a redirect from it may lead, a
+    // private address is refused (the runner sends every hop through `send`).
+    let hits = server.hits().len();
+    for hop in [
+        format!("http://127.0.0.1:{port}/secret"),
+        format!("http://localhost:{port}/secret"),
+        format!("http://[::ffff:127.0.0.1]:{port}/secret"),
+        format!("http://0.0.0.0:{port}/secret"),
+    ] {
+        let e = mapped
+            .send(Method::Get, &url(&hop), &p, "hop")
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), "forbidden", "{hop}: {e}");
+    }
+    assert_eq!(
+        server.hits().len(),
+        hits,
+        "a refused hop reached the server"
+    );
 }
 
 #[tokio::test]

@@ -815,12 +815,12 @@ mod tests {
         assert!(robots.contains("Disallow: /private/"));
         assert!(robots.contains("Crawl-delay: 0.25"));
         let rules = crate::fetch::RobotsRules::from_record(
-            crate::fetch::RobotsRecord {
-                origin: "http://fixture.test:80".into(),
-                status: crate::fetch::RobotsStatus::Fetched,
-                body: robots.into_bytes(),
-                fetched_at_ms: 0,
-            },
+            crate::fetch::RobotsRecord::new(
+                "http://fixture.test:80".into(),
+                crate::fetch::RobotsStatus::Fetched,
+                robots.into_bytes(),
+                std::time::UNIX_EPOCH,
+            ),
             "forager/0.1",
         );
         assert_eq!(rules.crawl_delay(), Some(Duration::from_millis(250)));

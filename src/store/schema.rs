@@ -26,6 +26,10 @@ pub enum StopReason {
     ByteBudget,
     /// The harvest rate stayed below the early-stop threshold.
     EarlyStop,
+    /// Nothing could be fetched: every link failed, retries included, for
+    /// reasons that may pass (the origin never answered). Added last: the
+    /// stored variant indices of the others do not move.
+    Unreachable,
 }
 
 impl StopReason {
@@ -35,6 +39,7 @@ impl StopReason {
             StopReason::RequestBudget => "request budget reached",
             StopReason::ByteBudget => "byte budget reached",
             StopReason::EarlyStop => "early stop (harvest rate too low)",
+            StopReason::Unreachable => "unreachable (nothing could be fetched; see the log)",
         }
     }
 }
@@ -62,6 +67,8 @@ pub struct JobCounters {
     pub robots_disallowed: u64,
     pub out_of_scope: u64,
     pub blocked: u64,
+    /// Bodies cut at `max_body`, and pages whose links were cut (too many
+    /// links, or the parser's memory limit): once per response.
     pub truncated: u64,
     /// Links rejected as malformed or traps (too long, repeated segments, too deep).
     pub rejected_links: u64,

@@ -166,7 +166,8 @@ fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResu
     let err_path = state.path().join("stderr.txt");
 
     let mut crawl = Crawl::new(&job_path, &state_dir).checkpoint_interval("1s");
-    if opts.allow_private {
+    // `--resolve` to the loopback test servers needs `--allow-private`, as it would a user.
+    if opts.allow_private || !opts.resolve.is_empty() {
         crawl = crawl.allow_private();
     }
     for (host, addr) in &opts.resolve {

@@ -29,7 +29,7 @@ fn page(urls: &[&str]) -> PageLinks {
             .collect(),
         base: url("http://site.test/"),
         structured_data: false,
-        truncated: false,
+        cut: None,
         rejected: RejectCounts::default(),
     }
 }
