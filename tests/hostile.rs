@@ -934,3 +934,73 @@ async fn a_bomb_page_under_the_default_body_cap() {
     out.assert_completed();
     out.assert_memory_bounded();
 }
+
+/// Pages of 2 000 links, each link under its own ~1.5 KB tag path (six nested
+/// elements with unique classes), each page leading to more of them: sb and
+/// bfs keep their memory, and what they store, bounded (a page's tag paths are
+/// capped, so are the learner's actions, members and memo), and each page is
+/// counted as cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_tag_paths_keep_the_learner_and_the_store_bounded() {
+    fn maze_page(n: u64) -> String {
+        let class = "m".repeat(240);
+        let mut html = String::from("<html><body><a href=\"/ok-1.csv\">ok</a>\n");
+        for k in 0..2000u64 {
+            let child = n * 2000 + k + 1;
+            for d in 0..6 {
+                html.push_str(&format!("<div class=\"{class}-{child}-{d}\">"));
+            }
+            html.push_str(&format!("<a href=\"/maze/{child}\">{child}</a>"));
+            html.push_str(&"</div>".repeat(6));
+            html.push('\n');
+        }
+        html
+    }
+    let site = HostileSite::new(&["/maze/0"], |req| {
+        let n: u64 = req.path.strip_prefix("/maze/")?.parse().ok()?;
+        Some(SiteResponse::ok("text/html", maze_page(n)))
+    });
+    let (server, resolve) = serve(site).await;
+    for strategy in ["sb", "bfs"] {
+        let name = format!("maze-{strategy}");
+        let job = job_toml(&name, &[seed(server.port())], "site", "")
+            .replace("strategy = \"bfs\"", &format!("strategy = \"{strategy}\""))
+            .replace("requests = 5000", "requests = 200");
+        let out = crawl_cli(
+            &name,
+            job,
+            CliOptions {
+                resolve: vec![resolve.clone()],
+                kill_after: Some(Duration::from_secs(300)),
+                ..CliOptions::default()
+            },
+        )
+        .await;
+        out.assert_completed();
+        out.assert_memory_bounded();
+        let pages = out.counters.pages;
+        assert!(pages > 150, "{strategy}: {:?}", out.counters);
+        // Every maze page lost links to the per-page tag-path cap.
+        assert!(
+            out.counters.truncated + 5 >= pages,
+            "{strategy}: {:?}",
+            out.counters
+        );
+        out.assert_logged(&["page cut", "tag paths"]);
+        let store = std::fs::metadata(out.state.path().join("state").join("forager.redb"))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        // A page adds at most 512 KiB of paths plus its URLs and anchors.
+        assert!(
+            store < out.counters.bytes,
+            "{strategy}: a {store}-byte store for {} bytes downloaded",
+            out.counters.bytes
+        );
+        eprintln!(
+            "{strategy}: {pages} pages, {} MiB downloaded, store {} MiB, peak RSS {} MiB",
+            out.counters.bytes >> 20,
+            store >> 20,
+            out.peak_rss_kib >> 10
+        );
+    }
+}

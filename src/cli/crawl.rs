@@ -159,6 +159,12 @@ fn print_summary(job: &str, strategy: &str, state_dir: &std::path::Path, o: &Job
         c.trap_links,
         c.dropped
     );
+    if o.stats.capped_paths > 0 {
+        outln!(
+            "learner    {} tag paths placed past its caps (see the log)",
+            o.stats.capped_paths
+        );
+    }
     if let Some(acc) = o.stats.classifier_accuracy() {
         outln!(
             "classifier {:.1} % online accuracy ({} predictions), {} actions",

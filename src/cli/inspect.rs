@@ -448,6 +448,7 @@ mod tests {
             classifier_predictions: 10,
             classifier_correct: 9,
             actions: 2,
+            capped_paths: 0,
             top_actions: vec![first, action(7, &b)],
         };
         let mut examples = BTreeMap::new();

@@ -41,6 +41,10 @@ const MAX_ANCHOR_RAW_BYTES: usize = 1024;
 /// lol_html's own buffers (one huge tag, its element stack); past this the
 /// page is cut and reported as truncated.
 const PARSER_MEMORY_LIMIT: usize = 32 << 20;
+/// Bytes of distinct tag paths one page may produce. Every link record keeps
+/// its path, so this bounds what a hostile page (each link under its own long
+/// path) adds to the learner and the store; real pages use a few tens of KiB.
+const MAX_PAGE_PATH_BYTES: usize = 512 * 1024;
 
 /// Caps on what one page may produce.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +100,9 @@ pub enum PageCut {
     ParserLimit,
     /// The body (a sitemap, once inflated) went over its size cap.
     BodyLimit,
+    /// Its distinct tag paths went over [`MAX_PAGE_PATH_BYTES`]; the links
+    /// from there on were dropped.
+    TagPathBytes,
 }
 
 impl PageCut {
@@ -105,6 +112,7 @@ impl PageCut {
             PageCut::MaxLinks => "links over max_links_per_page dropped",
             PageCut::ParserLimit => "the HTML parser gave up (memory limit); later links unseen",
             PageCut::BodyLimit => "the body went over its size cap; later links unseen",
+            PageCut::TagPathBytes => "too many bytes of distinct tag paths; later links dropped",
         }
     }
 }
@@ -435,6 +443,8 @@ struct State {
     links: Vec<ExtractedLink>,
     seen: SeenUrls,
     paths: HashSet<Arc<str>, RandomState>,
+    /// Bytes of the strings in `paths`.
+    path_bytes: usize,
     last_path: Option<Arc<str>>,
     anchor: Option<OpenAnchor>,
     anchor_raw: String,
@@ -467,6 +477,7 @@ impl State {
             links: Vec::new(),
             seen: SeenUrls::default(),
             paths: HashSet::default(),
+            path_bytes: 0,
             last_path: None,
             anchor: None,
             anchor_raw: String::new(),
@@ -760,9 +771,12 @@ impl State {
             self.cut_at(PageCut::MaxLinks);
             return None;
         }
+        let Some(tag_path) = self.intern_path() else {
+            self.cut_at(PageCut::TagPathBytes);
+            return None;
+        };
         let index = self.links.len();
         self.seen.insert(url.as_str(), index);
-        let tag_path = self.intern_path();
         self.links.push(ExtractedLink {
             url,
             tag_path,
@@ -772,23 +786,29 @@ impl State {
     }
 
     /// The current path as a string shared by every link of the page with it.
-    fn intern_path(&mut self) -> TagPath {
+    /// The current path, shared with the page's links under the same one;
+    /// `None` when it is new and the page's path bytes are spent.
+    fn intern_path(&mut self) -> Option<TagPath> {
         // Links of one list come in a row with the same path: skip the hash.
         if let Some(last) = &self.last_path {
             if **last == *self.path {
-                return TagPath::new(Arc::clone(last));
+                return Some(TagPath::new(Arc::clone(last)));
             }
         }
         let shared = match self.paths.get(self.path.as_str()) {
             Some(shared) => Arc::clone(shared),
             None => {
+                if self.path_bytes + self.path.len() > MAX_PAGE_PATH_BYTES {
+                    return None;
+                }
+                self.path_bytes += self.path.len();
                 let shared: Arc<str> = Arc::from(self.path.as_str());
                 self.paths.insert(Arc::clone(&shared));
                 shared
             }
         };
         self.last_path = Some(Arc::clone(&shared));
-        TagPath::new(shared)
+        Some(TagPath::new(shared))
     }
 
     /// The first `<base href>` sets the base, unless a link was already
@@ -1321,6 +1341,25 @@ mod tests {
         assert_eq!(page.cut, Some(PageCut::ParserLimit));
         let urls: Vec<&str> = page.links.iter().map(|l| l.url.as_str()).collect();
         assert_eq!(urls, ["http://example.com/1"]);
+    }
+
+    #[test]
+    fn long_distinct_tag_paths_are_capped_per_page() {
+        // 2 000 links, each under its own ~1.5 KB path (six nested classes).
+        let class = "c".repeat(240);
+        let html: String = (0..2000)
+            .map(|i| {
+                let open: String = (0..6)
+                    .map(|d| format!("<div class=\"{class}{i}-{d}\">"))
+                    .collect();
+                format!("{open}<a href=/{i}>{i}</a>{}", "</div>".repeat(6))
+            })
+            .collect();
+        let page = extract(&html);
+        assert_eq!(page.cut, Some(PageCut::TagPathBytes));
+        let bytes: usize = page.links.iter().map(|l| l.tag_path.as_str().len()).sum();
+        assert!(bytes <= MAX_PAGE_PATH_BYTES, "{bytes}");
+        assert!(page.links.len() > 200, "{}", page.links.len());
     }
 
     #[test]

@@ -114,6 +114,40 @@ struct Posting {
     weight: f32,
 }
 
+/// Caps on what one job's index keeps, whatever a site serves (a hostile page
+/// can put every link under a new, long tag path). Real sites need tens of
+/// actions and a few thousand paths; the caps are far above that.
+///
+/// Actions: past this many, a path that joins no action goes to the last
+/// one, the catch-all.
+pub const MAX_ACTIONS: usize = 100_000;
+/// Members of one action: past this many, new paths share the last member.
+pub const MAX_MEMBERS: u32 = 1_024;
+/// Distinct tag paths remembered (the memo), and their bytes: past either, a
+/// new path is placed as usual but not remembered, and moves no centroid.
+pub const MAX_KNOWN_PATHS: usize = 500_000;
+pub const MAX_KNOWN_BYTES: usize = 64 << 20;
+
+/// The caps an index applies (the constants above; smaller in tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexCaps {
+    pub actions: usize,
+    pub members: u32,
+    pub known_paths: usize,
+    pub known_bytes: usize,
+}
+
+impl Default for IndexCaps {
+    fn default() -> Self {
+        IndexCaps {
+            actions: MAX_ACTIONS,
+            members: MAX_MEMBERS,
+            known_paths: MAX_KNOWN_PATHS,
+            known_bytes: MAX_KNOWN_BYTES,
+        }
+    }
+}
+
 /// Only buckets whose posting list holds at least this fraction of the
 /// actions may be left out of the accumulation (see the module documentation).
 const SUFFIX_MIN_FRACTION: f64 = 0.1;
@@ -138,6 +172,11 @@ pub struct ActionIndex {
     /// Bucket → upper bound of any centroid's normalised weight there.
     max_weight: Vec<f64>,
     scratch: SearchScratch,
+    caps: IndexCaps,
+    /// Bytes of the paths in `known` (derived).
+    known_bytes: usize,
+    /// Paths placed past a cap in this process (not stored: a count for logs).
+    overflowed: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -301,10 +340,29 @@ impl ActionIndex {
             };
         }
         let vector = self.vectorizer.vectorize(path);
-        let path: Arc<str> = Arc::from(path);
         let joined = self
             .nearest(&vector)
             .filter(|n| n.similarity >= self.config.threshold);
+        let remembered = self.known.len() < self.caps.known_paths
+            && self.known_bytes + path.len() <= self.caps.known_bytes;
+        if !remembered {
+            // Placed, counted as a link, but neither remembered nor learned from.
+            self.overflowed += 1;
+            let (action, founded) = match joined {
+                Some(n) => (n.action, false),
+                None if self.actions.is_empty() => (self.found(Arc::from(path), &vector), true),
+                None => (self.catch_all(), false),
+            };
+            if !founded {
+                self.actions[action.0 as usize].links += 1;
+            }
+            return Assignment {
+                action,
+                founded,
+                member: self.caps.members - 1,
+            };
+        }
+        let path: Arc<str> = Arc::from(path);
         let (action, founded) = match joined {
             Some(n) => {
                 self.add_to_centroid(n.action, &vector);
@@ -313,15 +371,28 @@ impl ActionIndex {
                 a.paths += 1;
                 (n.action, false)
             }
-            None => (self.found(path.clone(), &vector), true),
+            None if self.actions.len() < self.caps.actions => {
+                (self.found(path.clone(), &vector), true)
+            }
+            None => {
+                // The catch-all takes the path as it is: its centroid stays its own.
+                self.overflowed += 1;
+                let action = self.catch_all();
+                let a = &mut self.actions[action.0 as usize];
+                a.links += 1;
+                a.paths += 1;
+                (action, false)
+            }
         };
         let slot = u32::try_from(self.known.len()).unwrap_or(u32::MAX);
+        self.known_bytes += path.len();
         self.known.push(KnownPath {
             path: path.clone(),
             action,
         });
         let member = self.push_member_slot(action, slot);
         self.lookup.insert(path, MemoEntry { slot, member });
+        debug_assert!(self.known.len() <= self.caps.known_paths);
         Assignment {
             action,
             founded,
@@ -329,15 +400,34 @@ impl ActionIndex {
         }
     }
 
-    /// Record `slot` as `action`'s next member; returns its member index.
+    /// The action that takes paths joining none once the cap of actions is reached.
+    fn catch_all(&self) -> ActionId {
+        debug_assert!(!self.actions.is_empty());
+        ActionId(u32::try_from(self.actions.len() - 1).unwrap_or(u32::MAX))
+    }
+
+    /// Paths placed past one of the caps since this index was created or restored.
+    pub fn overflowed(&self) -> u64 {
+        self.overflowed
+    }
+
+    /// Record `slot` as `action`'s next member; returns its member index
+    /// (past the cap of members, the last one, shared).
     fn push_member_slot(&mut self, action: ActionId, slot: u32) -> u32 {
         let i = action.0 as usize;
         if self.member_slots.len() <= i {
             self.member_slots.resize_with(i + 1, Vec::new);
         }
-        let slots = &mut self.member_slots[i];
-        slots.push(slot);
-        u32::try_from(slots.len() - 1).unwrap_or(u32::MAX)
+        next_member(&mut self.member_slots[i], slot, self.caps.members)
+    }
+
+    /// An empty index with other caps than the defaults.
+    pub fn with_caps(config: ActionConfig, caps: IndexCaps) -> Self {
+        debug_assert!(caps.actions > 0 && caps.members > 0);
+        ActionIndex {
+            caps,
+            ..ActionIndex::new(config)
+        }
     }
 
     /// The tag path of `action`'s `member`-th distinct path (see [`Assignment::member`]).
@@ -546,13 +636,14 @@ impl ActionIndex {
         }
         self.lookup = HashMap::with_capacity(self.known.len());
         self.member_slots = vec![Vec::new(); self.actions.len()];
+        self.known_bytes = 0;
         for (slot, known) in self.known.iter().enumerate() {
             let Some(slots) = self.member_slots.get_mut(known.action.0 as usize) else {
                 return Err(format!("tag path {:?} names a missing action", known.path));
             };
-            let member = u32::try_from(slots.len()).unwrap_or(u32::MAX);
             let slot = slot as u32;
-            slots.push(slot);
+            let member = next_member(slots, slot, self.caps.members);
+            self.known_bytes += known.path.len();
             if self
                 .lookup
                 .insert(known.path.clone(), MemoEntry { slot, member })
@@ -563,6 +654,16 @@ impl ActionIndex {
         }
         Ok(())
     }
+}
+
+/// Records `slot` as the next member of an action with these member slots;
+/// returns its member index. Past `cap` members every path shares the last
+/// one, whose slot is its first path's.
+fn next_member(slots: &mut Vec<u32>, slot: u32, cap: u32) -> u32 {
+    if slots.len() < cap as usize {
+        slots.push(slot);
+    }
+    u32::try_from(slots.len() - 1).unwrap_or(u32::MAX)
 }
 
 /// What is stored: the vocabulary, the actions and the memo (configuration is not).
@@ -611,6 +712,56 @@ mod tests {
     use super::*;
     use crate::codec;
     use proptest::prelude::*;
+
+    #[test]
+    fn caps_bound_actions_members_and_the_memo() {
+        let caps = IndexCaps {
+            actions: 3,
+            members: 2,
+            known_paths: 8,
+            known_bytes: 1 << 20,
+        };
+        let mut index = ActionIndex::with_caps(ActionConfig::default(), caps);
+        // Paths alike (one action, many members), then paths alike to nothing.
+        let alike: Vec<String> = (0..6)
+            .map(|i| format!("/html/body/main/div/ul/li/p/span/a.x{i}"))
+            .collect();
+        let unlike: Vec<String> = (0..20).map(|i| format!("/q{i}/r{i}/s{i}")).collect();
+        let first: Vec<Assignment> = alike
+            .iter()
+            .chain(&unlike)
+            .map(|p| index.assign(p))
+            .collect();
+        assert_eq!(index.len(), 3, "actions capped");
+        assert!(index.known_paths() <= 8, "memo capped");
+        assert!(
+            first.iter().all(|a| a.member < 2),
+            "members capped: {first:?}"
+        );
+        assert_eq!(
+            first[0].action, first[5].action,
+            "alike paths share an action"
+        );
+        assert!(index.overflowed() > 0);
+        // Past the caps, a path goes to the catch-all (the last action) or
+        // the action it joins, and a remembered one keeps its place.
+        let again: Vec<Assignment> = alike
+            .iter()
+            .chain(&unlike)
+            .map(|p| index.assign(p))
+            .collect();
+        for (a, b) in first.iter().zip(&again).take(8) {
+            assert_eq!((a.action, a.member), (b.action, b.member));
+        }
+        assert!(again.iter().all(|a| a.action.0 < 3));
+        // A restored index places every path as the original does.
+        let mut restored: ActionIndex = codec::decode(&codec::encode(&index)).unwrap();
+        restored.caps = caps;
+        restored.rebuild().unwrap();
+        for p in alike.iter().chain(&unlike) {
+            assert_eq!(restored.assign(p), index.assign(p), "{p}");
+        }
+    }
 
     /// Brute force: cosine against every centroid, ties to the lowest id.
     fn brute_nearest(index: &ActionIndex, v: &SparseVector) -> Option<Nearest> {

@@ -182,6 +182,9 @@ impl PathVectorizer {
             total += 1;
             match self.index.get(gram) {
                 Some(&term) => add_count(&mut counts, term),
+                None if self.terms.len() >= MAX_VOCABULARY => {
+                    add_count(&mut counts, overflow_term(gram))
+                }
                 None => missing = true,
             }
         });
@@ -200,8 +203,16 @@ impl PathVectorizer {
             let term = match self.index.get(gram) {
                 Some(&t) => t,
                 None => {
-                    let next = u32::try_from(self.terms.len() + unseen.len()).unwrap_or(u32::MAX);
-                    *unseen.entry(gram.into()).or_insert(next)
+                    if let Some(&t) = unseen.get(gram) {
+                        t
+                    } else if self.terms.len() + unseen.len() >= MAX_VOCABULARY {
+                        overflow_term(gram)
+                    } else {
+                        let next =
+                            u32::try_from(self.terms.len() + unseen.len()).unwrap_or(u32::MAX);
+                        unseen.insert(gram.into(), next);
+                        next
+                    }
                 }
             };
             add_count(&mut counts, term);
@@ -217,8 +228,8 @@ impl PathVectorizer {
             total += 1;
             let term = match self.index.get(gram) {
                 Some(&t) => t,
+                None if self.terms.len() >= MAX_VOCABULARY => overflow_term(gram),
                 None => {
-                    // More than 4 billion distinct 2-grams cannot fit in memory first.
                     let t = u32::try_from(self.terms.len()).unwrap_or(u32::MAX);
                     self.terms.push(gram.into());
                     self.index.insert(gram.into(), t);
@@ -236,6 +247,19 @@ impl PathVectorizer {
 /// a hostile path with thousands of elements costs O(n log n), not O(n²).
 fn add_count(counts: &mut Vec<TermCount>, term: u32) {
     counts.push(TermCount { term, count: 1 });
+}
+
+/// Distinct 2-grams the vocabulary keeps. Past it, an unseen 2-gram gets
+/// one of [`OVERFLOW_TERMS`] shared terms chosen by a hash of its text, so a
+/// site inventing new class names on every page cannot grow the vocabulary
+/// (and its checkpoint) without bound; real sites use a few thousand.
+pub const MAX_VOCABULARY: usize = 1 << 18;
+/// Shared terms for 2-grams past [`MAX_VOCABULARY`].
+const OVERFLOW_TERMS: u32 = 1 << 16;
+
+/// The shared term of a 2-gram met once the vocabulary is full.
+fn overflow_term(gram: &str) -> u32 {
+    MAX_VOCABULARY as u32 + super::hash::murmur3_32(gram.as_bytes(), 0x2b2b) % OVERFLOW_TERMS
 }
 
 /// Elements of a tag path taken into account; deeper ones are ignored, so a
@@ -296,6 +320,24 @@ impl<'de> Deserialize<'de> for PathVectorizer {
 mod tests {
     use super::*;
     use crate::codec;
+
+    #[test]
+    fn the_vocabulary_stops_growing_at_its_cap() {
+        let mut v = PathVectorizer::new();
+        let mut i = 0u64;
+        while v.vocabulary_len() < MAX_VOCABULARY {
+            let path: String = (0..200).map(|k| format!("/e{i}-{k}")).collect();
+            v.vectorize(&path);
+            i += 1;
+        }
+        let full = v.vocabulary_len();
+        assert_eq!(full, MAX_VOCABULARY);
+        let fresh = "/never/seen/before/x";
+        let preview = v.vectorize_preview(fresh);
+        assert_eq!(v.vectorize_known(fresh), Some(preview.clone()));
+        assert_eq!(v.vectorize(fresh), preview, "overflow terms are stable");
+        assert_eq!(v.vocabulary_len(), full);
+    }
 
     fn entries(v: &SparseVector) -> Vec<(u16, f32)> {
         v.entries().iter().map(|e| (e.bucket, e.value)).collect()

@@ -127,6 +127,10 @@ pub struct StrategyStats {
     pub classifier_predictions: u64,
     pub classifier_correct: u64,
     pub actions: u64,
+    /// Tag paths placed past one of the learner's caps since the job's
+    /// process started (a hostile or enormous site; see `learn::actions`).
+    #[serde(default)]
+    pub capped_paths: u64,
     /// Best actions first (by mean reward, then selections); at most 20.
     pub top_actions: Vec<ActionReport>,
 }

@@ -427,7 +427,15 @@ impl Strategy for SleepingBandit {
             Label::Target => Triage::FetchNow,
             Label::Neither => Triage::Drop,
             Label::Html => {
+                let before = self.actions.overflowed();
                 let a = self.actions.assign(link.tag_path.as_str());
+                if before == 0 && self.actions.overflowed() > 0 {
+                    tracing::warn!(
+                        actions = self.actions.len(),
+                        known_paths = self.actions.known_paths(),
+                        "the learner reached a cap (actions, members or remembered tag paths): new tag paths now share existing actions"
+                    );
+                }
                 self.bandit.ensure_arms(self.actions.len());
                 Triage::Enqueue(QueueKey {
                     slot: a.action.0,
@@ -566,6 +574,7 @@ impl Strategy for SleepingBandit {
             classifier_predictions: accuracy.predictions,
             classifier_correct: accuracy.correct,
             actions: self.actions.len() as u64,
+            capped_paths: self.actions.overflowed(),
             top_actions: ids.into_iter().map(|id| self.report(id)).collect(),
         }
     }
