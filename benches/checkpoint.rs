@@ -803,6 +803,12 @@ impl BigJob {
         let started = Instant::now();
         // Every path that founds or joins an action gets one link.
         while self.sb.actions().len() < actions {
+            if self.sb.actions().overflowed() > 0 {
+                bail!(
+                    "the learner's caps (learn::actions) stop the index at {} actions, below the {actions} asked for",
+                    self.sb.actions().len()
+                );
+            }
             let p = TagPath::new(random_path(&mut self.rng));
             self.paths.push(p.clone());
             self.push_page(p)?;

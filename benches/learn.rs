@@ -35,6 +35,11 @@ fn index_with_actions(rng: &mut Xoshiro256PlusPlus) -> (ActionIndex, Vec<String>
     let mut index = ActionIndex::new(ActionConfig::default());
     let mut paths = Vec::new();
     while index.len() < ACTIONS {
+        assert_eq!(
+            index.overflowed(),
+            0,
+            "the learner's caps stop the index below {ACTIONS} actions"
+        );
         let p = random_path(rng);
         index.assign(&p);
         paths.push(p);

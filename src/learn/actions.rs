@@ -124,9 +124,10 @@ pub const MAX_ACTIONS: usize = 100_000;
 /// Members of one action: past this many, new paths share the last member.
 pub const MAX_MEMBERS: u32 = 1_024;
 /// Distinct tag paths remembered (the memo), and their bytes: past either, a
-/// new path is placed as usual but not remembered, and moves no centroid.
+/// new path is placed as usual but not remembered, moves no centroid, and
+/// counts as its action's founding member.
 pub const MAX_KNOWN_PATHS: usize = 500_000;
-pub const MAX_KNOWN_BYTES: usize = 64 << 20;
+pub const MAX_KNOWN_BYTES: usize = 16 << 20;
 
 /// The caps an index applies (the constants above; smaller in tests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -356,10 +357,11 @@ impl ActionIndex {
             if !founded {
                 self.actions[action.0 as usize].links += 1;
             }
+            // Member 0 (the founding path's) always exists: no member arm grows.
             return Assignment {
                 action,
                 founded,
-                member: self.caps.members - 1,
+                member: 0,
             };
         }
         let path: Arc<str> = Arc::from(path);

@@ -146,6 +146,8 @@ pub struct PathVectorizer {
     /// Terms in first-seen order: index = vocabulary index.
     terms: Vec<Box<str>>,
     index: HashMap<Box<str>, u32>,
+    /// Bytes of the strings in `terms` (derived).
+    term_bytes: usize,
     /// Reused buffer for building 2-grams without allocating per lookup.
     scratch: String,
 }
@@ -165,6 +167,13 @@ impl PathVectorizer {
         self.terms.get(index as usize).map(|t| &**t)
     }
 
+    /// Whether a new 2-gram of `len` bytes gets its own term, after `terms`
+    /// more terms of `bytes` more bytes than the vocabulary holds.
+    fn has_room(&self, terms: usize, bytes: usize, len: usize) -> bool {
+        self.terms.len() + terms < MAX_VOCABULARY
+            && self.term_bytes + bytes + len <= MAX_VOCABULARY_BYTES
+    }
+
     /// The vector of `path`, adding its unseen 2-grams to the vocabulary.
     pub fn vectorize(&mut self, path: &str) -> SparseVector {
         let (counts, total) = self.count_terms(path);
@@ -182,7 +191,7 @@ impl PathVectorizer {
             total += 1;
             match self.index.get(gram) {
                 Some(&term) => add_count(&mut counts, term),
-                None if self.terms.len() >= MAX_VOCABULARY => {
+                None if !self.has_room(0, 0, gram.len()) => {
                     add_count(&mut counts, overflow_term(gram))
                 }
                 None => missing = true,
@@ -197,6 +206,7 @@ impl PathVectorizer {
         let mut scratch = String::new();
         let mut counts = Vec::new();
         let mut unseen: HashMap<Box<str>, u32> = HashMap::new();
+        let mut unseen_bytes = 0;
         let mut total = 0;
         for_each_bigram(path, &mut scratch, |gram| {
             total += 1;
@@ -205,12 +215,13 @@ impl PathVectorizer {
                 None => {
                     if let Some(&t) = unseen.get(gram) {
                         t
-                    } else if self.terms.len() + unseen.len() >= MAX_VOCABULARY {
+                    } else if !self.has_room(unseen.len(), unseen_bytes, gram.len()) {
                         overflow_term(gram)
                     } else {
                         let next =
                             u32::try_from(self.terms.len() + unseen.len()).unwrap_or(u32::MAX);
                         unseen.insert(gram.into(), next);
+                        unseen_bytes += gram.len();
                         next
                     }
                 }
@@ -228,9 +239,10 @@ impl PathVectorizer {
             total += 1;
             let term = match self.index.get(gram) {
                 Some(&t) => t,
-                None if self.terms.len() >= MAX_VOCABULARY => overflow_term(gram),
+                None if !self.has_room(0, 0, gram.len()) => overflow_term(gram),
                 None => {
                     let t = u32::try_from(self.terms.len()).unwrap_or(u32::MAX);
+                    self.term_bytes += gram.len();
                     self.terms.push(gram.into());
                     self.index.insert(gram.into(), t);
                     t
@@ -254,6 +266,9 @@ fn add_count(counts: &mut Vec<TermCount>, term: u32) {
 /// site inventing new class names on every page cannot grow the vocabulary
 /// (and its checkpoint) without bound; real sites use a few thousand.
 pub const MAX_VOCABULARY: usize = 1 << 18;
+/// …and bytes of 2-gram text it keeps (a 2-gram of two long class names
+/// takes half a KiB).
+pub const MAX_VOCABULARY_BYTES: usize = 8 << 20;
 /// Shared terms for 2-grams past [`MAX_VOCABULARY`].
 const OVERFLOW_TERMS: u32 = 1 << 16;
 
@@ -309,6 +324,7 @@ impl<'de> Deserialize<'de> for PathVectorizer {
             }
         }
         Ok(PathVectorizer {
+            term_bytes: stored.terms.iter().map(|t| t.len()).sum(),
             terms: stored.terms,
             index,
             scratch: String::new(),
@@ -332,6 +348,14 @@ mod tests {
         }
         let full = v.vocabulary_len();
         assert_eq!(full, MAX_VOCABULARY);
+        // Long 2-grams meet the byte cap first.
+        let mut long = PathVectorizer::new();
+        let class = "c".repeat(500);
+        for i in 0..40_000 {
+            long.vectorize(&format!("/div.{class}{i}"));
+        }
+        assert!(long.term_bytes <= MAX_VOCABULARY_BYTES);
+        assert!(long.vocabulary_len() < 40_000, "{}", long.vocabulary_len());
         let fresh = "/never/seen/before/x";
         let preview = v.vectorize_preview(fresh);
         assert_eq!(v.vectorize_known(fresh), Some(preview.clone()));
