@@ -47,6 +47,7 @@ const CSV: &[&str] = &[
     "application/x-csv",
     "text/comma-separated-values",
     "text/x-comma-separated-values",
+    "text/tab-separated-values",
 ];
 const SPREADSHEET: &[&str] = &[
     "application/vnd.ms-excel",
@@ -80,6 +81,15 @@ const STRUCTURED: &[&str] = &[
     "text/x-yaml",
     "application/rdf+xml",
     "application/rss+xml",
+    "application/geo+json",
+    "application/vnd.geo+json",
+    "application/x-ndjson",
+    "application/ndjson",
+    "application/x-ipynb+json",
+    "application/vnd.apache.parquet",
+    "application/x-netcdf",
+    "application/x-hdf5",
+    "application/x-hdf",
 ];
 const DOCUMENT: &[&str] = &[
     "application/msword",
@@ -91,6 +101,29 @@ const DOCUMENT: &[&str] = &[
     "application/vnd.ms-powerpoint",
     "application/rtf",
 ];
+
+/// Types servers send when they do not say what a file is: for these, the
+/// file's name decides (see [`TargetSet::classify_file`]).
+pub const GENERIC_TYPES: &[&str] = &[
+    "application/octet-stream",
+    "binary/octet-stream",
+    "application/binary",
+    "text/plain",
+    "application/download",
+    "application/force-download",
+    "application/x-download",
+    "application/unknown",
+];
+
+/// File extensions of the data formats statisticians and researchers use.
+const DATA_EXTENSIONS: &[&str] = &[
+    "csv", "tsv", "tab", "dat", "json", "ndjson", "jsonl", "geojson", "xml", "xls", "xlsx", "xlsm",
+    "ods", "parquet", "feather", "arrow", "sav", "zsav", "por", "dta", "sas7bdat", "xpt", "rds",
+    "rdata", "rda", "nc", "netcdf", "h5", "hdf5", "hdf", "sdmx", "ipynb", "yaml", "yml", "rdf",
+    "ttl", "nt", "nq", "sqlite", "db", "dbf", "shp", "gpkg", "kml", "kmz",
+];
+const DOCUMENT_EXTENSIONS: &[&str] = &["pdf", "doc", "docx", "odt", "rtf", "ppt", "pptx", "odp"];
+const ARCHIVE_EXTENSIONS: &[&str] = &["zip", "gz", "tgz", "tar", "7z", "bz2", "xz", "rar", "zst"];
 
 /// Job-neutral coarse class of a MIME type, remembered by the shared Bloom filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -206,6 +239,65 @@ impl Preset {
             Preset::None => Vec::new(),
         }
     }
+
+    /// File extensions (lower-case, no dot) that make a file sent under a
+    /// generic type a target.
+    pub fn extensions(self) -> Vec<&'static str> {
+        match self {
+            Preset::Statistics => {
+                [DATA_EXTENSIONS, DOCUMENT_EXTENSIONS, ARCHIVE_EXTENSIONS].concat()
+            }
+            Preset::Documents => DOCUMENT_EXTENSIONS.to_vec(),
+            Preset::Archives => ARCHIVE_EXTENSIONS.to_vec(),
+            Preset::None => Vec::new(),
+        }
+    }
+}
+
+/// The extension (lower-cased, no dot) of a file name, if it has one.
+fn extension_of(file_name: &str) -> Option<String> {
+    let (stem, ext) = file_name.rsplit_once('.')?;
+    (!stem.is_empty() && !ext.is_empty()).then(|| ext.to_ascii_lowercase())
+}
+
+/// The name of the file a response carries: `Content-Disposition`'s
+/// `filename*` (RFC 6266/8187) or `filename`, else the URL's last path
+/// segment (percent-decoded). `None` when neither names a file.
+pub fn file_name(url: &url::Url, content_disposition: Option<&str>) -> Option<String> {
+    if let Some(name) = content_disposition.and_then(disposition_file_name) {
+        return Some(name);
+    }
+    let last = url.path_segments()?.next_back()?;
+    let name = percent_encoding::percent_decode_str(last).decode_utf8_lossy();
+    (!name.is_empty()).then(|| name.into_owned())
+}
+
+/// The file name of a `Content-Disposition` value; `filename*` wins.
+fn disposition_file_name(value: &str) -> Option<String> {
+    let mut plain = None;
+    for param in value.split(';').skip(1) {
+        let Some((key, raw)) = param.split_once('=') else {
+            continue;
+        };
+        let key = key.trim().to_ascii_lowercase();
+        let raw = raw.trim();
+        if key == "filename*" {
+            // charset'language'percent-encoded-name
+            let encoded = raw.splitn(3, '\'').nth(2)?;
+            let name = percent_encoding::percent_decode_str(encoded).decode_utf8_lossy();
+            return base_name(&name);
+        }
+        if key == "filename" {
+            plain = base_name(raw.trim_matches('"'));
+        }
+    }
+    plain
+}
+
+/// The last component of a name a server sent (it may carry a path).
+fn base_name(name: &str) -> Option<String> {
+    let base = name.rsplit(['/', '\\']).next()?.trim();
+    (!base.is_empty()).then(|| base.to_string())
 }
 
 /// One MIME pattern: an exact essence, or a prefix ending in `/` (`image/`).
@@ -235,6 +327,8 @@ impl MimePattern {
 pub struct TargetSet {
     targets: Vec<MimePattern>,
     blocked: Vec<MimePattern>,
+    /// Extensions (lower-case, no dot) of targets sent under a generic type.
+    extensions: Vec<String>,
 }
 
 impl TargetSet {
@@ -248,6 +342,39 @@ impl TargetSet {
         TargetSet {
             targets,
             blocked: blocked.iter().map(|m| MimePattern::new(m)).collect(),
+            extensions: preset.extensions().iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    /// Also harvest files with these extensions (lower-case, no dot) sent
+    /// under a generic type.
+    pub fn with_extensions(mut self, extra: &[String]) -> Self {
+        for e in extra {
+            let e = e.to_ascii_lowercase();
+            if !self.extensions.contains(&e) {
+                self.extensions.push(e);
+            }
+        }
+        self
+    }
+
+    /// The label of a response, from its `Content-Type` and, when that type
+    /// is generic or missing ([`GENERIC_TYPES`]), from the name of its file
+    /// (see [`file_name`]): a CSV sent as `application/octet-stream` is a target.
+    pub fn classify_file(&self, content_type: Option<&str>, file_name: Option<&str>) -> Label {
+        let label = self.classify(content_type);
+        if label != Label::Neither {
+            return label;
+        }
+        let e = content_type.map(essence).unwrap_or_default();
+        let generic = e.is_empty() || GENERIC_TYPES.contains(&e.as_str());
+        let named = file_name
+            .and_then(extension_of)
+            .is_some_and(|ext| self.extensions.contains(&ext));
+        if generic && named && !self.is_blocked(&e) {
+            Label::Target
+        } else {
+            Label::Neither
         }
     }
 
@@ -277,6 +404,10 @@ impl TargetSet {
     pub fn label_of_family(&self, family: MimeFamily) -> Option<Label> {
         if family == MimeFamily::Html {
             return Some(Label::Html);
+        }
+        // Generic types live in these families, and there the file's name decides.
+        if !self.extensions.is_empty() && matches!(family, MimeFamily::Text | MimeFamily::Other) {
+            return None;
         }
         if let Some(members) = family.members() {
             let first = self.classify(Some(members[0]));
@@ -337,7 +468,11 @@ mod tests {
         let t = stats();
         assert_eq!(t.label_of_family(MimeFamily::Csv), Some(Label::Target));
         assert_eq!(t.label_of_family(MimeFamily::Image), Some(Label::Neither));
-        assert_eq!(t.label_of_family(MimeFamily::Text), Some(Label::Neither));
+        // Generic types are in these families: the file's name decides.
+        assert_eq!(t.label_of_family(MimeFamily::Text), None);
+        assert_eq!(t.label_of_family(MimeFamily::Other), None);
+        let docs = TargetSet::new(Preset::None, &["application/pdf".into()], &[]);
+        assert_eq!(docs.label_of_family(MimeFamily::Text), Some(Label::Neither));
         let py = TargetSet::new(Preset::None, &["text/x-python".into()], &[]);
         assert_eq!(py.label_of_family(MimeFamily::Text), None);
         assert_eq!(py.label_of_family(MimeFamily::Csv), Some(Label::Neither));
@@ -348,5 +483,78 @@ mod tests {
             images.label_of_family(MimeFamily::Image),
             Some(Label::Target)
         );
+    }
+
+    #[test]
+    fn files_under_generic_types_are_targets_by_name() {
+        let t = stats();
+        let f = |ct: Option<&str>, name: Option<&str>| t.classify_file(ct, name);
+        assert_eq!(
+            f(Some("application/octet-stream"), Some("pop.csv")),
+            Label::Target
+        );
+        assert_eq!(
+            f(Some("text/plain; charset=utf-8"), Some("pop.TSV")),
+            Label::Target
+        );
+        assert_eq!(
+            f(Some("application/force-download"), Some("survey.sav")),
+            Label::Target
+        );
+        assert_eq!(f(None, Some("cube.nc")), Label::Target);
+        assert_eq!(f(Some("text/plain"), Some("notes.dat")), Label::Target);
+        assert_eq!(f(Some("text/plain"), Some("README.txt")), Label::Neither);
+        assert_eq!(
+            f(Some("text/plain"), Some("csv")),
+            Label::Neither,
+            "no stem"
+        );
+        assert_eq!(f(Some("application/octet-stream"), None), Label::Neither);
+        // A specific type is believed, whatever the name says.
+        assert_eq!(f(Some("image/png"), Some("x.csv")), Label::Neither);
+        assert_eq!(f(Some("text/html"), Some("x.csv")), Label::Html);
+        // Types the statistics preset now lists.
+        assert_eq!(f(Some("text/tab-separated-values"), None), Label::Target);
+        assert_eq!(f(Some("application/geo+json"), None), Label::Target);
+        // Jobs add their own extensions.
+        let none = TargetSet::new(Preset::None, &["application/pdf".into()], &[]);
+        assert_eq!(
+            none.classify_file(Some("application/octet-stream"), Some("a.csv")),
+            Label::Neither
+        );
+        let custom = none.with_extensions(&["CSV".into()]);
+        assert_eq!(
+            custom.classify_file(Some("application/octet-stream"), Some("a.csv")),
+            Label::Target
+        );
+    }
+
+    #[test]
+    fn file_names_come_from_the_disposition_then_the_url() {
+        let u = |s: &str| url::Url::parse(s).unwrap();
+        let page = u("http://a.test/download?id=3");
+        assert_eq!(file_name(&page, None).as_deref(), Some("download"));
+        assert_eq!(
+            file_name(&page, Some("attachment; filename=\"data 2024.csv\"")).as_deref(),
+            Some("data 2024.csv")
+        );
+        assert_eq!(
+            file_name(
+                &page,
+                Some("attachment; filename=x.txt; filename*=UTF-8''donn%C3%A9es.csv")
+            )
+            .as_deref(),
+            Some("données.csv"),
+            "filename* wins"
+        );
+        assert_eq!(
+            file_name(&page, Some("attachment; filename=\"../../etc/passwd.csv\"")).as_deref(),
+            Some("passwd.csv")
+        );
+        assert_eq!(
+            file_name(&u("http://a.test/files/pop%20est.csv"), Some("inline")).as_deref(),
+            Some("pop est.csv")
+        );
+        assert_eq!(file_name(&u("http://a.test/dir/"), None), None);
     }
 }

@@ -386,3 +386,168 @@ fn a_job_file_parses_as_written() {
     assert_eq!(spec.limits.max_body, 1000);
     assert!(!spec.budget.early_stop);
 }
+
+/// Servers label data files loosely: a CSV as `application/octet-stream`, a
+/// TSV as `text/plain`, a download whose name is only in its
+/// `Content-Disposition`. The `statistics` preset harvests them by their
+/// file's name; a text file stays out, and a job's `ext` adds its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_files_under_generic_types_are_harvested_by_name() {
+    use axum::http::{header, HeaderValue};
+    use forager::sites::server::{Site, SiteRequest, SiteResponse};
+    use std::sync::Arc;
+    struct LooseSite;
+    impl Site for LooseSite {
+        fn respond(&self, req: &SiteRequest) -> SiteResponse {
+            let octets = "application/octet-stream";
+            match req.path.as_str() {
+                "/" => SiteResponse::html(
+                    "<a href=/data/pop.csv>a</a><a href=/data/rates.tsv>b</a>\
+                     <a href=/data/areas.geojson>c</a><a href=/data/raw.dat>d</a>\
+                     <a href=/download?id=7>e</a><a href=/study.ipynb>f</a>\
+                     <a href=/notes.txt>g</a><a href=/model.fit>h</a>",
+                ),
+                "/data/pop.csv" => SiteResponse::ok(octets, "year,pop\n2024,1\n"),
+                "/data/rates.tsv" => SiteResponse::ok("text/plain", "year\trate\n"),
+                "/data/areas.geojson" => SiteResponse::ok("application/geo+json", "{}"),
+                "/data/raw.dat" => SiteResponse::ok("text/plain", "1 2 3\n"),
+                "/download" => SiteResponse::ok(octets, "spss").with_header(
+                    header::CONTENT_DISPOSITION,
+                    HeaderValue::from_static("attachment; filename=\"survey.sav\""),
+                ),
+                "/study.ipynb" => SiteResponse::ok(octets, "{\"cells\": []}"),
+                "/notes.txt" => SiteResponse::ok("text/plain", "notes\n"),
+                "/model.fit" => SiteResponse::ok(octets, "fit"),
+                _ => SiteResponse::not_found(),
+            }
+        }
+    }
+    let server = SiteServer::start(vec![(
+        "loose.test".to_string(),
+        Arc::new(LooseSite) as Arc<dyn Site>,
+    )])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = JobFile::new("loose")
+        .seed("http://loose.test/")
+        .strategy("bfs")
+        .delay("0s")
+        .set("targets", "ext", "[\"fit\"]")
+        .write(dir.path());
+    let state = dir.path().join("state");
+    let out = Crawl::new(&job, &state)
+        .allow_private()
+        .resolve("loose.test", server.port())
+        .output()
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = common::manifest_by_final_url(&state.join("targets").join("loose"));
+    let got: Vec<&str> = rows
+        .keys()
+        .map(|u| u.strip_prefix("http://loose.test").unwrap_or(u))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "/data/areas.geojson",
+            "/data/pop.csv",
+            "/data/rates.tsv",
+            "/data/raw.dat",
+            "/download?id=7",
+            "/model.fit",
+            "/study.ipynb"
+        ]
+    );
+    let _ = server.shutdown().await;
+}
+
+/// `[scope] include` / `exclude`: links outside the included part of a site,
+/// excluded ones and redirects out of it are never requested.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn include_and_exclude_patterns_bound_the_crawl() {
+    use axum::http::StatusCode;
+    use forager::sites::server::{Site, SiteRequest, SiteResponse};
+    use std::sync::Arc;
+    struct Sections;
+    impl Site for Sections {
+        fn respond(&self, req: &SiteRequest) -> SiteResponse {
+            let csv = "text/csv";
+            match req.path_and_query().as_str() {
+                "/" => SiteResponse::html(
+                    "<a href=/data/>data</a><a href=/archive/>old</a><a href=/data/a.csv>a</a>\
+                     <a href=/data/b.pdf>b</a><a href=/data/c.csv?print=1>c</a>",
+                ),
+                "/data/" => SiteResponse::html(
+                    "<a href=/data/sub/d.csv>d</a><a href=/archive/e.csv>e</a>\
+                     <a href=/data/moved>moved</a>",
+                ),
+                "/archive/" => SiteResponse::html("<a href=/archive/g.csv>g</a>"),
+                "/data/moved" => SiteResponse::redirect(StatusCode::FOUND, "/archive/f.csv"),
+                "/data/a.csv"
+                | "/data/sub/d.csv"
+                | "/archive/e.csv"
+                | "/archive/f.csv"
+                | "/archive/g.csv"
+                | "/data/c.csv?print=1" => SiteResponse::ok(csv, "x,y\n1,2\n"),
+                "/data/b.pdf" => SiteResponse::ok("application/pdf", "%PDF-1.4"),
+                _ => SiteResponse::not_found(),
+            }
+        }
+    }
+    let server = SiteServer::start(vec![(
+        "sections.test".to_string(),
+        Arc::new(Sections) as Arc<dyn Site>,
+    )])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = JobFile::new("sections")
+        .seed("http://sections.test/")
+        .strategy("bfs")
+        .delay("0s")
+        .extra("[scope]\ninclude = [\"/data/**\"]\nexclude = [\"*.pdf\", \"re:[?&]print=\"]\n")
+        .write(dir.path());
+    let state = dir.path().join("state");
+    let out = Crawl::new(&job, &state)
+        .allow_private()
+        .resolve("sections.test", server.port())
+        .output()
+        .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = common::manifest_by_final_url(&state.join("targets").join("sections"));
+    let got: Vec<&str> = rows
+        .keys()
+        .map(|u| u.strip_prefix("http://sections.test").unwrap_or(u))
+        .collect();
+    assert_eq!(got, ["/data/a.csv", "/data/sub/d.csv"]);
+    let mut asked: Vec<String> = server
+        .log()
+        .iter()
+        .map(|r| r.path_and_query.clone())
+        .filter(|p| p != "/robots.txt")
+        .collect();
+    asked.sort();
+    assert_eq!(
+        asked,
+        [
+            "/",
+            "/data/",
+            "/data/a.csv",
+            "/data/moved",
+            "/data/sub/d.csv"
+        ],
+        "{stdout}"
+    );
+    assert!(stdout.contains("5 out of scope"), "{stdout}");
+    let _ = server.shutdown().await;
+}

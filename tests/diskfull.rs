@@ -158,10 +158,11 @@ impl OnTmpfs {
 
     /// Wait for the command to exit 0; returns the state copied out of the tmpfs.
     async fn finish(mut self) -> PathBuf {
-        let status = tokio::time::timeout(Duration::from_secs(120), self.child.wait())
-            .await
-            .expect("did not exit after space returned")
-            .unwrap();
+        let Ok(status) = tokio::time::timeout(Duration::from_secs(120), self.child.wait()).await
+        else {
+            panic!("did not exit after space returned; log:\n{}", self.log());
+        };
+        let status = status.unwrap();
         assert!(status.success(), "exit {status}; log:\n{}", self.log());
         self.ctl.join("final")
     }

@@ -9,7 +9,7 @@ use url::Url;
 use super::error::{quote, ConfigError};
 use super::reader::{Located, Node, Reader, Table};
 use super::{first, read_config_file};
-use crate::extract::{PolitenessPer, ScopeKind};
+use crate::extract::{check_pattern, PolitenessPer, ScopeKind, UrlPatterns};
 use crate::mime::{Preset, TargetSet};
 use crate::strategy::StrategyKind;
 
@@ -48,9 +48,10 @@ const TOP_FIELDS: &[&str] = &[
     "output",
 ];
 const OUTPUT_FIELDS: &[&str] = &["warc", "warc_max_size"];
+const SCOPE_FIELDS: &[&str] = &["kind", "include", "exclude"];
 /// Range of `output.warc_max_size`: below 1 MiB a job makes thousands of files; above 64 GiB no tool copes.
 const WARC_SIZE_RANGE: (u64, u64) = (1 << 20, 64 << 30);
-const TARGETS_FIELDS: &[&str] = &["preset", "mime", "block_mime", "block_ext"];
+const TARGETS_FIELDS: &[&str] = &["preset", "mime", "ext", "block_mime", "block_ext"];
 const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop"];
 const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent", "max_in_flight", "per"];
 
@@ -104,6 +105,8 @@ pub struct JobSpec {
     /// Where the crawl starts (http/https only, never empty).
     pub seeds: Vec<Url>,
     pub scope: ScopeKind,
+    /// `[scope] include` / `exclude`: URL patterns a link must pass, within the scope.
+    pub patterns: UrlPatterns,
     pub strategy: StrategyKind,
     /// RNG seed: the same seed on the same site gives the same crawl.
     pub seed: u64,
@@ -121,6 +124,7 @@ impl JobSpec {
             name: name.into(),
             seeds,
             scope: ScopeKind::default(),
+            patterns: UrlPatterns::default(),
             strategy: StrategyKind::Sb,
             seed: 1,
             targets: TargetsSpec::default(),
@@ -179,6 +183,9 @@ pub struct TargetsSpec {
     pub mime: Vec<String>,
     /// MIME patterns never downloaded (the body is not read), lower-cased.
     pub block_mime: Vec<String>,
+    /// Extra extensions (lower-case, no dot) that make a file sent under a
+    /// generic type (`application/octet-stream`, `text/plain`…) a target.
+    pub ext: Vec<String>,
     /// Extensions (lower-case, no dot) whose links are never fetched.
     pub block_ext: Vec<String>,
 }
@@ -188,6 +195,7 @@ impl Default for TargetsSpec {
         TargetsSpec {
             preset: Preset::Statistics,
             mime: Vec::new(),
+            ext: Vec::new(),
             block_mime: DEFAULT_BLOCK_MIME.iter().map(|s| s.to_string()).collect(),
             block_ext: DEFAULT_BLOCK_EXT.iter().map(|s| s.to_string()).collect(),
         }
@@ -197,7 +205,7 @@ impl Default for TargetsSpec {
 impl TargetsSpec {
     /// The MIME classifier of this job.
     pub fn target_set(&self) -> TargetSet {
-        TargetSet::new(self.preset, &self.mime, &self.block_mime)
+        TargetSet::new(self.preset, &self.mime, &self.block_mime).with_extensions(&self.ext)
     }
 
     /// Whether the last path segment of `url` ends in a blocked extension (case-insensitive).
@@ -358,7 +366,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
             None
         }
     };
-    let scope = optional(root, "scope", |n| r.choice("scope", n, SCOPES));
+    let scope = optional(root, "scope", |n| read_scope(r, n));
     let strategies: Vec<(&str, StrategyKind)> =
         StrategyKind::ALL.iter().map(|k| (k.name(), *k)).collect();
     let strategy = optional(root, "strategy", |n| r.choice("strategy", n, &strategies));
@@ -371,6 +379,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
 
     let seeds = seeds?;
     let limits = limits?;
+    let scope = scope.unwrap_or(Some(ScopeSpec::default()))?;
     for seed in &seeds {
         if seed.value.as_str().len() > limits.max_url_len {
             r.invalid(
@@ -387,7 +396,8 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
     Some(JobSpec {
         name: name?,
         seeds: seeds.into_iter().map(|s| s.value).collect(),
-        scope: scope.unwrap_or(Some(ScopeKind::default()))?,
+        scope: scope.kind,
+        patterns: scope.patterns,
         strategy: strategy.unwrap_or(Some(StrategyKind::Sb))?,
         seed: seed.unwrap_or(Some(1))?,
         targets: targets?,
@@ -395,6 +405,45 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
         politeness: politeness?,
         limits,
         output: output?,
+    })
+}
+
+/// `scope = "site"`, or a `[scope]` table with `kind`, `include` and `exclude`.
+#[derive(Clone, Default)]
+struct ScopeSpec {
+    kind: ScopeKind,
+    patterns: UrlPatterns,
+}
+
+fn read_scope(r: &mut Reader<'_>, node: Node<'_>) -> Option<ScopeSpec> {
+    if !matches!(node.value, DeValue::Table(_)) {
+        let kind = r.choice("scope", node, SCOPES)?;
+        return Some(ScopeSpec {
+            kind,
+            patterns: UrlPatterns::default(),
+        });
+    }
+    let t = r.table("scope", node, SCOPE_FIELDS)?;
+    let kind = optional(&t, "kind", |n| r.choice(&t.child("kind"), n, SCOPES));
+    let mut list = |key: &str| match t.get(key) {
+        Some(n) => r.strings_with(&t.child(key), n, |p| {
+            check_pattern(p)
+                .map(|()| p.to_string())
+                .map_err(|e| format!("{}: {e}", quote(p)))
+        }),
+        None => Some(Vec::new()),
+    };
+    let (include, exclude) = (list("include"), list("exclude"));
+    let patterns = match UrlPatterns::new(&include?, &exclude?) {
+        Ok(p) => p,
+        Err(e) => {
+            r.invalid("scope", node, e.to_string());
+            return None;
+        }
+    };
+    Some(ScopeSpec {
+        kind: kind.unwrap_or(Some(ScopeKind::default()))?,
+        patterns,
     })
 }
 
@@ -461,7 +510,12 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         Some(n) => r.strings_with(&t.child("block_ext"), n, check_extension),
         None => Some(d.block_ext),
     };
-    let (preset, mime, block_mime, block_ext) = (preset?, mime?, block_mime?, block_ext?);
+    let ext = match t.get("ext") {
+        Some(n) => r.strings_located(&t.child("ext"), n, check_extension),
+        None => Some(Vec::new()),
+    };
+    let (preset, mime, block_mime, block_ext, ext) =
+        (preset?, mime?, block_mime?, block_ext?, ext?);
 
     // A target type that is also blocked would never be downloaded: say so now, not after a silent crawl.
     let mut ok = true;
@@ -484,6 +538,20 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
             ok = false;
         }
     }
+    // A target extension that is also blocked would never be fetched.
+    for e in &ext {
+        if block_ext.iter().any(|b| b.eq_ignore_ascii_case(&e.value)) {
+            r.invalid(
+                &e.path,
+                e.node,
+                format!(
+                    "{} is also in targets.block_ext: links ending in it are never fetched",
+                    quote(&e.value)
+                ),
+            );
+            ok = false;
+        }
+    }
     // Only when `mime` is truly empty: bad entries were reported already.
     let mime_listed = t
         .get("mime")
@@ -500,6 +568,10 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
     ok.then(|| TargetsSpec {
         preset,
         mime: mime.into_iter().map(|m| m.value).collect(),
+        ext: ext
+            .into_iter()
+            .map(|e| e.value.to_ascii_lowercase())
+            .collect(),
         block_mime,
         block_ext,
     })

@@ -454,7 +454,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, block_mime, block_ext)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
@@ -593,6 +593,28 @@ fn targets_are_checked() {
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\nblock_ext = [\"\"]\n")),
         "jobs.d/x.toml:4: targets.block_ext[0]: invalid extension \"\": use 1 to 32 letters, digits, '_', '-', '+' or '~'"
+    );
+    assert_eq!(
+        job_err(&format!("{HEAD}[targets]\next = [\"sav\", \".dta\"]\n")),
+        "jobs.d/x.toml:4: targets.ext[1]: invalid extension \".dta\": write extensions without dots (\"dta\")"
+    );
+    assert_eq!(
+        job_err(&format!("{HEAD}[targets]\next = [\"mp4\"]\n")),
+        "jobs.d/x.toml:4: targets.ext[0]: \"mp4\" is also in targets.block_ext: links ending in it are never fetched"
+    );
+    let spec = parse_job(
+        &format!(
+            "{HEAD}[targets]\npreset = \"none\"\nmime = [\"application/pdf\"]\next = [\"Sav\"]\n"
+        ),
+        Path::new(ORIGIN),
+    )
+    .unwrap();
+    assert_eq!(spec.targets.ext, ["sav"]);
+    assert_eq!(
+        spec.targets
+            .target_set()
+            .classify_file(Some("application/octet-stream"), Some("survey.sav")),
+        Label::Target
     );
 }
 
@@ -1160,5 +1182,51 @@ fn politeness_in_flight_and_key_are_checked() {
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\nper = \"domain\"\n")),
         "jobs.d/x.toml:4: politeness.per: unknown value \"domain\" (expected one of: host, pld)"
+    );
+}
+
+#[test]
+fn scope_is_a_kind_or_a_table_with_include_and_exclude_patterns() {
+    let j = job(&format!("{HEAD}scope = \"host\"\n"));
+    assert_eq!(j.scope, ScopeKind::Host);
+    assert!(j.patterns.is_empty());
+    let j = job(&format!(
+        "{HEAD}[scope]\nkind = \"any\"\ninclude = [\"https://a.test/data/**\", \"*.csv\"]\n\
+         exclude = [\"re:[?&]print=\"]\n"
+    ));
+    assert_eq!(j.scope, ScopeKind::Any);
+    let (include, exclude) = j.patterns.sources();
+    assert_eq!(include, vec!["https://a.test/data/**", "*.csv"]);
+    assert_eq!(exclude, vec!["re:[?&]print="]);
+    let url = |s: &str| url::Url::parse(s).expect("test URL");
+    assert!(j.patterns.admits(&url("https://a.test/data/x/y.json")));
+    assert!(!j.patterns.admits(&url("https://a.test/data/y.csv?print=1")));
+    // Without `kind` the table keeps the default scope.
+    let j = job(&format!("{HEAD}[scope]\nexclude = [\"/archive/**\"]\n"));
+    assert_eq!(j.scope, ScopeKind::Site);
+}
+
+#[test]
+fn bad_scope_patterns_are_located() {
+    assert_eq!(
+        job_err(&format!(
+            "{HEAD}[scope]\ninclude = [\"/ok/**\", \"re:(open\"]\n"
+        )),
+        "jobs.d/x.toml:4: scope.include[1]: \"re:(open\": not a regular expression: unclosed group"
+    );
+    let e = job_err(&format!("{HEAD}[scope]\nexclude = [\"/a/[z-a]\"]\n"));
+    assert!(
+        e.starts_with("jobs.d/x.toml:4: scope.exclude[0]: \"/a/[z-a]\": not a glob"),
+        "{e}"
+    );
+    let e = job_err(&format!("{HEAD}[scope]\nkinds = \"site\"\n"));
+    assert!(
+        e.contains("scope.kinds: unknown field (expected one of: kind, include, exclude)"),
+        "{e}"
+    );
+    let e = job_err(&format!("{HEAD}[scope]\nkind = \"sites\"\n"));
+    assert!(
+        e.contains("jobs.d/x.toml:4: scope.kind: unknown value \"sites\""),
+        "{e}"
     );
 }

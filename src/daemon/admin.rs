@@ -531,10 +531,10 @@ mod tests {
         let mut table = JobTable::new();
         table.reconcile(vec![ScannedFile {
             path: "j/a.toml".into(),
-            parsed: Parsed::Valid(JobSpec::new(
+            parsed: Parsed::Valid(Box::new(JobSpec::new(
                 "a",
                 vec![url::Url::parse("http://a.test/").unwrap()],
-            )),
+            ))),
         }]);
         let (tx, rx) = mpsc::unbounded_channel();
         let info = DaemonInfo::for_tests(2);

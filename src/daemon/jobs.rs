@@ -30,7 +30,8 @@ pub struct ScannedFile {
 /// What a job file says.
 #[derive(Clone, Debug)]
 pub enum Parsed {
-    Valid(JobSpec),
+    /// Boxed: a spec is large next to the error.
+    Valid(Box<JobSpec>),
     /// Refused; `name` is the job it declares, when that much could be read.
     Invalid {
         error: ConfigError,
@@ -379,6 +380,7 @@ impl JobTable {
         match owner.parsed {
             Parsed::Valid(spec) => {
                 e.config_error = None;
+                let spec = *spec;
                 let changed = e.spec.as_ref() != Some(&spec);
                 e.spec = Some(spec);
                 let start = match e.state {
@@ -530,7 +532,7 @@ mod tests {
     fn valid(path: &str, name: &str, requests: u64) -> ScannedFile {
         ScannedFile {
             path: PathBuf::from(path),
-            parsed: Parsed::Valid(spec(name, requests)),
+            parsed: Parsed::Valid(Box::new(spec(name, requests))),
         }
     }
 

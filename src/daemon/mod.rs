@@ -218,10 +218,10 @@ mod tests {
     #[test]
     fn the_status_summary_counts_states_and_bad_files() {
         let spec = |name: &str| {
-            Parsed::Valid(JobSpec::new(
+            Parsed::Valid(Box::new(JobSpec::new(
                 name,
                 vec![url::Url::parse("http://a.test/").unwrap()],
-            ))
+            )))
         };
         let mut table = JobTable::new();
         table.reconcile(vec![

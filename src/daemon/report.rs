@@ -401,11 +401,11 @@ mod tests {
         t.reconcile(vec![
             ScannedFile {
                 path: "j/a.toml".into(),
-                parsed: Parsed::Valid(spec),
+                parsed: Parsed::Valid(Box::new(spec)),
             },
             ScannedFile {
                 path: "j/b.toml".into(),
-                parsed: Parsed::Valid(spec_b),
+                parsed: Parsed::Valid(Box::new(spec_b)),
             },
             ScannedFile {
                 path: "j/bad.toml".into(),

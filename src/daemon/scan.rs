@@ -135,7 +135,7 @@ fn read_and_parse(
         return Some(Cached { fingerprint, ..p });
     }
     let parsed = match config::parse_job(&text, path) {
-        Ok(spec) => Parsed::Valid(spec),
+        Ok(spec) => Parsed::Valid(Box::new(spec)),
         Err(error) => Parsed::Invalid {
             error,
             name: declared_name(&text),

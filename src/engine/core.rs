@@ -10,8 +10,9 @@
 //! [`JobCore::check_invariants`] in debug builds after every operation that
 //! moves links):
 //!
-//! - **the frontier**: the strategy holds its id (its record is in `links`
-//!   until committed, in the store after);
+//! - **the frontier**: the strategy holds its id, or the link waits for its
+//!   next try in `waiting_retries` (its record is in `links` until
+//!   committed, in the store after);
 //! - **in flight**: popped by a step that has not settled (`in_flight`); the
 //!   stored frontier still has it, so a kill -9 loses nothing;
 //! - **unsettled**: discovered by a step that has not settled, and neither
@@ -27,13 +28,13 @@
 use super::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
 use crate::codec;
 use crate::config::JobSpec;
-use crate::extract::{self, PageLinks, Scope, UrlRules};
+use crate::extract::{self, PageLinks, Scope, UrlPatterns, UrlRules};
 use crate::learn::{EarlyStop, EarlyStopConfig};
 use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
 use crate::store::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use url::Url;
 
 /// A link taken from the frontier by a step.
@@ -80,6 +81,8 @@ pub enum HeadAnswer {
 #[derive(Clone, Debug)]
 pub struct AdmitRules {
     pub scope: Scope,
+    /// `[scope] include` / `exclude`.
+    pub patterns: UrlPatterns,
     pub url_rules: UrlRules,
     /// Largest link depth from a seed; 0 = none.
     pub max_depth: u32,
@@ -90,6 +93,7 @@ impl AdmitRules {
     pub fn of(spec: &JobSpec) -> AdmitRules {
         AdmitRules {
             scope: Scope::new(spec.scope, &spec.seeds),
+            patterns: spec.patterns.clone(),
             url_rules: UrlRules {
                 max_len: spec.limits.max_url_len,
                 strip_params: spec.limits.strip_params.clone(),
@@ -129,11 +133,40 @@ pub struct JobCore {
     /// tries so far and when the first failed. In memory only: after a
     /// restart a waiting link gets its tries afresh.
     retries: HashMap<u64, Retry>,
+    /// Retried links out of the strategy's sight until the job has begun
+    /// this many steps, by (step, id). See [`RETRY_SPACING_STEPS`].
+    waiting_retries: BTreeMap<(u64, LinkId), QueueKey>,
+    /// Steps begun in this run: the clock of `waiting_retries`.
+    steps_begun: u64,
     /// Links given up in this run after their last try.
     pub given_up: u64,
     /// Links refused in this run by the SSRF guard (a private destination
     /// while `allow_private` is off).
     pub refused_private: u64,
+}
+
+/// Steps of the job a retried link waits before its next try, doubling with
+/// each try. Counted in steps, not seconds, so that a crawl stays a function
+/// of its seed and of the answers it gets; a link waits no longer once the
+/// strategy has nothing else, and the host's back-off then spaces the tries
+/// in time. Without the wait the best link would be tried again at once,
+/// and a page that always fails would stall its host for the whole back-off.
+pub const RETRY_SPACING_STEPS: u64 = 16;
+
+/// Retries of a link whose page broke while its host answered (HTTP 500 and
+/// the like, [`crate::fetch::is_page_error`]), whatever `[limits] retries`
+/// allows beyond: such a page is most often broken for good, and every try
+/// is a request that finds nothing (Scrapy retries twice too).
+pub const PAGE_ERROR_RETRIES: u32 = 2;
+
+/// Why a fetch failed, when the failure may pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassingFault {
+    /// The host answered that the page broke ([`crate::fetch::is_page_error`]).
+    PageError,
+    /// The host could not be reached, timed out, is overloaded or down (429,
+    /// 502–504), cut the body, or its robots.txt could not be read.
+    Outage,
 }
 
 /// The failed tries of one link.
@@ -146,7 +179,7 @@ struct Retry {
 /// What became of a link whose fetch failed for a reason that may pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetryVerdict {
-    /// Back in the frontier for another try (after the host's back-off).
+    /// Back in the frontier for another try, after a wait ([`RETRY_SPACING_STEPS`]).
     Again { tries: u32 },
     /// Out of tries or of time: done, counted in `given_up`.
     GivenUp { tries: u32 },
@@ -183,6 +216,8 @@ impl JobCore {
             delta: JobDelta::new(&spec.name),
             uncommitted_rows: Vec::new(),
             retries: HashMap::new(),
+            waiting_retries: BTreeMap::new(),
+            steps_begun: 0,
             given_up: 0,
             refused_private: 0,
         }
@@ -226,13 +261,15 @@ impl JobCore {
         &self.rules.url_rules
     }
 
-    pub fn scope(&self) -> &Scope {
-        &self.rules.scope
+    /// Whether `url` belongs to the job: within its scope, included by its
+    /// patterns and not excluded.
+    pub fn in_scope(&self, url: &Url) -> bool {
+        self.rules.scope.contains(url) && self.rules.patterns.admits(url)
     }
 
     /// Links waiting in the frontier (not those in flight).
     pub fn frontier_len(&self) -> usize {
-        self.strategy.len()
+        self.strategy.len() + self.waiting_retries.len()
     }
 
     /// Steps under way.
@@ -332,8 +369,27 @@ impl JobCore {
         &mut self,
         host_ready: &dyn Fn(&str) -> bool,
     ) -> Option<(LinkId, QueueKey, Option<FrontierEntry>)> {
-        let (id, key) = self.strategy.pop_ready(host_ready)?;
+        self.release_due_retries();
+        let (id, key) = match self.strategy.pop_ready(host_ready) {
+            Some(popped) => popped,
+            // Nothing else to do: the soonest retry need not wait.
+            None => {
+                let ((_, id), key) = self.waiting_retries.pop_first()?;
+                (id, key)
+            }
+        };
         Some((id, key, self.links.remove(&id)))
+    }
+
+    /// Retried links whose wait is over go back to the strategy.
+    fn release_due_retries(&mut self) {
+        while let Some(entry) = self.waiting_retries.first_entry() {
+            if entry.key().0 > self.steps_begun {
+                break;
+            }
+            let ((_, id), key) = entry.remove_entry();
+            self.strategy.push(id, key);
+        }
     }
 
     /// Start the step of a popped link; `None` for an id without a record,
@@ -342,6 +398,7 @@ impl JobCore {
         let started = match entry {
             Some(entry) => {
                 self.in_flight.insert(id, Popped { id, key, entry });
+                self.steps_begun += 1;
                 true
             }
             None => {
@@ -406,11 +463,16 @@ impl JobCore {
 
     /// A link that must not be lost but has no better place: back into the frontier.
     fn requeue(&mut self, link: Link) {
-        let key = match self.strategy.triage(&link, Some(Label::Html)) {
+        let key = self.requeue_key(&link);
+        self.enqueue(link, key);
+    }
+
+    /// The key of a link going back to the frontier.
+    fn requeue_key(&mut self, link: &Link) -> QueueKey {
+        match self.strategy.triage(link, Some(Label::Html)) {
             Triage::Enqueue(key) => key,
             _ => QueueKey::default(),
-        };
-        self.enqueue(link, key);
+        }
     }
 
     /// A link of a step that could not be fetched (no budget left): back to
@@ -427,6 +489,7 @@ impl JobCore {
     pub fn retry_or_give_up(
         &mut self,
         link: Link,
+        fault: PassingFault,
         spec: &JobSpec,
         now: std::time::Instant,
     ) -> RetryVerdict {
@@ -438,8 +501,18 @@ impl JobCore {
         retry.tries += 1;
         let tries = retry.tries;
         let in_time = now.saturating_duration_since(retry.first_failed) < spec.limits.retry_for;
-        if tries <= spec.limits.retries && in_time {
-            self.keep_for_later(link);
+        let allowed = match fault {
+            PassingFault::PageError => spec.limits.retries.min(PAGE_ERROR_RETRIES),
+            PassingFault::Outage => spec.limits.retries,
+        };
+        if tries <= allowed && in_time {
+            self.unsettled.remove(&h);
+            let key = self.requeue_key(&link);
+            let id = self.record_entry(link, key);
+            let wait = RETRY_SPACING_STEPS << (tries - 1).min(16);
+            self.waiting_retries
+                .insert((self.steps_begun.saturating_add(wait), id), key);
+            self.debug_check();
             RetryVerdict::Again { tries }
         } else {
             self.retries.remove(&h);
@@ -462,12 +535,18 @@ impl JobCore {
     }
 
     fn enqueue(&mut self, link: Link, key: QueueKey) {
+        let id = self.record_entry(link, key);
+        self.strategy.push(id, key);
+    }
+
+    /// A new frontier record (stored at the next checkpoint), not yet in the strategy.
+    fn record_entry(&mut self, link: Link, key: QueueKey) -> LinkId {
         let id = LinkId(self.next_link_id);
         self.next_link_id += 1;
         let entry = FrontierEntry { link, key };
         self.delta.frontier_added.push((id, entry.clone()));
         self.links.insert(id, entry);
-        self.strategy.push(id, key);
+        id
     }
 
     /// Add a hash to the seen set; false when it was there.
@@ -497,7 +576,7 @@ impl JobCore {
         let depth = page.depth + 1;
         let mut out = Vec::new();
         for l in found.links {
-            if !self.rules.scope.contains(&l.url) {
+            if !self.in_scope(&l.url) {
                 self.counters.out_of_scope += 1;
                 continue;
             }
@@ -537,9 +616,13 @@ impl JobCore {
         out
     }
 
-    /// Queue a link found outside a page (a sitemap listed in robots.txt).
+    /// Queue a link found outside a page (a sitemap listed in robots.txt):
+    /// `include` patterns do not apply to it (its links are checked as any),
+    /// `exclude` patterns do.
     pub fn admit_listed(&mut self, link: Link) -> bool {
-        if !self.rules.scope.contains(&link.url) || !self.mark_seen(&link.url) {
+        let wanted =
+            self.rules.scope.contains(&link.url) && !self.rules.patterns.excludes(&link.url);
+        if !wanted || !self.mark_seen(&link.url) {
             return false;
         }
         self.requeue(link);
@@ -717,6 +800,12 @@ impl JobCore {
             assert!(
                 !self.links.contains_key(id),
                 "{id} is in flight and in the frontier records"
+            );
+        }
+        for (_, id) in self.waiting_retries.keys() {
+            assert!(
+                !self.in_flight.contains_key(id),
+                "{id} is in flight and waiting for a retry"
             );
         }
         assert!(

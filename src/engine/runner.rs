@@ -18,7 +18,7 @@
 //! previous one settled: the crawl is the sequential one, and the same seed
 //! gives the same crawl.
 
-use super::core::{Admitted, HeadAnswer, JobCore, RetryVerdict, StepTally};
+use super::core::{Admitted, HeadAnswer, JobCore, PassingFault, RetryVerdict, StepTally};
 use super::lanes::{Lanes, Parked, Readiness};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
 use crate::config::JobSpec;
@@ -93,17 +93,22 @@ enum Fetched {
     Nothing,
     /// Failed for a reason that may pass: this link (the hop that failed) is
     /// to be tried again later.
-    Retry { link: Link, reason: String },
+    Retry {
+        link: Link,
+        fault: PassingFault,
+        reason: String,
+    },
 }
 
 impl Fetched {
     /// `link`, reached at `url` (a redirect hop, maybe), is to be tried again.
-    fn retry(link: &Link, url: &Url, reason: String) -> Fetched {
+    fn retry(link: &Link, url: &Url, fault: PassingFault, reason: String) -> Fetched {
         Fetched::Retry {
             link: Link {
                 url: url.clone(),
                 ..link.clone()
             },
+            fault,
             reason,
         }
     }
@@ -544,9 +549,10 @@ impl<'a> Runner<'a> {
                 Fetched::Target => self.core().fetched(&link.url),
                 Fetched::Retry {
                     link: failed,
+                    fault,
                     reason,
                 } => {
-                    self.retry_later(failed, &reason);
+                    self.retry_later(failed, fault, &reason);
                     continue;
                 }
                 Fetched::Nothing => {}
@@ -557,11 +563,11 @@ impl<'a> Runner<'a> {
     }
 
     /// A fetch failed for a reason that may pass: back to the frontier, or given up.
-    fn retry_later(&self, failed: Link, reason: &str) {
+    fn retry_later(&self, failed: Link, fault: PassingFault, reason: &str) {
         let url = failed.url.clone();
         let verdict = self
             .core()
-            .retry_or_give_up(failed, self.spec, Instant::now());
+            .retry_or_give_up(failed, fault, self.spec, Instant::now());
         match verdict {
             RetryVerdict::Again { tries } => {
                 info!(job = %self.spec.name, url = %url, tries, reason, "fetch failed; will try again")
@@ -596,7 +602,12 @@ impl<'a> Runner<'a> {
                         break;
                     }
                     Admitted::AskHead(link) => {
-                        let answer = self.head(&link, tally).await?;
+                        // The budget bounds HEADs too: past it, the link waits unasked.
+                        let answer = if self.core().budget_exhausted(self.spec).is_some() {
+                            HeadAnswer::Unknown
+                        } else {
+                            self.head(&link, tally).await?
+                        };
                         next = self.core().after_head(step, link, answer, self.spec);
                     }
                     Admitted::Queued | Admitted::Dropped => break,
@@ -610,6 +621,18 @@ impl<'a> Runner<'a> {
     fn known_label(&self, url: &Url) -> Option<Label> {
         let family = lock(&self.engine.filters).lookup(url)?;
         self.targets.label_of_family(family)
+    }
+
+    /// What a 2xx response is for this job: by its type, or by its file's
+    /// name when the type is generic.
+    fn label_of(&self, resp: &Response) -> Label {
+        let disposition = resp
+            .headers()
+            .get(reqwest::header::CONTENT_DISPOSITION)
+            .and_then(|v| v.to_str().ok());
+        let name = crate::mime::file_name(&resp.url, disposition);
+        self.targets
+            .classify_file(resp.content_type.as_deref(), name.as_deref())
     }
 
     fn remember_family(&self, url: &Url, content_type: Option<&str>) {
@@ -784,7 +807,7 @@ impl<'a> Runner<'a> {
             core.counters.rejected_links += 1;
             return None;
         }
-        if !core.scope().contains(&next) {
+        if !core.in_scope(&next) {
             core.counters.out_of_scope += 1;
             return None;
         }
@@ -825,7 +848,7 @@ impl<'a> Runner<'a> {
                     None => return Ok(HeadAnswer::Broken),
                 },
                 200..=299 => {
-                    let label = self.targets.classify(resp.content_type.as_deref());
+                    let label = self.label_of(&resp);
                     self.remember_family(&link.url, resp.content_type.as_deref());
                     self.core().observe(link, label, LabelSource::Head);
                     return Ok(HeadAnswer::Label(label));
@@ -850,15 +873,15 @@ impl<'a> Runner<'a> {
     ) -> Result<Fetched, EngineError> {
         let mut url = link.url.clone();
         for _ in 0..=MAX_REDIRECTS {
-            let this = |reason: String| Fetched::retry(link, &url, reason);
+            let this = |fault, reason: String| Fetched::retry(link, &url, fault, reason);
             match self.robots_gate(&url).await {
                 Gate::Allowed => {}
                 Gate::Disallowed => return Ok(Fetched::Nothing),
-                Gate::Unavailable(reason) => return Ok(this(reason)),
+                Gate::Unavailable(reason) => return Ok(this(PassingFault::Outage, reason)),
             }
             let resp = match self.send(Method::Get, &url, tally).await {
                 Ok(resp) => resp,
-                Err(e) if e.may_pass() => return Ok(this(e.to_string())),
+                Err(e) if e.may_pass() => return Ok(this(PassingFault::Outage, e.to_string())),
                 Err(_) => return Ok(Fetched::Nothing),
             };
             let status = resp.status;
@@ -907,7 +930,12 @@ impl<'a> Runner<'a> {
                     );
                     if status == 429 || (500..=599).contains(&status) {
                         // The host's back-off (Retry-After included) is already set.
-                        return Ok(this(format!("HTTP {status}")));
+                        let fault = if crate::fetch::is_page_error(status) {
+                            PassingFault::PageError
+                        } else {
+                            PassingFault::Outage
+                        };
+                        return Ok(this(fault, format!("HTTP {status}")));
                     }
                     debug!(job = %self.spec.name, url = %url, status, "HTTP error");
                     return Ok(Fetched::Nothing);
@@ -930,7 +958,7 @@ impl<'a> Runner<'a> {
             return Ok(self.got_sitemap(url, resp, latency).await);
         }
         let content_type = resp.content_type.clone();
-        let label = self.targets.classify(content_type.as_deref());
+        let label = self.label_of(&resp);
         self.remember_family(&link.url, content_type.as_deref());
         if url != link.url {
             self.remember_family(&url, content_type.as_deref());
@@ -946,7 +974,7 @@ impl<'a> Runner<'a> {
                         self.core().counters.fetch_errors += 1;
                         self.fetch_failed(Method::Get, &url, &e);
                         return Ok(if e.may_pass() {
-                            Fetched::retry(link, &url, e.to_string())
+                            Fetched::retry(link, &url, PassingFault::Outage, e.to_string())
                         } else {
                             Fetched::Nothing
                         });
@@ -1101,7 +1129,7 @@ impl<'a> Runner<'a> {
                     self.core().counters.fetch_errors += 1;
                     self.fetch_failed(Method::Get, &url, &e);
                     return Ok(if e.may_pass() {
-                        Fetched::retry(link, &url, e.to_string())
+                        Fetched::retry(link, &url, PassingFault::Outage, e.to_string())
                     } else {
                         Fetched::Nothing
                     });

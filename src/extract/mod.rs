@@ -5,7 +5,7 @@
 //! `<base href>`, entity decoding, structured-data detection), URL
 //! normalisation and the URL trap rules ([`normalize`]: length, repeated path
 //! segments, session ids), the job scope rules and politeness keys
-//! ([`scope`]), and the links of sitemaps listed in robots.txt ([`sitemap`]).
+//! ([`scope`]), include and exclude URL patterns ([`patterns`]), and the links of sitemaps listed in robots.txt ([`sitemap`]).
 //!
 //! Must not touch: the network, the store, or learning. Everything here is
 //! pure and synchronous: bytes and URLs in, values out; the engine decides
@@ -13,6 +13,7 @@
 
 pub mod links;
 pub mod normalize;
+pub mod patterns;
 pub mod scope;
 pub mod sitemap;
 
@@ -20,4 +21,5 @@ pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, Page
 pub use normalize::{
     check_limits, normalize, resolve, LinkRejected, RejectCounts, UrlRules, DEFAULT_STRIP_PARAMS,
 };
+pub use patterns::{check_pattern, PatternError, UrlPatterns};
 pub use scope::{politeness_key, PolitenessPer, Scope, ScopeKind};

@@ -36,13 +36,24 @@ const MIN_FAILURE_BACKOFF: Duration = Duration::from_millis(250);
 /// Largest exponent of the back-off, so `period · 2^n` cannot overflow.
 const MAX_BACKOFF_EXPONENT: u32 = 20;
 
+/// Largest exponent of the back-off after failures that are all
+/// [`Outcome::ServerError`]s.
+const SERVER_ERROR_MAX_EXPONENT: u32 = 4;
+
 /// What one exchange told us about the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// The host answered (2xx–4xx except 429).
     Success,
-    /// Connection error, timeout, 5xx, 429 without Retry-After, broken body.
+    /// Connection error, timeout, 502/503/504, 429 without Retry-After,
+    /// broken body: the host may be down or overloaded.
     Failure,
+    /// Another 5xx (500 above all, see [`super::is_page_error`]): the host
+    /// is up, one of its pages broke. Counts as a failure, but its back-off
+    /// is the host's delay doubled for each one in a row but the first, at
+    /// most 2^[`SERVER_ERROR_MAX_EXPONENT`] times: a site with a few broken
+    /// pages is not slowed down, one whose every page breaks is.
+    ServerError,
     /// 429/503 with a Retry-After of this (already clamped) length.
     RetryAfter(Duration),
 }
@@ -202,6 +213,14 @@ impl HostState {
                 let exp = self.failures.min(MAX_BACKOFF_EXPONENT);
                 let unit = self.period.max(MIN_FAILURE_BACKOFF);
                 let backoff = unit.saturating_mul(1 << exp).min(max_backoff);
+                if !backoff.is_zero() {
+                    self.block_until(now + backoff);
+                }
+            }
+            Outcome::ServerError => {
+                self.failures = self.failures.saturating_add(1);
+                let exp = (self.failures - 1).min(SERVER_ERROR_MAX_EXPONENT);
+                let backoff = self.period.saturating_mul(1 << exp).min(max_backoff);
                 if !backoff.is_zero() {
                     self.block_until(now + backoff);
                 }
@@ -513,6 +532,37 @@ mod tests {
         assert_eq!(s.blocked_for(t0), Some(Duration::from_secs(600)), "capped");
         s.record(Outcome::Success, t0, Duration::from_secs(600));
         assert_eq!(s.failures(), 0);
+    }
+
+    #[test]
+    fn server_errors_back_off_less_than_outages() {
+        let t0 = Instant::now();
+        let mut s = HostState::new(t0);
+        s.record(Outcome::ServerError, t0, Duration::from_secs(600));
+        assert_eq!(
+            s.blocked_for(t0),
+            None,
+            "no delay, one broken page: no wait"
+        );
+        let mut s = HostState::new(t0);
+        s.adopt_period(1, 500 * MS, t0);
+        let unit = s.period();
+        s.record(Outcome::ServerError, t0, Duration::from_secs(600));
+        assert_eq!(s.blocked_for(t0), Some(unit), "the first: the delay");
+        for _ in 0..10 {
+            s.record(Outcome::ServerError, t0, Duration::from_secs(600));
+        }
+        assert_eq!(
+            s.blocked_for(t0),
+            Some(unit * (1 << SERVER_ERROR_MAX_EXPONENT))
+        );
+        let t1 = t0 + Duration::from_secs(60);
+        s.record(Outcome::Failure, t1, Duration::from_secs(600));
+        assert_eq!(
+            s.blocked_for(t1),
+            Some(Duration::from_secs(600)),
+            "an outage escalates, to the cap"
+        );
     }
 
     #[test]

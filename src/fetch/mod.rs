@@ -370,6 +370,7 @@ impl Fetcher {
 
         let outcome = match (status, retry_after) {
             (429 | 503, Some(wait)) => Outcome::RetryAfter(wait),
+            (status, _) if is_page_error(status) => Outcome::ServerError,
             (429 | 500..=599, _) => Outcome::Failure,
             _ => Outcome::Success,
         };
@@ -682,6 +683,13 @@ fn validate_url(url: &Url) -> Result<(), FetchError> {
 }
 
 /// Retry-After as a delay: delta-seconds or an HTTP date (past dates give zero).
+/// Whether an HTTP status says that a page broke while its host is up: a
+/// 5xx other than 502, 503 and 504, which say that the host or what stands
+/// behind it is down or overloaded. Such a page is most often broken for good.
+pub fn is_page_error(status: u16) -> bool {
+    (500..=599).contains(&status) && !(502..=504).contains(&status)
+}
+
 pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<u64>() {

@@ -24,8 +24,12 @@ pub const RSS_LIMIT_KIB: u64 = 200 * 1024;
 /// Body cap of the test jobs (the default, 512 MiB, is far above any honest test page).
 pub const MAX_BODY_BYTES: u64 = 8 << 20;
 
+/// Retries of the test jobs: a failure that may pass (a reset, a time-out)
+/// is tried `1 + RETRIES` times, each counted as a fetch error.
+pub const RETRIES: u64 = 1;
+
 /// A job file for `seeds`: breadth-first, no politeness delay, robots on,
-/// an 8 MiB body cap, and `extra` TOML appended (whole tables only).
+/// an 8 MiB body cap, one retry, and `extra` TOML appended (whole tables only).
 pub fn job_toml(name: &str, seeds: &[String], scope: &str, extra: &str) -> String {
     let mut job = JobFile::new(name)
         .scope(scope)
@@ -35,6 +39,7 @@ pub fn job_toml(name: &str, seeds: &[String], scope: &str, extra: &str) -> Strin
         .delay("0s")
         .set("politeness", "user_agent", "\"forager-test/1.0\"")
         .set("limits", "max_body", MAX_BODY_BYTES)
+        .set("limits", "retries", RETRIES)
         .extra(extra);
     for seed in seeds {
         job = job.seed(seed.clone());

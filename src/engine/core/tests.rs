@@ -158,6 +158,104 @@ fn reward_goes_to_the_step_that_found_the_targets() {
     core.check_invariants();
 }
 
+#[test]
+fn a_retried_link_waits_its_turn_unless_nothing_else_is_left() {
+    // Depth-first: without the wait the retried link would be popped next.
+    let spec = spec(StrategyKind::Dfs);
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&spec.seeds);
+    let (id, seed) = pop_and_begin(&mut core).expect("seed");
+    let others: Vec<String> = (0..40).map(|i| format!("http://site.test/p{i}")).collect();
+    let refs: Vec<&str> = others.iter().map(String::as_str).collect();
+    core.admit_links(id, &seed, &seed.url, page(&refs), &no_label, &spec);
+    let failing = url("http://site.test/broken");
+    assert!(core.admit_hop(id, &seed, &failing));
+    let verdict = core.retry_or_give_up(
+        Link::seed(failing.clone()),
+        PassingFault::Outage,
+        &spec,
+        std::time::Instant::now(),
+    );
+    assert_eq!(verdict, RetryVerdict::Again { tries: 1 });
+    core.settle_step(id, StepTally::default());
+    assert_eq!(
+        core.frontier_len(),
+        41,
+        "the retried link is in the frontier"
+    );
+    // It comes back after RETRY_SPACING_STEPS other steps, not before.
+    let mut order = Vec::new();
+    while let Some((id, link)) = pop_and_begin(&mut core) {
+        order.push(link.url.to_string());
+        core.settle_step(id, StepTally::default());
+    }
+    let at = order
+        .iter()
+        .position(|u| u == failing.as_str())
+        .expect("the retried link comes back");
+    assert_eq!(at as u64, RETRY_SPACING_STEPS, "{order:?}");
+    assert_eq!(order.len(), 41);
+
+    // With nothing else in the frontier it goes at once, and a second
+    // failure waits twice as long.
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&spec.seeds);
+    let (id, seed) = pop_and_begin(&mut core).expect("seed");
+    core.retry_or_give_up(
+        seed.clone(),
+        PassingFault::Outage,
+        &spec,
+        std::time::Instant::now(),
+    );
+    core.settle_step(id, StepTally::default());
+    let (id, again) = pop_and_begin(&mut core).expect("nothing else: no wait");
+    assert_eq!(again.url, seed.url);
+    core.retry_or_give_up(
+        again,
+        PassingFault::Outage,
+        &spec,
+        std::time::Instant::now(),
+    );
+    assert_eq!(
+        core.waiting_retries.keys().next().map(|k| k.0),
+        Some(2 + 2 * RETRY_SPACING_STEPS)
+    );
+    core.settle_step(id, StepTally::default());
+    core.check_invariants();
+}
+
+#[test]
+fn a_broken_page_is_tried_twice_more_an_outage_as_often_as_the_job_says() {
+    let spec = spec(StrategyKind::Bfs);
+    let now = std::time::Instant::now();
+    let mut core = JobCore::new(&spec);
+    let broken = Link::seed(url("http://site.test/broken"));
+    let verdicts: Vec<RetryVerdict> = (0..3)
+        .map(|_| core.retry_or_give_up(broken.clone(), PassingFault::PageError, &spec, now))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            RetryVerdict::Again { tries: 1 },
+            RetryVerdict::Again { tries: 2 },
+            RetryVerdict::GivenUp { tries: 3 }
+        ]
+    );
+    let down = Link::seed(url("http://site.test/down"));
+    for tries in 1..=spec.limits.retries {
+        let v = core.retry_or_give_up(down.clone(), PassingFault::Outage, &spec, now);
+        assert_eq!(v, RetryVerdict::Again { tries });
+    }
+    let v = core.retry_or_give_up(down, PassingFault::Outage, &spec, now);
+    assert_eq!(
+        v,
+        RetryVerdict::GivenUp {
+            tries: spec.limits.retries + 1
+        }
+    );
+    assert_eq!(core.given_up, 2);
+}
+
 /// One operation of the property test.
 #[derive(Clone, Debug)]
 enum Op {
@@ -168,6 +266,8 @@ enum Op {
     /// A hop the step leaves unsettled (refused, failed): done when the step settles.
     HopLeft(usize, u8),
     Settle(usize),
+    /// The fetch of a fresh link of the step at this index failed; retry it.
+    Retry(usize, u8),
     Checkpoint,
     AbandonAll,
 }
@@ -179,6 +279,7 @@ fn op() -> impl proptest::strategy::Strategy<Value = Op> {
         1 => (0..4usize, 0..40u8).prop_map(|(i, p)| Op::Hop(i, p)),
         1 => (0..4usize, 0..40u8).prop_map(|(i, p)| Op::HopLeft(i, p)),
         2 => (0..4usize).prop_map(Op::Settle),
+        1 => (0..4usize, 0..40u8).prop_map(|(i, p)| Op::Retry(i, p)),
         1 => Just(Op::Checkpoint),
         1 => Just(Op::AbandonAll),
     ]
@@ -235,6 +336,13 @@ proptest! {
                         done.insert(hop.clone());
                     }
                     left.retain(|(s, _)| *s != id);
+                }
+                Op::Retry(i, p) if !steps.is_empty() => {
+                    let (id, link) = steps[i % steps.len()].clone();
+                    let failed = url(&format!("http://site.test/retry{p}"));
+                    if core.admit_hop(id, &link, &failed) {
+                        core.retry_or_give_up(Link::seed(failed), PassingFault::Outage, &spec, std::time::Instant::now());
+                    }
                 }
                 Op::Checkpoint => {
                     let cp = core.take_checkpoint(None, 0);
