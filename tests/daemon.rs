@@ -243,6 +243,15 @@ fn write_config(path: &Path, admin: SocketAddr, port: u16, max_jobs: usize, extr
     std::fs::write(path, config).unwrap();
 }
 
+/// How the daemon's process is set up, as systemd would.
+#[derive(Clone, Copy, Default)]
+struct ProcessLimits {
+    /// `LimitNOFILE=`.
+    nofile: Option<u64>,
+    /// `UMask=`.
+    umask: Option<libc::mode_t>,
+}
+
 /// Three loopback sites, a temporary config and jobs folder, a notify socket, the daemon.
 struct Fixture {
     server: SiteServer,
@@ -256,11 +265,11 @@ struct Fixture {
 
 impl Fixture {
     async fn start(max_jobs: usize) -> Fixture {
-        Fixture::start_limited(max_jobs, None).await
+        Fixture::start_with(max_jobs, ProcessLimits::default()).await
     }
 
-    /// Like [`Fixture::start`], with the daemon's open-file limit set to `nofile`.
-    async fn start_limited(max_jobs: usize, nofile: Option<u64>) -> Fixture {
+    /// Like [`Fixture::start`], with the daemon's process set up as `limits` says.
+    async fn start_with(max_jobs: usize, limits: ProcessLimits) -> Fixture {
         let sites: Vec<(String, Arc<dyn Site>)> = vec![
             ("site-a.test".into(), Arc::new(Catalogue)),
             ("site-b.test".into(), Arc::new(Catalogue)),
@@ -278,17 +287,22 @@ impl Fixture {
         let log = dir.path().join("daemon.log");
         let log_file = std::fs::File::create(&log).unwrap();
         let mut command = Command::new(forager());
-        if let Some(limit) = nofile {
+        {
             use std::os::unix::process::CommandExt;
-            // SAFETY: setrlimit is async-signal-safe and touches only the child.
+            // SAFETY: setrlimit and umask are async-signal-safe and touch only the child.
             unsafe {
                 command.pre_exec(move || {
-                    let l = libc::rlimit {
-                        rlim_cur: limit,
-                        rlim_max: limit,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
-                        return Err(std::io::Error::last_os_error());
+                    if let Some(limit) = limits.nofile {
+                        let l = libc::rlimit {
+                            rlim_cur: limit,
+                            rlim_max: limit,
+                        };
+                        if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    if let Some(mask) = limits.umask {
+                        libc::umask(mask);
                     }
                     Ok(())
                 });
@@ -848,7 +862,14 @@ fn open_fds(pid: u32) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_api_refuses_foreign_requests_and_outlasts_slow_clients() {
     use std::os::unix::fs::PermissionsExt;
-    let mut f = Fixture::start_limited(2, Some(256)).await;
+    let mut f = Fixture::start_with(
+        2,
+        ProcessLimits {
+            nofile: Some(256),
+            umask: None,
+        },
+    )
+    .await;
     f.wait_note("READY=1").await;
     let token = f.state_dir().join("admin.token");
     let mode = std::fs::metadata(&token).unwrap().permissions().mode();
@@ -991,4 +1012,77 @@ fn the_daemon_load_bench_reports_rates_memory_and_a_clean_exit() {
     assert!(out.path().join("daemon-load-3.txt").is_file());
     // The work folder (jobs, state, logs) is gone.
     assert!(!stderr.contains("could not remove"), "{stderr}");
+}
+
+/// The value of `key=` in a systemd unit's text (the last assignment wins, as in systemd).
+fn unit_setting(unit: &str, key: &str) -> Option<String> {
+    unit.lines()
+        .filter_map(|l| l.trim().strip_prefix(key)?.strip_prefix('='))
+        .last()
+        .map(|v| v.trim().to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_units_group_reads_the_harvest_and_nobody_else_does() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let unit = std::fs::read_to_string(repo.join("systemd/forager.service")).unwrap();
+    // A dynamic user's state sits in /var/lib/private, which only root may enter.
+    assert_eq!(unit_setting(&unit, "DynamicUser"), None);
+    assert_eq!(unit_setting(&unit, "User").as_deref(), Some("forager"));
+    assert_eq!(unit_setting(&unit, "Group").as_deref(), Some("forager"));
+    let sysusers = std::fs::read_to_string(repo.join("systemd/forager.sysusers")).unwrap();
+    assert!(
+        sysusers.lines().any(|l| l.starts_with("u forager ")),
+        "the sysusers file creates user and group forager:\n{sysusers}"
+    );
+    assert_eq!(
+        unit_setting(&unit, "StateDirectoryMode").as_deref(),
+        Some("0750")
+    );
+    let documentation = unit_setting(&unit, "Documentation").unwrap();
+    assert!(
+        documentation.starts_with("file:/usr/share/doc/forager/"),
+        "{documentation}"
+    );
+    let umask = unit_setting(&unit, "UMask").unwrap();
+    let umask = libc::mode_t::from_str_radix(&umask, 8).unwrap();
+
+    let mut f = Fixture::start_with(
+        1,
+        ProcessLimits {
+            nofile: None,
+            umask: Some(umask),
+        },
+    )
+    .await;
+    f.wait_note("READY=1").await;
+    std::fs::write(f.job_path("open"), f.job("open", "site-a.test", 0, "bfs")).unwrap();
+    f.wait_for("open done", |r| {
+        is(r, "open", Phase::Done, Some(StopReason::FrontierEmpty))
+    })
+    .await;
+    let (status, _) = f.terminate();
+    assert!(status.success(), "{}", f.daemon.log());
+
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let targets = f.state_dir().join("targets").join("open");
+    let mut files = 0;
+    let mut stack = vec![targets.clone()];
+    while let Some(dir) = stack.pop() {
+        // Group members enter and list every folder; others do not.
+        assert_eq!(mode(&dir) & 0o057, 0o050, "{}", dir.display());
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                assert_eq!(mode(&path) & 0o077, 0o040, "{}", path.display());
+                files += 1;
+            }
+        }
+    }
+    assert!(files > PAGES, "{files} files under {}", targets.display());
+    assert_eq!(mode(&f.state_dir().join("admin.token")) & 0o077, 0);
+    let _ = f.server.shutdown().await;
 }
