@@ -683,6 +683,15 @@ async fn max_jobs_bounds_running_jobs_and_reloads_live() {
     f.daemon.signal("HUP");
     f.wait_for("all three running", |r| r.running == 3 && r.max_jobs == 3)
         .await;
+    // A running job reports its frontier, not only once its run ends.
+    f.wait_for("frontiers of running jobs", |r| {
+        r.jobs.iter().all(|j| {
+            j.state == Phase::Running
+                && j.counters.requests > 0
+                && j.frontier.is_some_and(|n| n > 0)
+        })
+    })
+    .await;
     let log = f.daemon.log();
     assert!(
         log.contains("log filter changed filter=warn,forager::daemon::logging=info"),
@@ -1018,7 +1027,7 @@ fn the_daemon_load_bench_reports_rates_memory_and_a_clean_exit() {
 fn unit_setting(unit: &str, key: &str) -> Option<String> {
     unit.lines()
         .filter_map(|l| l.trim().strip_prefix(key)?.strip_prefix('='))
-        .last()
+        .next_back()
         .map(|v| v.trim().to_string())
 }
 
@@ -1084,5 +1093,74 @@ async fn the_units_group_reads_the_harvest_and_nobody_else_does() {
     }
     assert!(files > PAGES, "{files} files under {}", targets.display());
     assert_eq!(mode(&f.state_dir().join("admin.token")) & 0o077, 0);
+    let _ = f.server.shutdown().await;
+}
+
+/// `forager ARGS…` against the fixture's config; its exit status, stdout and stderr.
+fn cli(f: &Fixture, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(forager())
+        .args(args)
+        .arg("--config")
+        .arg(&f.config_path)
+        .arg("--state-dir")
+        .arg(f.state_dir())
+        .output()
+        .expect("running forager");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_and_purge_work_while_the_daemon_holds_the_store() {
+    let mut f = Fixture::start(2).await;
+    f.wait_note("READY=1").await;
+    std::fs::write(f.job_path("learn"), f.job("learn", "site-a.test", 0, "sb")).unwrap();
+    f.wait_for("learn done", |r| {
+        is(r, "learn", Phase::Done, Some(StopReason::FrontierEmpty))
+    })
+    .await;
+
+    let (ok, out, err) = cli(&f, &["explain", "learn"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.starts_with("job learn (sb): "), "{out}");
+    assert!(out.contains("actions (groups of links"), "{out}");
+    let (ok, _, err) = cli(&f, &["explain", "nosuch"]);
+    assert!(!ok);
+    assert!(err.contains("no stored state for job \"nosuch\""), "{err}");
+    assert_eq!(err.matches("Cannot acquire lock").count(), 0, "{err}");
+
+    let (ok, _, err) = cli(&f, &["purge", "nosuch"]);
+    assert!(!ok);
+    assert!(err.contains("no job named \"nosuch\""), "{err}");
+    // Its file is still there: the job starts again from its seeds, and says so.
+    let (ok, out, err) = cli(&f, &["purge", "learn"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("purged stored state of job learn"), "{out}");
+    assert!(out.contains("starts again from its seeds"), "{out}");
+    f.wait_for("learn done again", |r| {
+        job(r, "learn").is_some_and(|j| j.checkpoints >= 1)
+            && is(r, "learn", Phase::Done, Some(StopReason::FrontierEmpty))
+    })
+    .await;
+
+    // Without its file, a purged job is gone and nothing restarts.
+    std::fs::remove_file(f.job_path("learn")).unwrap();
+    f.wait_for("learn stopped", |r| {
+        job(r, "learn").is_some_and(|j| j.file.is_none())
+    })
+    .await;
+    let (ok, out, err) = cli(&f, &["purge", "learn"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(!out.contains("starts again"), "{out}");
+
+    let (status, _) = f.terminate();
+    assert!(status.success(), "{}", f.daemon.log());
+    // Without a daemon the store answers: an unknown job is an error there too.
+    let (ok, _, err) = cli(&f, &["purge", "learn"]);
+    assert!(!ok);
+    assert!(err.contains("no stored state for job \"learn\""), "{err}");
     let _ = f.server.shutdown().await;
 }

@@ -76,7 +76,10 @@ pub struct ApiError {
 /// What the daemon's main loop answers to a purge request.
 #[derive(Debug)]
 pub enum PurgeOutcome {
-    Purged,
+    /// Done; `restarts` when a job file still declares the job, which starts again from its seeds.
+    Purged {
+        restarts: bool,
+    },
     NotFound(String),
     /// The job is running: refused.
     Conflict(String),
@@ -90,7 +93,24 @@ pub enum Command {
         job: String,
         reply: oneshot::Sender<PurgeOutcome>,
     },
+    /// `forager explain`'s text for a job, from its last checkpoint.
+    Explain {
+        job: String,
+        top: usize,
+        reply: oneshot::Sender<ExplainOutcome>,
+    },
 }
+
+/// The answer to [`Command::Explain`].
+#[derive(Debug)]
+pub enum ExplainOutcome {
+    Text(String),
+    NotFound(String),
+    Failed(String),
+}
+
+/// Most actions `GET /jobs/NAME/explain` lists.
+const MAX_EXPLAIN_TOP: usize = 1000;
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (
@@ -215,6 +235,7 @@ pub fn router(shared: Arc<Shared>, guard_: Guard) -> Router {
         .route("/metrics", get(metrics_text))
         .route("/jobs/{name}", get(job))
         .route("/jobs/{name}/purge", post(purge))
+        .route("/jobs/{name}/explain", get(explain))
         .fallback(|| async {
             error(
                 StatusCode::NOT_FOUND,
@@ -255,12 +276,63 @@ async fn purge(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> R
         return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
     }
     match answer.await {
-        Ok(PurgeOutcome::Purged) => {
-            (StatusCode::OK, Json(serde_json::json!({ "purged": name }))).into_response()
-        }
+        Ok(PurgeOutcome::Purged { restarts }) => (
+            StatusCode::OK,
+            Json(PurgeReply {
+                purged: name,
+                restarts,
+            }),
+        )
+            .into_response(),
         Ok(PurgeOutcome::NotFound(m)) => error(StatusCode::NOT_FOUND, m),
         Ok(PurgeOutcome::Conflict(m)) => error(StatusCode::CONFLICT, m),
         Ok(PurgeOutcome::Failed(m)) => error(StatusCode::INTERNAL_SERVER_ERROR, m),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"),
+    }
+}
+
+/// What `POST /jobs/NAME/purge` answers.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct PurgeReply {
+    pub purged: String,
+    /// A job file still declares the job: it starts again from its seeds.
+    pub restarts: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct ExplainQuery {
+    top: Option<usize>,
+}
+
+async fn explain(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<ExplainQuery>,
+) -> Response {
+    let (reply, answer) = oneshot::channel();
+    let top = query.top.unwrap_or(15).min(MAX_EXPLAIN_TOP);
+    if shared
+        .commands
+        .send(Command::Explain {
+            job: name,
+            top,
+            reply,
+        })
+        .is_err()
+    {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
+    }
+    match answer.await {
+        Ok(ExplainOutcome::Text(text)) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Ok(ExplainOutcome::NotFound(m)) => error(StatusCode::NOT_FOUND, m),
+        Ok(ExplainOutcome::Failed(m)) => error(StatusCode::INTERNAL_SERVER_ERROR, m),
         Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"),
     }
 }
@@ -433,10 +505,8 @@ fn client() -> anyhow::Result<reqwest::Client> {
         .context("building the HTTP client")
 }
 
-async fn decode<T: serde::de::DeserializeOwned>(
-    admin: SocketAddr,
-    resp: reqwest::Response,
-) -> anyhow::Result<T> {
+/// The body of a successful answer; a failed one becomes its error message.
+async fn success_body(admin: SocketAddr, resp: reqwest::Response) -> anyhow::Result<Vec<u8>> {
     let status = resp.status();
     let body = resp
         .bytes()
@@ -448,6 +518,14 @@ async fn decode<T: serde::de::DeserializeOwned>(
             .unwrap_or_else(|_| String::from_utf8_lossy(&body).chars().take(200).collect());
         bail!("daemon at {admin}: {status}: {message}");
     }
+    Ok(body.to_vec())
+}
+
+async fn decode<T: serde::de::DeserializeOwned>(
+    admin: SocketAddr,
+    resp: reqwest::Response,
+) -> anyhow::Result<T> {
+    let body = success_body(admin, resp).await?;
     serde_json::from_slice(&body).with_context(|| {
         format!("daemon at {admin} sent a status this forager cannot read (different version?)")
     })
@@ -501,7 +579,7 @@ pub async fn purge_via(
     admin: SocketAddr,
     state_dir: &std::path::Path,
     name: &str,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<PurgeReply> {
     let token = read_token(state_dir)?;
     let resp = client()?
         .post(format!("http://{admin}/jobs/{name}/purge"))
@@ -509,7 +587,18 @@ pub async fn purge_via(
         .send()
         .await
         .with_context(|| unreachable(admin))?;
-    decode::<serde_json::Value>(admin, resp).await.map(|_| ())
+    decode(admin, resp).await
+}
+
+/// `GET /jobs/{name}/explain` of the daemon at `admin`: what `forager explain` prints.
+pub async fn explain_of(admin: SocketAddr, name: &str, top: usize) -> anyhow::Result<String> {
+    let resp = client()?
+        .get(format!("http://{admin}/jobs/{name}/explain?top={top}"))
+        .send()
+        .await
+        .with_context(|| unreachable(admin))?;
+    let body = success_body(admin, resp).await?;
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 #[cfg(test)]
@@ -594,7 +683,7 @@ mod tests {
                 let _ = reply.send(if job == "a" {
                     PurgeOutcome::Conflict("job \"a\" is running".into())
                 } else {
-                    PurgeOutcome::Purged
+                    PurgeOutcome::Purged { restarts: false }
                 });
             }
         });
@@ -640,7 +729,7 @@ mod tests {
         tokio::spawn(async move {
             while let Some(Command::Purge { reply, .. }) = rx.recv().await {
                 counted.fetch_add(1, Ordering::SeqCst);
-                let _ = reply.send(PurgeOutcome::Purged);
+                let _ = reply.send(PurgeOutcome::Purged { restarts: false });
             }
         });
         let http = reqwest::Client::builder().no_proxy().build().unwrap();

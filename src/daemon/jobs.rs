@@ -500,6 +500,14 @@ impl JobTable {
         Ok(())
     }
 
+    /// Whether a valid job file still declares job `name`, so that
+    /// [`JobTable::purged`] starts it again.
+    pub fn restarts_after_purge(&self, name: &str) -> bool {
+        self.jobs
+            .get(name)
+            .is_some_and(|e| e.file.is_some() && e.spec.is_some())
+    }
+
     /// Job `name`'s stored state is gone: start it afresh if a file still
     /// declares it, else forget it.
     pub fn purged(&mut self, name: &str) -> Option<Action> {

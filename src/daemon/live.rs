@@ -118,8 +118,10 @@ impl RateMeter {
         self.first_event.get_or_insert(now);
     }
 
-    /// Events per minute over the last minute (over the time since the first
-    /// event when that is shorter, so a job that just started is not under-reported).
+    /// Events per minute over the last minute. A job younger than that is
+    /// rated over its age, counting the gaps between its events and not the
+    /// events themselves: n events in s seconds are n − 1 gaps, and counting n
+    /// rated a job paced at 2/s at 137/min after 3.5 s.
     pub fn per_minute(&mut self, now: Instant) -> f64 {
         self.advance(now);
         let Some(first) = self.first_event else {
@@ -127,13 +129,11 @@ impl RateMeter {
         };
         let total: u64 = self.buckets.iter().map(|&b| u64::from(b)).sum();
         let seen = now.saturating_duration_since(first);
-        let window = seen
-            .clamp(
-                Duration::from_secs(1),
-                Duration::from_secs(RATE_WINDOW_SECS),
-            )
-            .as_secs_f64();
-        total as f64 * 60.0 / window
+        if seen >= Duration::from_secs(RATE_WINDOW_SECS) {
+            return total as f64 * 60.0 / RATE_WINDOW_SECS as f64;
+        }
+        let gaps = total.saturating_sub(1).max(1);
+        gaps as f64 * 60.0 / seen.max(Duration::from_secs(1)).as_secs_f64()
     }
 }
 
@@ -170,7 +170,7 @@ pub struct Pause {
 pub struct LiveStats {
     pub counters: JobCounters,
     pub stats: StrategyStats,
-    /// Links left in the frontier, known when a run ends.
+    /// Links waiting in the frontier, as of the last request; `None` before the first.
     pub frontier: Option<u64>,
     pub responses: StatusClasses,
     pub rate: RateMeter,
@@ -189,7 +189,13 @@ pub struct LiveStats {
 
 impl LiveStats {
     /// One GET or HEAD (or redirect hop) of the job.
-    pub fn on_request(&mut self, request: &RequestFacts<'_>, counters: &JobCounters, now: Instant) {
+    pub fn on_request(
+        &mut self,
+        request: &RequestFacts<'_>,
+        counters: &JobCounters,
+        frontier: u64,
+        now: Instant,
+    ) {
         let RequestFacts {
             method,
             url,
@@ -197,6 +203,7 @@ impl LiveStats {
             latency,
         } = *request;
         self.counters.clone_from(counters);
+        self.frontier = Some(frontier);
         self.responses.record(status);
         self.rate.record(now);
         if let Some(latency) = latency {
@@ -303,9 +310,26 @@ mod tests {
         for i in 0..10 {
             m.record(t0 + Duration::from_millis(100 * i));
         }
-        // 10 requests in ~1 s is ~600/min, not 10/min.
-        let r = m.per_minute(t0 + Duration::from_secs(1));
-        assert!((r - 600.0).abs() < 1.0, "{r}");
+        // 10 requests 100 ms apart, 1.5 s after the first: 9 gaps in 1.5 s
+        // (not 10 requests over a minute).
+        let r = m.per_minute(t0 + Duration::from_millis(1500));
+        assert!((r - 360.0).abs() < 1.0, "{r}");
+    }
+
+    #[test]
+    fn a_job_paced_at_two_per_second_is_never_rated_above_120_per_minute() {
+        let t0 = Instant::now();
+        let mut m = RateMeter::new(t0);
+        for i in 0..300u64 {
+            let at = t0 + Duration::from_millis(500 * i);
+            m.record(at);
+            for later in [0, 250, 499] {
+                let r = m.per_minute(at + Duration::from_millis(later));
+                assert!(r <= 120.0 + 1e-9, "{r}/min after event {i} (+{later} ms)");
+            }
+        }
+        let r = m.per_minute(t0 + Duration::from_millis(500 * 299));
+        assert!(r >= 117.0, "{r}");
     }
 
     proptest! {
@@ -344,11 +368,26 @@ mod tests {
             status,
             latency: ms.map(Duration::from_millis),
         };
-        s.on_request(&req("GET", "http://a.test/", Some(200), Some(10)), &c, now);
+        s.on_request(
+            &req("GET", "http://a.test/", Some(200), Some(10)),
+            &c,
+            7,
+            now,
+        );
         assert!(s.last_error.is_none());
-        s.on_request(&req("GET", "http://a.test/x", Some(404), Some(30)), &c, now);
-        s.on_request(&req("HEAD", "http://a.test/y", None, None), &c, now);
-        s.on_request(&req("GET", "http://a.test/z", Some(302), Some(20)), &c, now);
+        s.on_request(
+            &req("GET", "http://a.test/x", Some(404), Some(30)),
+            &c,
+            6,
+            now,
+        );
+        s.on_request(&req("HEAD", "http://a.test/y", None, None), &c, 5, now);
+        s.on_request(
+            &req("GET", "http://a.test/z", Some(302), Some(20)),
+            &c,
+            4,
+            now,
+        );
         assert_eq!(
             s.responses,
             StatusClasses {
@@ -360,6 +399,7 @@ mod tests {
             }
         );
         assert_eq!(s.counters.requests, 3);
+        assert_eq!(s.frontier, Some(4), "as of the last request");
         // Only answered requests are timed: 3 of 4, 60 ms in all.
         assert_eq!(s.fetch_latency.count, 3);
         assert!((s.fetch_latency.sum_secs - 0.060).abs() < 1e-9);

@@ -56,7 +56,7 @@ pub mod scan;
 pub mod signals;
 pub mod watch;
 
-pub use admin::{job_of, metrics_of, purge_via, status_of as status};
+pub use admin::{explain_of, job_of, metrics_of, purge_via, status_of as status, PurgeReply};
 pub use report::{format_status, JobStatus, StatusReport};
 
 use admin::Command;

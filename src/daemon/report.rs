@@ -60,7 +60,8 @@ pub struct JobStatus {
     pub classifier_accuracy: Option<f64>,
     pub actions: u64,
     pub top_actions: Vec<ActionReport>,
-    /// Links left in the frontier, known when a run ends.
+    /// Links waiting in the frontier: as of the last request while the job
+    /// runs, as its run left them after; `None` before its first request.
     pub frontier: Option<u64>,
     /// Responses by status class since the daemon started.
     pub responses: StatusClasses,
@@ -180,7 +181,11 @@ pub fn build(table: &JobTable, info: &DaemonInfo, now: Instant) -> StatusReport 
 /// One job's status with at most `top` actions.
 pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
     let mut live = e.live.lock();
-    let request_rate_per_min = live.rate.per_minute(now);
+    // A job that is not fetching has no rate, whatever its last minute held.
+    let request_rate_per_min = match e.state {
+        JobState::Running | JobState::Stopping => live.rate.per_minute(now),
+        _ => 0.0,
+    };
     let stop_reason = match &e.state {
         JobState::Done { reason } => Some(*reason),
         _ => live.stop,
@@ -316,10 +321,10 @@ pub fn format_status(r: &StatusReport) -> String {
         out.push_str("no jobs\n");
     } else {
         let header = [
-            "JOB", "STATE", "REQUESTS", "HEADS", "TARGETS", "BYTES", "REQ/MIN", "ACCURACY",
-            "DETAIL",
+            "JOB", "STATE", "REQUESTS", "HEADS", "TARGETS", "BYTES", "FRONTIER", "REQ/MIN",
+            "ACCURACY", "DETAIL",
         ];
-        let rows: Vec<[String; 9]> = r
+        let rows: Vec<[String; 10]> = r
             .jobs
             .iter()
             .map(|j| {
@@ -337,6 +342,8 @@ pub fn format_status(r: &StatusReport) -> String {
                     j.counters.heads.to_string(),
                     j.counters.targets.to_string(),
                     human_bytes(j.counters.bytes),
+                    j.frontier
+                        .map_or_else(|| "-".to_string(), |f| f.to_string()),
                     format!("{:.0}", j.request_rate_per_min),
                     j.classifier_accuracy
                         .map_or_else(|| "-".to_string(), |a| format!("{:.0}%", a * 100.0)),
@@ -351,7 +358,9 @@ pub fn format_status(r: &StatusReport) -> String {
             }
         }
         // Numbers right-aligned, text left-aligned; the last column is not padded.
-        let numeric = [false, false, true, true, true, true, true, true, false];
+        let numeric = [
+            false, false, true, true, true, true, true, true, true, false,
+        ];
         let mut line = |cells: &[String]| {
             let mut s = String::new();
             for (i, cell) in cells.iter().enumerate() {
@@ -392,6 +401,7 @@ mod tests {
     use crate::config::JobSpec;
     use crate::daemon::jobs::{Parsed, RunReport, ScannedFile};
     use std::path::Path;
+    use std::time::Duration;
 
     fn table() -> JobTable {
         let mut t = JobTable::new();
@@ -559,6 +569,29 @@ mod tests {
             .unwrap()
             .contains("cannot be written yet"));
         assert!(a.paused_since.is_some());
+    }
+
+    #[test]
+    fn only_a_fetching_job_has_a_rate_and_every_job_its_frontier() {
+        let t = table();
+        let now = Instant::now();
+        for name in ["alpha", "beta"] {
+            let mut l = t.get(name).unwrap().live.lock();
+            for i in 0..10 {
+                l.rate.record(now - Duration::from_millis(100 * (10 - i)));
+            }
+            l.frontier = Some(42);
+        }
+        let r = build(&t, &info(), now);
+        let alpha = r.jobs.iter().find(|j| j.name == "alpha").unwrap();
+        let beta = r.jobs.iter().find(|j| j.name == "beta").unwrap();
+        assert!(alpha.request_rate_per_min > 0.0);
+        assert_eq!(alpha.frontier, Some(42));
+        assert_eq!(beta.state, Phase::Done);
+        assert_eq!(beta.request_rate_per_min, 0.0, "finished: no rate");
+        assert_eq!(r.request_rate_per_min, alpha.request_rate_per_min);
+        let text = format_status(&r);
+        assert!(text.contains("FRONTIER"), "{text}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Every change to the job table is made here or by a runner task reporting
 //! on itself; the admin API only reads it (a purge is a message to this loop).
 
-use super::admin::{self, Command, PurgeOutcome};
+use super::admin::{self, Command, ExplainOutcome, PurgeOutcome};
 use super::jobs::{Action, JobTable, PurgeRefused, RunReport};
 use super::live::{LiveJob, RequestFacts};
 use super::notify::{self, Heartbeat, Notifier};
@@ -379,6 +379,23 @@ impl Daemon {
                 // The client may have given up; the purge happened anyway.
                 let _ = reply.send(outcome);
             }
+            Command::Explain { job, top, reply } => {
+                // Reading a large frontier takes a while: off the main loop.
+                let store = self.engine.store.clone();
+                tokio::task::spawn_blocking(move || {
+                    let outcome = match store.job_record(&job) {
+                        Ok(None) => ExplainOutcome::NotFound(format!(
+                            "no stored state for job {job:?} (it has not checkpointed yet, or was purged)"
+                        )),
+                        Ok(Some(_)) => match crate::engine::explain(&store, &job, top) {
+                            Ok(text) => ExplainOutcome::Text(text),
+                            Err(e) => ExplainOutcome::Failed(format!("{e:#}")),
+                        },
+                        Err(e) => ExplainOutcome::Failed(e.to_string()),
+                    };
+                    let _ = reply.send(outcome);
+                });
+            }
         }
     }
 
@@ -401,14 +418,17 @@ impl Daemon {
             Err(e) => warn!(job, error = %e, "could not move manifest.jsonl aside"),
         }
         info!(job, "job purged: stored state deleted (target files stay)");
-        let action = self.shared.table().purged(job);
+        let (restarts, action) = {
+            let mut table = self.shared.table();
+            (table.restarts_after_purge(job), table.purged(job))
+        };
         self.seeded.remove(job);
         // A finished task of the job may still be listed; its state is gone now.
         if let Some(t) = self.tasks.remove(job) {
             let _ = t.stop.send(true);
         }
         self.apply(action);
-        PurgeOutcome::Purged
+        PurgeOutcome::Purged { restarts }
     }
 
     /// SIGHUP: re-read the config, apply what can change live, rescan the jobs folder.
@@ -745,7 +765,7 @@ impl CrawlObserver for LiveObserver {
         };
         self.live
             .lock()
-            .on_request(&facts, event.counters, Instant::now());
+            .on_request(&facts, event.counters, event.frontier, Instant::now());
     }
 
     fn checkpoint(&mut self, counters: &JobCounters, stats: &StrategyStats, commit: &CommitReport) {
@@ -830,6 +850,7 @@ mod tests {
                 saved_target: false,
                 latency,
                 counters: &counters,
+                frontier: 9,
             });
         }
         observer.checkpoint(

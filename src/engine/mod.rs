@@ -13,6 +13,7 @@
 //! flight a crawl is a pure function of its seed and the site.
 
 mod core;
+mod explain;
 pub mod filters;
 mod lanes;
 mod observer;
@@ -21,6 +22,7 @@ mod runner;
 pub mod traps;
 
 pub use self::core::{Admitted, HeadAnswer, JobCore, RetryVerdict, StepTally};
+pub use explain::explain;
 pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
 pub use runner::{url_hash, JobOutcome, Runner};
 

@@ -31,6 +31,8 @@ pub struct RequestEvent<'a> {
     /// From sending the request to its headers; `None` when it failed before them.
     pub latency: Option<Duration>,
     pub counters: &'a JobCounters,
+    /// Links waiting in the frontier after this request (retries included).
+    pub frontier: u64,
 }
 
 /// Receives a job's events; every method has a no-op default.

@@ -776,18 +776,7 @@ impl<'a> Runner<'a> {
 
     fn fetch_failed(&self, method: Method, url: &Url, e: &FetchError) {
         warn!(job = %self.spec.name, url = %url, error = %e, "request failed");
-        let counters = self.core().counters.clone();
-        let event = RequestEvent {
-            kind: kind_of(method),
-            url,
-            status: None,
-            bytes: 0,
-            label: None,
-            saved_target: false,
-            latency: None,
-            counters: &counters,
-        };
-        lock(&self.observer).request(&event);
+        self.emit(kind_of(method), url, None, 0, None, false, None);
     }
 
     /// Follow one redirect hop: the next URL, if it may be fetched.
@@ -1201,7 +1190,10 @@ impl<'a> Runner<'a> {
         saved_target: bool,
         latency: Option<Duration>,
     ) {
-        let counters = self.core().counters.clone();
+        let (counters, frontier) = {
+            let core = self.core();
+            (core.counters.clone(), core.frontier_len() as u64)
+        };
         let event = RequestEvent {
             kind,
             url,
@@ -1211,6 +1203,7 @@ impl<'a> Runner<'a> {
             saved_target,
             latency,
             counters: &counters,
+            frontier,
         };
         lock(&self.observer).request(&event);
     }

@@ -52,12 +52,16 @@ const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("state database {path}: {source}")]
+    // The cause is in the message and not a `#[source]`: `{:#}` would print it twice.
+    #[error("state database {path}: {cause}")]
     Open {
         path: PathBuf,
-        #[source]
-        source: redb::DatabaseError,
+        cause: redb::DatabaseError,
     },
+    #[error(
+        "state database {path} is in use by another process (a running forager daemon or crawl)"
+    )]
+    Locked { path: PathBuf },
     #[error(
         "state database {path} has schema version {found}, this forager uses {SCHEMA_VERSION}; \
          move it aside or run `forager purge` to start fresh"
@@ -336,7 +340,7 @@ fn is_corruption(e: &StoreError) -> bool {
     };
     match e {
         StoreError::Open {
-            source: redb::DatabaseError::Storage(s),
+            cause: redb::DatabaseError::Storage(s),
             ..
         } => storage(s),
         StoreError::Db(redb::Error::Corrupted(_)) | StoreError::Corrupt { .. } => true,
@@ -345,9 +349,14 @@ fn is_corruption(e: &StoreError) -> bool {
 }
 
 fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, StoreError> {
-    let open_err = |source| StoreError::Open {
-        path: path.to_path_buf(),
-        source,
+    let open_err = |cause| match cause {
+        redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked {
+            path: path.to_path_buf(),
+        },
+        cause => StoreError::Open {
+            path: path.to_path_buf(),
+            cause,
+        },
     };
     let mut builder = Database::builder();
     builder.set_cache_size(cache_bytes);
