@@ -130,7 +130,7 @@ impl Shared {
 
     /// `GET /metrics`: the report and the histograms, read together.
     pub fn metrics_text(&self) -> String {
-        metrics::render(&self.report(), &self.histograms.snapshot())
+        metrics::render(self.report(), &self.histograms)
     }
 }
 
