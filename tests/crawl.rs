@@ -551,3 +551,113 @@ async fn include_and_exclude_patterns_bound_the_crawl() {
     assert!(stdout.contains("5 out of scope"), "{stdout}");
     let _ = server.shutdown().await;
 }
+
+#[tokio::test]
+async fn http_options_reach_their_hosts_only_through_the_proxy_and_stay_secret() {
+    use axum::http::StatusCode;
+    use forager::sites::server::{Site, SiteRequest, SiteResponse};
+    use std::io::Read as _;
+    use std::sync::Arc;
+    const AUTH: &str = "Basic YWxpY2U6cGE1NQ=="; // alice:pa55
+    /// Every request needs the job's header; `/data/` needs basic auth, `/members` the cookie.
+    struct Vault;
+    impl Site for Vault {
+        fn respond(&self, req: &SiteRequest) -> SiteResponse {
+            let get = |n: &str| req.headers.get(n).and_then(|v| v.to_str().ok());
+            if get("x-team") != Some("data") {
+                return SiteResponse::error(StatusCode::BAD_REQUEST);
+            }
+            match req.path.as_str() {
+                "/" => SiteResponse::html(
+                    "<a href=/data/1.csv>1</a><a href=/members>m</a><a href=http://open.test/>o</a>",
+                ),
+                "/members" if get("cookie") == Some("session=s3cret") => {
+                    SiteResponse::html("<a href=/data/2.csv>2</a>")
+                }
+                "/members" => SiteResponse::error(StatusCode::FORBIDDEN),
+                "/data/1.csv" | "/data/2.csv" if get("authorization") == Some(AUTH) => {
+                    SiteResponse::ok("text/csv", "a,b\n1,2\n")
+                }
+                p if p.starts_with("/data/") => SiteResponse::error(StatusCode::UNAUTHORIZED),
+                _ => SiteResponse::not_found(),
+            }
+        }
+    }
+    /// Another host: it must never see the vault's credentials.
+    struct Open;
+    impl Site for Open {
+        fn respond(&self, req: &SiteRequest) -> SiteResponse {
+            if req.headers.contains_key("cookie") || req.headers.contains_key("authorization") {
+                return SiteResponse::error(StatusCode::BAD_REQUEST);
+            }
+            match req.path.as_str() {
+                "/" => SiteResponse::html("<a href=/open.csv>x</a>"),
+                "/open.csv" => SiteResponse::ok("text/csv", "c\n3\n"),
+                _ => SiteResponse::not_found(),
+            }
+        }
+    }
+    // One loopback server plays the proxy: it routes by Host, and no host
+    // name below resolves, so every answer proves the proxy carried it.
+    let proxy = SiteServer::start(vec![
+        ("vault.test".to_string(), Arc::new(Vault) as Arc<dyn Site>),
+        ("open.test".to_string(), Arc::new(Open) as Arc<dyn Site>),
+    ])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pw"), "pa55\n").unwrap();
+    let job = JobFile::new("vault")
+        .seed("http://vault.test/")
+        .strategy("bfs")
+        .scope("any")
+        .delay("0s")
+        .set("output", "warc", true)
+        .extra(&format!(
+            "[http]\nheaders = {{ X-Team = \"data\" }}\nproxy = \"http://127.0.0.1:{}\"\n\
+             [http.hosts.\"vault.test\"]\ncookies = {{ session = \"s3cret\" }}\n\
+             user = \"alice\"\npassword_file = \"{}\"\n",
+            proxy.port(),
+            dir.path().join("pw").display()
+        ))
+        .write(dir.path());
+    let state = dir.path().join("state");
+    let out = Crawl::new(&job, &state)
+        .arg("--log")
+        .arg("debug")
+        .output()
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let rows = common::manifest_by_final_url(&state.join("targets").join("vault"));
+    let got: Vec<&str> = rows.keys().map(String::as_str).collect();
+    assert_eq!(
+        got,
+        [
+            "http://open.test/open.csv",
+            "http://vault.test/data/1.csv",
+            "http://vault.test/data/2.csv"
+        ],
+        "{stderr}"
+    );
+    let log = proxy.log();
+    assert!(
+        log.iter().all(|r| r.status != 400),
+        "a request without X-Team, or with leaked credentials: {log:?}"
+    );
+    assert!(log.iter().any(|r| r.host == "open.test"));
+    // No secret in the log, nor in the archive's request records.
+    let mut warc = String::new();
+    for entry in std::fs::read_dir(state.join("targets/vault/warc")).unwrap() {
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(std::fs::File::open(entry.unwrap().path()).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        warc.push_str(&text);
+    }
+    assert!(warc.contains("authorization: [redacted]"), "{warc}");
+    for secret in ["pa55", "s3cret", "YWxpY2U6cGE1NQ"] {
+        assert!(!stderr.contains(secret), "{secret} logged:\n{stderr}");
+        assert!(!warc.contains(secret), "{secret} archived");
+    }
+}

@@ -20,7 +20,7 @@ pub struct CrawlArgs {
     /// Where state and targets live (default: the daemon config's state_dir, else ./forager-state).
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// Daemon config to take state_dir, allow_private and resolve from.
+    /// Daemon config to take state_dir, allow_private, resolve and [http] from.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Allow loopback and private destinations (local test sites).
@@ -48,11 +48,14 @@ fn parse_resolve(s: &str) -> Result<(String, SocketAddr), String> {
 }
 
 pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
-    let spec = config::load_job(&args.job)?;
+    let mut spec = config::load_job(&args.job)?;
     let daemon = match &args.config {
         Some(p) => Some(config::load_daemon(p)?),
         None => None,
     };
+    if let Some(d) = &daemon {
+        spec.http = spec.http.over(&d.http);
+    }
     let state_dir = match (&args.state_dir, &daemon) {
         (Some(d), _) => d.clone(),
         (None, Some(d)) => d.state_dir.clone(),

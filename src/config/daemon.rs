@@ -23,6 +23,7 @@ const FIELDS: &[&str] = &[
     "poll_interval",
     "cache_size",
     "log_level",
+    "http",
 ];
 
 /// The levels a `log_level` directive may name (tracing's, case-insensitive).
@@ -85,6 +86,9 @@ pub struct DaemonConfig {
     pub poll_interval: Duration,
     /// redb page cache, bytes.
     pub cache_size: u64,
+    /// `[http]`: headers, per-host credentials and a proxy for every job
+    /// (a job's own `[http]` wins where both say something). Read at start.
+    pub http: crate::fetch::HttpOptions,
 }
 
 impl Default for DaemonConfig {
@@ -103,6 +107,7 @@ impl Default for DaemonConfig {
             watch: WatchMode::Notify,
             poll_interval: Duration::from_secs(2),
             cache_size: 64 << 20,
+            http: crate::fetch::HttpOptions::default(),
         }
     }
 }
@@ -202,7 +207,14 @@ fn read_daemon(r: &mut Reader<'_>, t: &Table<'_>, origin: &Path) -> Option<Daemo
             }
         }),
     };
+    let http = match t.get("http") {
+        None => Some(crate::fetch::HttpOptions::default()),
+        Some(n) => r
+            .table("http", n, super::http::HTTP_FIELDS)
+            .and_then(|h| super::http::read_http(r, &h)),
+    };
     Some(DaemonConfig {
+        http: http?,
         jobs_dir: jobs_dir?,
         state_dir: state_dir?,
         admin_listen: admin_listen?,

@@ -7,9 +7,11 @@ use toml::de::DeValue;
 use url::Url;
 
 use super::error::{quote, ConfigError};
+use super::http::{read_http, HTTP_FIELDS};
 use super::reader::{Located, Node, Reader, Table};
 use super::{first, read_config_file};
 use crate::extract::{check_pattern, PolitenessPer, ScopeKind, UrlPatterns};
+use crate::fetch::HttpOptions;
 use crate::mime::{Preset, TargetSet};
 use crate::strategy::StrategyKind;
 
@@ -46,6 +48,7 @@ const TOP_FIELDS: &[&str] = &[
     "politeness",
     "limits",
     "output",
+    "http",
 ];
 const OUTPUT_FIELDS: &[&str] = &["warc", "warc_max_size"];
 const SCOPE_FIELDS: &[&str] = &["kind", "include", "exclude"];
@@ -115,6 +118,9 @@ pub struct JobSpec {
     pub politeness: PolitenessSpec,
     pub limits: LimitsSpec,
     pub output: OutputSpec,
+    /// `[http]`: extra headers, per-host credentials, a proxy (the daemon
+    /// config's `[http]` fills in what the job leaves out).
+    pub http: HttpOptions,
 }
 
 impl JobSpec {
@@ -132,6 +138,7 @@ impl JobSpec {
             politeness: PolitenessSpec::default(),
             limits: LimitsSpec::default(),
             output: OutputSpec::default(),
+            http: HttpOptions::default(),
         }
     }
 
@@ -376,6 +383,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
     let politeness = sub_table(r, root, "politeness", POLITENESS_FIELDS, read_politeness);
     let limits = sub_table(r, root, "limits", LIMITS_FIELDS, read_limits);
     let output = sub_table(r, root, "output", OUTPUT_FIELDS, read_output);
+    let http = sub_table(r, root, "http", HTTP_FIELDS, read_http);
 
     let seeds = seeds?;
     let limits = limits?;
@@ -405,6 +413,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
         politeness: politeness?,
         limits,
         output: output?,
+        http: http?,
     })
 }
 

@@ -15,6 +15,7 @@
 mod daemon;
 mod error;
 mod files;
+mod http;
 mod job;
 mod reader;
 mod units;

@@ -1230,3 +1230,79 @@ fn bad_scope_patterns_are_located() {
         "{e}"
     );
 }
+
+#[test]
+fn http_options_are_read_and_checked() {
+    let j = job(&format!(
+        "{HEAD}[http]\nheaders = {{ Accept-Language = \"en\" }}\nproxy = \"http://u:pw@proxy.lan:3128\"\n\
+         [http.hosts.\"*.example.org\"]\nheaders = {{ Authorization = \"Bearer t0ken\" }}\n\
+         [http.hosts.\"a.test\"]\ncookies = {{ sid = \"abc\", lang = \"en\" }}\nuser = \"alice\"\npassword = \"pw\"\n"
+    ));
+    assert_eq!(j.http.headers.len(), 1);
+    assert_eq!(j.http.proxy.as_ref().unwrap().host_str(), Some("proxy.lan"));
+    let sent: Vec<(String, String, bool)> = j
+        .http
+        .headers_for(&url::Url::parse("https://a.test/x").unwrap())
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                v.to_str().unwrap().to_string(),
+                v.is_sensitive(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("accept-language".into(), "en".into(), false),
+            ("cookie".into(), "sid=abc; lang=en".into(), true),
+            ("authorization".into(), "Basic YWxpY2U6cHc=".into(), true),
+        ]
+    );
+    let bearer = j
+        .http
+        .headers_for(&url::Url::parse("https://data.example.org/").unwrap())
+        .find(|(n, _)| n.as_str() == "authorization")
+        .map(|(_, v)| v.is_sensitive());
+    assert_eq!(
+        bearer,
+        Some(true),
+        "a host's Authorization header is secret"
+    );
+    assert!(!format!("{j:?}").contains("t0ken"));
+
+    let all = |text: &str| match parse_job_all(&format!("{HEAD}{text}"), Path::new(ORIGIN)) {
+        Ok(j) => panic!("expected errors, got {j:?}"),
+        Err(e) => e.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    };
+    let e = all(
+        "[http]\nheaders = { Cookie = \"a=b\", User-Agent = \"x\" }\nproxy = \"socks5://p:1080\"\n\
+         [http.hosts.\"bad host\"]\nuser = \"a\"\n\
+         [http.hosts.\"b.test\"]\nuser = \"b\"\npassword_env = \"FORAGER_TEST_NO_SUCH_VARIABLE\"\n\
+         [http.hosts.\"c.test\"]\npassword = \"x\"\ncookies = { \"a b\" = \"c\" }\n",
+    );
+    let expected = [
+        "jobs.d/x.toml:4: http.headers.Cookie: cookie goes under [http.hosts.\"HOST\"]",
+        "jobs.d/x.toml:4: http.headers.User-Agent: user-agent cannot be set here: set politeness.user_agent instead",
+        "jobs.d/x.toml:5: http.proxy: must be an http:// or https:// URL",
+        "jobs.d/x.toml:6: http.hosts.\"bad host\": \"bad host\" is not a host name",
+        "jobs.d/x.toml:7: http.hosts.\"bad host\".user: a user needs one of password",
+        "jobs.d/x.toml:10: http.hosts.\"b.test\".password_env: environment variable FORAGER_TEST_NO_SUCH_VARIABLE is not set",
+        "jobs.d/x.toml:12: http.hosts.\"c.test\".password: a password needs a user",
+        "jobs.d/x.toml:13: http.hosts.\"c.test\".cookies.\"a b\": not a valid cookie name",
+    ];
+    for want in expected {
+        assert!(
+            e.iter().any(|got| got.starts_with(want)),
+            "{want}\nnot in {e:#?}"
+        );
+    }
+    // The daemon config takes the same table.
+    let d = parse_daemon(
+        "[http]\nheaders = { X-Team = \"data\" }\n",
+        Path::new("forager.toml"),
+    )
+    .unwrap();
+    assert_eq!(d.http.headers.len(), 1);
+    assert!(daemon_err("[http]\nproxy = 3\n").contains("http.proxy: expected a string"));
+}

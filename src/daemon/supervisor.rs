@@ -341,7 +341,8 @@ impl Daemon {
         }
     }
 
-    fn spawn_runner(&mut self, name: String, spec: JobSpec, generation: u64) {
+    fn spawn_runner(&mut self, name: String, mut spec: JobSpec, generation: u64) {
+        spec.http = spec.http.over(&self.config.http);
         let previous = self.tasks.remove(&name).inspect(|t| {
             let _ = t.stop.send(true);
         });
@@ -465,6 +466,10 @@ impl Daemon {
                 if self.watcher.as_ref().map(|w| &w.settings) != Some(&settings) {
                     self.watcher = None;
                     self.watcher = Some(watch::spawn(settings, self.triggers_tx.clone()));
+                }
+                if new.http != self.config.http {
+                    info!("[http] changed (runs started from now on)");
+                    self.config.http = new.http;
                 }
                 self.config.max_jobs = new.max_jobs;
                 self.config.checkpoint_interval = new.checkpoint_interval;

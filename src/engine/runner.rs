@@ -201,6 +201,7 @@ impl<'a> Runner<'a> {
                 robots: spec.politeness.robots,
                 user_agent: spec.politeness.user_agent.clone(),
                 run: engine.fetcher.new_run(),
+                http: Arc::new(spec.http.clone()),
             },
             max_in_flight: spec.max_in_flight().max(1),
             per: spec.politeness_per(),

@@ -19,6 +19,7 @@
 
 mod error;
 mod host;
+mod http_options;
 mod robots;
 mod ssrf;
 
@@ -39,6 +40,9 @@ use url::{Host, Url};
 use crate::exchange::{ExchangeHead, HttpHead};
 
 pub use error::{FetchError, TimeoutPhase};
+pub use http_options::{
+    basic_authorization, redacted_proxy, HostOptions, HostPattern, HttpOptions,
+};
 pub use robots::{
     agent_token, origin_key, RobotsRecord, RobotsRules, RobotsStatus, ROBOTS_FIRST_RETRY,
     ROBOTS_MAX_BYTES, ROBOTS_MAX_REDIRECTS, ROBOTS_RETRY_AFTER_ERROR, ROBOTS_TTL,
@@ -115,6 +119,8 @@ pub struct Politeness {
     /// strictest delay among the runs using it now, and a run's claim goes
     /// with [`Fetcher::end_run`].
     pub run: u64,
+    /// Extra headers, per-host credentials and the proxy of the job.
+    pub http: Arc<HttpOptions>,
 }
 
 /// The HTTP methods a crawler needs.
@@ -159,15 +165,74 @@ pub struct Fetcher {
     inner: Arc<Inner>,
 }
 
-struct Inner {
+/// The HTTP clients for one route (direct, or through one proxy).
+struct Clients {
     client: reqwest::Client,
     /// The same client without decompression, for compressed files.
     raw_client: reqwest::Client,
+}
+
+struct Inner {
+    direct: Arc<Clients>,
+    /// Clients through a proxy, by the proxy's URL; built when a job first asks.
+    proxied: std::sync::Mutex<std::collections::HashMap<String, Arc<Clients>>>,
     cfg: FetchConfig,
     hosts: HostTable,
     robots: RobotsCache,
     /// The next [`Fetcher::new_run`] id (0 is for callers outside a run).
     runs: std::sync::atomic::AtomicU64,
+}
+
+impl Clients {
+    /// Both clients of a route. A proxy's own host name is trusted by the SSRF
+    /// guard (an institutional proxy often has a private address); through a
+    /// proxy, target names are resolved by the proxy, so the guard can only
+    /// refuse IP-literal targets.
+    fn build(cfg: &FetchConfig, proxy: Option<&Url>) -> Result<Clients, FetchError> {
+        let mut resolver = GuardedResolver::new(&cfg.resolve, cfg.allow_private);
+        let proxy = match proxy {
+            Some(url) => {
+                if let Some(host) = url.host_str() {
+                    resolver.trust(host);
+                }
+                let p = reqwest::Proxy::all(url.as_str()).map_err(|e| {
+                    FetchError::Config(format!(
+                        "proxy {}: {}",
+                        redacted_proxy(url),
+                        error_chain(&e)
+                    ))
+                })?;
+                Some(p)
+            }
+            None => None,
+        };
+        let resolver = Arc::new(resolver);
+        let builder = || {
+            let b = reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .referer(false)
+                .connect_timeout(cfg.connect_timeout)
+                .pool_idle_timeout(Duration::from_secs(90))
+                .pool_max_idle_per_host(2)
+                .tcp_keepalive(Duration::from_secs(60))
+                .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
+                .dns_resolver(resolver.clone());
+            match &proxy {
+                Some(p) => b.proxy(p.clone()),
+                None => b,
+            }
+        };
+        let built = |b: reqwest::ClientBuilder| {
+            b.build().map_err(|e| {
+                FetchError::Config(format!("cannot build the HTTP client: {}", error_chain(&e)))
+            })
+        };
+        Ok(Clients {
+            client: built(builder())?,
+            raw_client: built(builder().no_gzip().no_brotli().no_zstd().no_deflate())?,
+        })
+    }
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -180,39 +245,34 @@ impl std::fmt::Debug for Fetcher {
 }
 
 impl Fetcher {
-    /// Builds the one HTTP client (rustls, decompression, no proxy, no
+    /// Builds the shared HTTP client (rustls, decompression, no proxy, no
     /// automatic redirects, pooled keep-alive) behind the SSRF-guarded resolver.
     pub fn new(cfg: FetchConfig) -> Result<Fetcher, FetchError> {
-        let resolver = Arc::new(GuardedResolver::new(&cfg.resolve, cfg.allow_private));
-        let builder = || {
-            reqwest::Client::builder()
-                .no_proxy()
-                .redirect(reqwest::redirect::Policy::none())
-                .referer(false)
-                .connect_timeout(cfg.connect_timeout)
-                .pool_idle_timeout(Duration::from_secs(90))
-                .pool_max_idle_per_host(2)
-                .tcp_keepalive(Duration::from_secs(60))
-                .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
-                .dns_resolver(resolver.clone())
-        };
-        let built = |b: reqwest::ClientBuilder| {
-            b.build().map_err(|e| {
-                FetchError::Config(format!("cannot build the HTTP client: {}", error_chain(&e)))
-            })
-        };
-        let client = built(builder())?;
-        let raw_client = built(builder().no_gzip().no_brotli().no_zstd().no_deflate())?;
+        let direct = Arc::new(Clients::build(&cfg, None)?);
         Ok(Fetcher {
             inner: Arc::new(Inner {
-                client,
-                raw_client,
+                direct,
+                proxied: std::sync::Mutex::new(std::collections::HashMap::new()),
                 cfg,
                 hosts: HostTable::new(HOST_IDLE_TTL, MAX_HOSTS),
                 robots: RobotsCache::new(),
                 runs: std::sync::atomic::AtomicU64::new(1),
             }),
         })
+    }
+
+    /// The clients for a job: direct, or through its proxy (built once per proxy).
+    fn clients(&self, proxy: Option<&Url>) -> Result<Arc<Clients>, FetchError> {
+        let Some(proxy) = proxy else {
+            return Ok(self.inner.direct.clone());
+        };
+        let mut proxied = self.inner.proxied.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = proxied.get(proxy.as_str()) {
+            return Ok(c.clone());
+        }
+        let built = Arc::new(Clients::build(&self.inner.cfg, Some(proxy))?);
+        proxied.insert(proxy.to_string(), built.clone());
+        Ok(built)
     }
 
     /// How long until a request to `url` under `host_key` could start:
@@ -293,18 +353,21 @@ impl Fetcher {
         } else {
             (deadline, TimeoutPhase::Total, cfg.total_timeout)
         };
+        let clients = self.clients(politeness.http.proxy.as_ref())?;
         let (client, accept_encoding) = if names_compressed_file(url) {
-            (&self.inner.raw_client, "identity")
+            (&clients.raw_client, "identity")
         } else {
-            (&self.inner.client, ACCEPT_ENCODING_VALUE)
+            (&clients.client, ACCEPT_ENCODING_VALUE)
         };
-        let request = client
+        let mut builder = client
             .request(method.into(), url.clone())
             .header(USER_AGENT, user_agent)
             .header(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE))
-            .header(ACCEPT_ENCODING, HeaderValue::from_static(accept_encoding))
-            .build()
-            .map_err(|e| self.map_send_error(url, e))?;
+            .header(ACCEPT_ENCODING, HeaderValue::from_static(accept_encoding));
+        for (name, value) in politeness.http.headers_for(url) {
+            builder = builder.header(name, value.clone());
+        }
+        let request = builder.build().map_err(|e| self.map_send_error(url, e))?;
         let request_headers = recorded_request_headers(url, request.headers());
         let sent_at = SystemTime::now();
         let sent = tokio::time::timeout_at(head_limit, client.execute(request)).await;
@@ -650,11 +713,15 @@ fn recorded_request_headers(url: &Url, headers: &HeaderMap) -> Vec<(String, Vec<
         };
         out.push(("host".to_string(), host.into_bytes()));
     }
-    out.extend(
-        headers
-            .iter()
-            .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec())),
-    );
+    // Credentials are not archived: a WARC file is copied and shared.
+    out.extend(headers.iter().map(|(n, v)| {
+        let value = if v.is_sensitive() {
+            b"[redacted]".to_vec()
+        } else {
+            v.as_bytes().to_vec()
+        };
+        (n.as_str().to_string(), value)
+    }));
     out
 }
 

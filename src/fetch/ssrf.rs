@@ -91,6 +91,8 @@ struct NoAddress(String);
 pub(crate) struct GuardedResolver {
     /// Lower-cased host name → addresses; trusted even when private.
     overrides: HashMap<String, Vec<SocketAddr>>,
+    /// Lower-cased host names resolved normally but not guarded (proxies).
+    trusted: std::collections::HashSet<String>,
     allow_private: bool,
 }
 
@@ -102,8 +104,14 @@ impl GuardedResolver {
         }
         GuardedResolver {
             overrides: map,
+            trusted: std::collections::HashSet::new(),
             allow_private,
         }
+    }
+
+    /// Resolve `host` without the guard: a proxy the configuration names.
+    pub(crate) fn trust(&mut self, host: &str) {
+        self.trusted.insert(normalise_host(host));
     }
 
     /// Whether the configuration maps this host by hand (and so trusts it).
@@ -152,7 +160,7 @@ impl Resolve for GuardedResolver {
             let addrs = addrs.clone();
             return Box::pin(async move { Ok(Box::new(addrs.into_iter()) as Addrs) });
         }
-        let allow_private = self.allow_private;
+        let allow_private = self.allow_private || self.trusted.contains(&host);
         Box::pin(async move {
             // Port 0: the connector substitutes the URL's port.
             let found: Vec<SocketAddr> =
