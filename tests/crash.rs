@@ -121,7 +121,7 @@ fn assert_no_orphan_files(state: &Path, rows: &BTreeMap<String, String>) {
     let hashes: std::collections::BTreeSet<&str> = rows.values().map(String::as_str).collect();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().to_string();
-        if name == "manifest.jsonl" || name == ".partial" {
+        if name == "manifest.jsonl" || name == ".partial" || name.starts_with("crawl.log") {
             continue;
         }
         let hash = name.split('.').next().unwrap();

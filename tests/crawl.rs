@@ -121,6 +121,27 @@ async fn check_strategy(strategy: &str) {
     }
     paths.sort();
     assert_eq!(paths, expected, "{strategy}: manifest");
+    // The crawl log names the links robots.txt kept it from, and those out of scope.
+    let crawl_log = std::fs::read_to_string(dir.join("crawl.log")).unwrap();
+    let skipped_for = |reason: &str| {
+        crawl_log
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["event"] == "skip" && l["reason"] == reason)
+            .map(|l| url::Url::parse(l["url"].as_str().unwrap()).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let robots = skipped_for("robots");
+    assert!(
+        !robots.is_empty() && robots.iter().all(|u| u.path().starts_with(disallowed)),
+        "{strategy}: {robots:?}"
+    );
+    assert!(
+        skipped_for("scope")
+            .iter()
+            .any(|u| u.host_str() == Some(OUTSIDE_HOST)),
+        "{strategy}"
+    );
 
     // robots.txt fetches are the fetcher's own, not the job's requests.
     let job_requests = log
@@ -549,6 +570,55 @@ async fn include_and_exclude_patterns_bound_the_crawl() {
         "{stdout}"
     );
     assert!(stdout.contains("5 out of scope"), "{stdout}");
+
+    // The crawl log says what was asked and why the rest was not.
+    let log_path = state.join("targets/sections/crawl.log");
+    assert!(stdout.contains(&log_path.display().to_string()), "{stdout}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |event: &str| {
+        let mut v: Vec<(String, String)> = lines
+            .iter()
+            .filter(|l| l["event"] == event)
+            .map(|l| {
+                let url = l["url"].as_str().unwrap();
+                let url = url.strip_prefix("http://sections.test").unwrap_or(url);
+                let what = match event {
+                    "skip" => l["reason"].as_str().unwrap().to_string(),
+                    _ => format!("{} {}", l["status"], l["label"].as_str().unwrap_or("-")),
+                };
+                (url.to_string(), what)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let skipped = of("skip");
+    let scope = |u: &str| (u.to_string(), "scope".to_string());
+    assert_eq!(
+        skipped,
+        [
+            scope("/archive/"),
+            scope("/archive/e.csv"),
+            scope("/archive/f.csv"),
+            scope("/data/b.pdf"),
+            scope("/data/c.csv?print=1"),
+        ]
+    );
+    let requests = of("request");
+    assert!(
+        requests.contains(&("/data/a.csv".into(), "200 target".into())),
+        "{requests:?}"
+    );
+    assert!(
+        requests.contains(&("/data/moved".into(), "302 -".into())),
+        "{requests:?}"
+    );
+    assert_eq!(requests.len(), asked.len(), "{requests:?}");
+    assert!(lines.iter().all(|l| l["ts"].as_str().is_some()));
     let _ = server.shutdown().await;
 }
 

@@ -111,7 +111,13 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
         let outcome = runner.run(stop_rx).await?;
         anyhow::Ok(outcome)
     })?;
-    print_summary(&spec.name, spec.strategy.name(), &state_dir, &outcome);
+    print_summary(
+        &spec.name,
+        spec.strategy.name(),
+        spec.output.crawl_log,
+        &state_dir,
+        &outcome,
+    );
     if let Some(why) = outcome.unreachable_because() {
         errln!(
             "forager: job {}: nothing could be fetched: {why}",
@@ -122,7 +128,13 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_summary(job: &str, strategy: &str, state_dir: &std::path::Path, o: &JobOutcome) {
+fn print_summary(
+    job: &str,
+    strategy: &str,
+    crawl_log: bool,
+    state_dir: &std::path::Path,
+    o: &JobOutcome,
+) {
     let c = &o.counters;
     let stop = o
         .stop
@@ -162,6 +174,16 @@ fn print_summary(job: &str, strategy: &str, state_dir: &std::path::Path, o: &Job
         c.trap_links,
         c.dropped
     );
+    if crawl_log {
+        outln!(
+            "           every request and every link not followed, with why: {}",
+            state_dir
+                .join("targets")
+                .join(job)
+                .join(crate::output::crawl_log::LOG_NAME)
+                .display()
+        );
+    }
     if o.stats.capped_paths > 0 {
         outln!(
             "learner    {} tag paths placed past its caps (see the log)",

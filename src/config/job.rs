@@ -50,7 +50,7 @@ const TOP_FIELDS: &[&str] = &[
     "output",
     "http",
 ];
-const OUTPUT_FIELDS: &[&str] = &["warc", "warc_max_size"];
+const OUTPUT_FIELDS: &[&str] = &["warc", "warc_max_size", "crawl_log"];
 const SCOPE_FIELDS: &[&str] = &["kind", "include", "exclude"];
 /// Range of `output.warc_max_size`: below 1 MiB a job makes thousands of files; above 64 GiB no tool copes.
 const WARC_SIZE_RANGE: (u64, u64) = (1 << 20, 64 << 30);
@@ -171,6 +171,8 @@ pub struct OutputSpec {
     pub warc: bool,
     /// A new WARC file is started once the current one reaches this size.
     pub warc_max_size: u64,
+    /// Write `targets/<job>/crawl.log`: a JSON line per request and per link not followed.
+    pub crawl_log: bool,
 }
 
 impl Default for OutputSpec {
@@ -178,6 +180,7 @@ impl Default for OutputSpec {
         OutputSpec {
             warc: false,
             warc_max_size: crate::output::warc::DEFAULT_MAX_SIZE,
+            crawl_log: true,
         }
     }
 }
@@ -665,6 +668,7 @@ fn read_budget(r: &mut Reader<'_>, t: &Table<'_>) -> Option<BudgetSpec> {
 fn read_output(r: &mut Reader<'_>, t: &Table<'_>) -> Option<OutputSpec> {
     let d = OutputSpec::default();
     let warc = optional(t, "warc", |n| r.bool(&t.child("warc"), n));
+    let crawl_log = optional(t, "crawl_log", |n| r.bool(&t.child("crawl_log"), n));
     let max_size = optional(t, "warc_max_size", |n| {
         let field = t.child("warc_max_size");
         let size = r.size(&field, n)?;
@@ -687,6 +691,7 @@ fn read_output(r: &mut Reader<'_>, t: &Table<'_>) -> Option<OutputSpec> {
     Some(OutputSpec {
         warc: warc.unwrap_or(Some(d.warc))?,
         warc_max_size: max_size.unwrap_or(Some(d.warc_max_size))?,
+        crawl_log: crawl_log.unwrap_or(Some(d.crawl_log))?,
     })
 }
 

@@ -450,7 +450,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}nmae = \"y\"\n")),
-        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output)"
+        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
@@ -474,7 +474,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}\"odd key\" = 1\n")),
-        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output)"
+        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http)"
     );
 }
 
@@ -837,7 +837,7 @@ fn resolve_overrides_are_checked() {
 fn daemon_errors() {
     assert_eq!(
         daemon_err("max_job = 3\n"),
-        "forager.toml:1: max_job: unknown field (expected one of: jobs_dir, state_dir, admin_listen, admin_public, max_jobs, checkpoint_interval, allow_private, resolve, log_format, watch, poll_interval, cache_size, log_level)"
+        "forager.toml:1: max_job: unknown field (expected one of: jobs_dir, state_dir, admin_listen, admin_public, max_jobs, checkpoint_interval, allow_private, resolve, log_format, watch, poll_interval, cache_size, log_level, http)"
     );
     assert_eq!(
         daemon_err("max_jobs = 0\n"),

@@ -32,6 +32,7 @@ use crate::extract::{self, PageLinks, Scope, UrlPatterns, UrlRules};
 use crate::learn::{EarlyStop, EarlyStopConfig};
 use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
+use crate::output::crawl_log::SkipReason;
 use crate::store::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -65,6 +66,15 @@ pub enum Admitted {
     AskHead(Link),
     /// Never fetched.
     Dropped,
+}
+
+/// A link not followed, and why (for the crawl log).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    pub url: Url,
+    pub reason: SkipReason,
+    /// The page it was found on.
+    pub from: Option<Url>,
 }
 
 /// What a HEAD request said about a link.
@@ -143,6 +153,11 @@ pub struct JobCore {
     /// Links refused in this run by the SSRF guard (a private destination
     /// while `allow_private` is off).
     pub refused_private: u64,
+    /// Links not followed since [`JobCore::take_skipped`] (every time one is
+    /// met; the log writes each once), when the job keeps a crawl log
+    /// (`[output] crawl_log`); the runner drains it after every admit call.
+    skipped: Vec<Skipped>,
+    log_skips: bool,
 }
 
 /// Steps of the job a retried link waits before its next try, doubling with
@@ -220,7 +235,25 @@ impl JobCore {
             steps_begun: 0,
             given_up: 0,
             refused_private: 0,
+            skipped: Vec::new(),
+            log_skips: spec.output.crawl_log,
         }
+    }
+
+    /// Note a link not followed, for the crawl log.
+    fn skip(&mut self, url: &Url, reason: SkipReason, from: Option<&Url>) {
+        if self.log_skips {
+            self.skipped.push(Skipped {
+                url: url.clone(),
+                reason,
+                from: from.cloned(),
+            });
+        }
+    }
+
+    /// The links not followed since the last call.
+    pub fn take_skipped(&mut self) -> Vec<Skipped> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// Restore what a checkpoint committed: the record, the frontier's keys in
@@ -578,19 +611,23 @@ impl JobCore {
         for l in found.links {
             if !self.in_scope(&l.url) {
                 self.counters.out_of_scope += 1;
+                self.skip(&l.url, SkipReason::Scope, Some(page_url));
                 continue;
             }
             let pattern_run = TrapGuard::run_of(&l.url, page_url, page.pattern_run);
             if !self.traps.admits(&l.url, pattern_run) {
                 self.counters.trap_links += 1;
+                self.skip(&l.url, SkipReason::Trap, Some(page_url));
                 continue;
             }
             if self.rules.targets.blocks_extension(&l.url) {
                 self.counters.blocked += 1;
+                self.skip(&l.url, SkipReason::BlockedExtension, Some(page_url));
                 continue;
             }
             if self.rules.max_depth > 0 && depth > self.rules.max_depth {
                 self.counters.rejected_links += 1;
+                self.skip(&l.url, SkipReason::Limits, Some(page_url));
                 continue;
             }
             if !self.mark_seen(&l.url) {
@@ -622,7 +659,11 @@ impl JobCore {
     pub fn admit_listed(&mut self, link: Link) -> bool {
         let wanted =
             self.rules.scope.contains(&link.url) && !self.rules.patterns.excludes(&link.url);
-        if !wanted || !self.mark_seen(&link.url) {
+        if !wanted {
+            self.skip(&link.url, SkipReason::Scope, link.referrer.as_ref());
+            return false;
+        }
+        if !self.mark_seen(&link.url) {
             return false;
         }
         self.requeue(link);
@@ -655,6 +696,7 @@ impl JobCore {
                 Triage::Drop => {
                     self.unsettled.remove(&crate::engine::url_hash(&link.url));
                     self.counters.dropped += 1;
+                    self.skip(&link.url, SkipReason::Strategy, link.referrer.as_ref());
                     return Admitted::Dropped;
                 }
                 Triage::Head if asked || self.budget_exhausted(spec).is_some() => {
@@ -684,6 +726,7 @@ impl JobCore {
             HeadAnswer::Broken => {
                 self.unsettled.remove(&crate::engine::url_hash(&link.url));
                 self.counters.dropped += 1;
+                self.skip(&link.url, SkipReason::Broken, link.referrer.as_ref());
                 Admitted::Dropped
             }
         };

@@ -27,6 +27,7 @@ use crate::extract::{self, ExtractLimits, PageLinks, UrlRules};
 use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules, RobotsStatus};
 use crate::link::{Link, LinkId, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
+use crate::output::crawl_log::{CrawlLog, Event, LogLine, SkipReason};
 use crate::output::TargetDir;
 use crate::store::{JobCounters, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, StrategyStats};
@@ -146,6 +147,8 @@ pub struct Runner<'a> {
     /// Origins whose robots.txt sitemaps were queued in this run.
     sitemap_origins: Mutex<HashSet<String>>,
     driver: Mutex<Driver>,
+    /// `targets/<job>/crawl.log`, unless `[output] crawl_log = false` (or it cannot be opened).
+    crawl_log: Mutex<Option<CrawlLog>>,
 }
 
 impl Drop for Runner<'_> {
@@ -214,7 +217,17 @@ impl<'a> Runner<'a> {
                 manifest_stale: false,
                 lanes: Lanes::default(),
             }),
+            crawl_log: Mutex::new(None),
         };
+        if spec.output.crawl_log {
+            match CrawlLog::open(runner.out.dir()) {
+                Ok(log) => *lock(&runner.crawl_log) = Some(log),
+                // A diagnostic: the crawl goes on without it.
+                Err(e) => {
+                    warn!(job = %spec.name, error = %e, "cannot open the crawl log; crawling without it")
+                }
+            }
+        }
         runner.restore_or_seed()?;
         Ok(runner)
     }
@@ -615,7 +628,25 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        self.log_skipped();
         Ok(fetch_now)
+    }
+
+    /// Write the links the core did not follow to the crawl log.
+    fn log_skipped(&self) {
+        let skipped = self.core().take_skipped();
+        if let Some(log) = lock(&self.crawl_log).as_mut() {
+            for s in skipped {
+                log.skip(s.url.as_str(), s.reason, s.from.as_ref().map(Url::as_str));
+            }
+        }
+    }
+
+    /// A link not followed, seen by the runner itself (robots, redirects).
+    fn log_skip(&self, url: &Url, reason: SkipReason) {
+        if let Some(log) = lock(&self.crawl_log).as_mut() {
+            log.skip(url.as_str(), reason, None);
+        }
     }
 
     /// The label the shared MIME filters know for a URL, if certain for this job.
@@ -676,6 +707,7 @@ impl<'a> Runner<'a> {
                 } else {
                     self.core().counters.robots_disallowed += 1;
                     debug!(job = %self.spec.name, url = %url, "disallowed by robots.txt");
+                    self.log_skip(url, SkipReason::Robots);
                     Gate::Disallowed
                 }
             }
@@ -687,6 +719,7 @@ impl<'a> Runner<'a> {
             Err(e) => {
                 warn!(job = %self.spec.name, url = %url, error = %e, "robots.txt refused; not fetching");
                 self.core().counters.robots_disallowed += 1;
+                self.log_skip(url, SkipReason::Robots);
                 Gate::Disallowed
             }
         }
@@ -720,6 +753,7 @@ impl<'a> Runner<'a> {
             if self.core().admit_listed(link) {
                 debug!(job = %self.spec.name, sitemap = %sitemap, "sitemap from robots.txt queued");
             }
+            self.log_skipped();
         }
     }
 
@@ -777,6 +811,14 @@ impl<'a> Runner<'a> {
 
     fn fetch_failed(&self, method: Method, url: &Url, e: &FetchError) {
         warn!(job = %self.spec.name, url = %url, error = %e, "request failed");
+        if let Some(log) = lock(&self.crawl_log).as_mut() {
+            let error = e.to_string();
+            log.write(&LogLine {
+                method: Some(method_name(kind_of(method))),
+                error: Some(&error),
+                ..LogLine::new(Event::Request, url.as_str())
+            });
+        }
         self.emit(kind_of(method), url, None, 0, None, false, None);
     }
 
@@ -795,10 +837,14 @@ impl<'a> Runner<'a> {
         // A Location header obeys the same trap rules as a link on a page.
         if extract::check_limits(&next, &self.limits.url_rules).is_err() {
             core.counters.rejected_links += 1;
+            drop(core);
+            self.log_skip(&next, SkipReason::Limits);
             return None;
         }
         if !core.in_scope(&next) {
             core.counters.out_of_scope += 1;
+            drop(core);
+            self.log_skip(&next, SkipReason::Scope);
             return None;
         }
         if let Some(step) = step {
@@ -1195,6 +1241,18 @@ impl<'a> Runner<'a> {
             let core = self.core();
             (core.counters.clone(), core.frontier_len() as u64)
         };
+        // A failed request (no status) was logged with its error already.
+        if let (Some(status), Some(log)) = (status, lock(&self.crawl_log).as_mut()) {
+            log.write(&LogLine {
+                method: Some(method_name(kind)),
+                status: Some(status),
+                bytes: Some(bytes),
+                label: label.map(label_name),
+                saved: saved_target,
+                ms: latency.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                ..LogLine::new(Event::Request, url.as_str())
+            });
+        }
         let event = RequestEvent {
             kind,
             url,
@@ -1280,6 +1338,10 @@ impl<'a> Runner<'a> {
     /// in flight: what they hold back is described in [`super::core`]).
     /// `last`: the run ends with it (it then carries the shared state too).
     async fn checkpoint(&self, stop: Option<StopReason>, last: bool) -> Result<(), EngineError> {
+        self.log_skipped();
+        if let Some(log) = lock(&self.crawl_log).as_mut() {
+            log.flush();
+        }
         if self.core().has_uncommitted_rows() {
             // The rows about to be committed name files renamed since the
             // last checkpoint: their names must be on disk first.
@@ -1339,6 +1401,22 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub fn url_hash(url: &Url) -> u64 {
     let mut cursor = std::io::Cursor::new(url.as_str().as_bytes());
     murmur3::murmur3_x64_128(&mut cursor, 0x666f_7261).map_or(0, |h| h as u64)
+}
+
+fn method_name(kind: RequestKind) -> &'static str {
+    match kind {
+        RequestKind::Get => "GET",
+        RequestKind::Head => "HEAD",
+    }
+}
+
+/// What the crawl log calls a response's label.
+fn label_name(label: Label) -> &'static str {
+    match label {
+        Label::Html => "page",
+        Label::Target => "target",
+        Label::Neither => "neither",
+    }
 }
 
 fn rfc3339_now() -> String {

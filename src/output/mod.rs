@@ -16,6 +16,7 @@
 //! commits and synced with the folder; `forager export` ([`export`]) copies a
 //! harvest out through the manifest and files alone.
 
+pub mod crawl_log;
 pub mod export;
 pub mod warc;
 
@@ -49,6 +50,11 @@ impl TargetDir {
             job: job.to_string(),
             warc: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// The job's folder, `targets/<job>/`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Where the job's WARC files go: `targets/<job>/warc/`.

@@ -1,0 +1,309 @@
+//! `targets/<job>/crawl.log`: one JSON line per request and per link not
+//! followed, with the reason — what Heritrix's `crawl.log` is to its users:
+//! the answer to "why was this file not harvested?".
+//!
+//! ```text
+//! {"ts":"2026-11-25T08:45:00.123Z","event":"request","method":"GET","url":"https://a.org/x.csv","status":200,"bytes":5120,"label":"target","saved":true,"ms":41}
+//! {"ts":"2026-11-25T08:45:00.130Z","event":"skip","url":"https://b.org/","reason":"scope","from":"https://a.org/"}
+//! ```
+//!
+//! Rotated at [`MAX_LOG_BYTES`]: `crawl.log` becomes `crawl.log.1`, the older
+//! ones shift up, and [`KEPT_OLD_LOGS`] are kept. The log is a diagnostic,
+//! not state: lines are buffered and flushed at each checkpoint, a crash may
+//! lose the last ones, and a write that fails (a full disk) is reported once
+//! and never stops the crawl.
+
+use serde::Serialize;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Size at which the log is rotated.
+pub const MAX_LOG_BYTES: u64 = 64 << 20;
+/// Rotated logs kept besides the current one.
+pub const KEPT_OLD_LOGS: u32 = 4;
+/// Skipped URLs remembered so each is logged once; beyond, the memory starts afresh.
+const MAX_REMEMBERED_SKIPS: usize = 1 << 20;
+/// The log's file name in the job's target folder.
+pub const LOG_NAME: &str = "crawl.log";
+
+/// Why a link was not followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// robots.txt disallows it.
+    Robots,
+    /// Outside the job's scope, or its include/exclude patterns.
+    Scope,
+    /// Its extension is in `targets.block_ext`.
+    BlockedExtension,
+    /// The trap guard: a URL pattern repeating without reward.
+    Trap,
+    /// Deeper than `limits.max_depth`, or a URL the job's limits refuse.
+    Limits,
+    /// The strategy judged it not worth a request.
+    Strategy,
+    /// A HEAD answered an error, or redirected out of scope.
+    Broken,
+}
+
+/// One line of the log.
+#[derive(Debug, Serialize)]
+pub struct LogLine<'a> {
+    pub event: Event,
+    pub url: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<&'a str>,
+    /// `None` for a request that failed before a status line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// What the response was: `page`, `target` or `neither`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<&'a str>,
+    /// A new target file was saved.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub saved: bool,
+    /// From sending the request to its response headers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<SkipReason>,
+    /// The page the link was found on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<&'a str>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    Request,
+    Skip,
+}
+
+impl<'a> LogLine<'a> {
+    /// A line of `event` for `url` with every other field empty.
+    pub fn new(event: Event, url: &'a str) -> Self {
+        LogLine {
+            event,
+            url,
+            method: None,
+            status: None,
+            bytes: None,
+            label: None,
+            saved: false,
+            ms: None,
+            error: None,
+            reason: None,
+            from: None,
+        }
+    }
+
+    /// A link not followed.
+    pub fn skip(url: &'a str, reason: SkipReason, from: Option<&'a str>) -> Self {
+        LogLine {
+            reason: Some(reason),
+            from,
+            ..LogLine::new(Event::Skip, url)
+        }
+    }
+}
+
+/// The job's crawl log, appended to and rotated.
+#[derive(Debug)]
+pub struct CrawlLog {
+    path: PathBuf,
+    out: Option<BufWriter<File>>,
+    /// Bytes in the current file.
+    size: u64,
+    /// A write failed since the last successful one (reported once).
+    failing: bool,
+    /// Hashes of the URLs logged as skipped in this run: a link every page
+    /// repeats (a menu's outside link) is logged once, not once per page.
+    skips_logged: std::collections::HashSet<u64>,
+}
+
+impl CrawlLog {
+    /// Opens (appends to) `dir/crawl.log`.
+    pub fn open(dir: &Path) -> io::Result<CrawlLog> {
+        let path = dir.join(LOG_NAME);
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let size = file.metadata()?.len();
+        Ok(CrawlLog {
+            path,
+            out: Some(BufWriter::with_capacity(64 * 1024, file)),
+            size,
+            failing: false,
+            skips_logged: std::collections::HashSet::new(),
+        })
+    }
+
+    /// Logs a link not followed, unless it was logged in this run already.
+    pub fn skip(&mut self, url: &str, reason: SkipReason, from: Option<&str>) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        url.hash(&mut h);
+        if self.skips_logged.len() >= MAX_REMEMBERED_SKIPS {
+            self.skips_logged.clear();
+        }
+        if self.skips_logged.insert(h.finish()) {
+            self.write(&LogLine::skip(url, reason, from));
+        }
+    }
+
+    /// Appends one line; rotates first when the file is full.
+    pub fn write(&mut self, line: &LogLine<'_>) {
+        let result = self.try_write(line);
+        self.note(result);
+    }
+
+    fn try_write(&mut self, line: &LogLine<'_>) -> io::Result<()> {
+        #[derive(Serialize)]
+        struct Stamped<'l, 'a> {
+            ts: String,
+            #[serde(flatten)]
+            line: &'l LogLine<'a>,
+        }
+        let mut text = serde_json::to_vec(&Stamped {
+            ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            line,
+        })
+        .map_err(io::Error::other)?;
+        text.push(b'\n');
+        if self.size + text.len() as u64 > MAX_LOG_BYTES && self.size > 0 {
+            self.rotate()?;
+        }
+        let out = match &mut self.out {
+            Some(out) => out,
+            None => self.reopen()?,
+        };
+        out.write_all(&text)?;
+        self.size += text.len() as u64;
+        Ok(())
+    }
+
+    /// Writes buffered lines to the file (at checkpoints and at the end).
+    pub fn flush(&mut self) {
+        let result = match &mut self.out {
+            Some(out) => out.flush(),
+            None => Ok(()),
+        };
+        self.note(result);
+    }
+
+    fn note(&mut self, result: io::Result<()>) {
+        match result {
+            Ok(()) => self.failing = false,
+            Err(e) if !self.failing => {
+                self.failing = true;
+                // Drop the buffer: a full disk must not make every line retry it.
+                self.out = None;
+                tracing::warn!(path = %self.path.display(), error = %e, "crawl log write failed; lines are lost until it works again");
+            }
+            Err(_) => self.out = None,
+        }
+    }
+
+    fn reopen(&mut self) -> io::Result<&mut BufWriter<File>> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        self.size = file.metadata()?.len();
+        Ok(self.out.insert(BufWriter::with_capacity(64 * 1024, file)))
+    }
+
+    /// `crawl.log` → `crawl.log.1` → … → `crawl.log.KEPT_OLD_LOGS` (the oldest goes).
+    fn rotate(&mut self) -> io::Result<()> {
+        if let Some(mut out) = self.out.take() {
+            out.flush()?;
+        }
+        let numbered = |n: u32| self.path.with_file_name(format!("{LOG_NAME}.{n}"));
+        let _ = fs::remove_file(numbered(KEPT_OLD_LOGS));
+        for n in (1..KEPT_OLD_LOGS).rev() {
+            let from = numbered(n);
+            if from.exists() {
+                fs::rename(&from, numbered(n + 1))?;
+            }
+        }
+        fs::rename(&self.path, numbered(1))?;
+        self.size = 0;
+        self.reopen()?;
+        Ok(())
+    }
+}
+
+impl Drop for CrawlLog {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_json_with_only_what_they_know() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = CrawlLog::open(dir.path()).unwrap();
+        log.write(&LogLine {
+            method: Some("GET"),
+            status: Some(200),
+            bytes: Some(12),
+            label: Some("target"),
+            saved: true,
+            ms: Some(3),
+            ..LogLine::new(Event::Request, "http://a.test/x.csv")
+        });
+        for _ in 0..3 {
+            log.skip("http://b.test/", SkipReason::Scope, Some("http://a.test/"));
+        }
+        log.flush();
+        let text = fs::read_to_string(dir.path().join(LOG_NAME)).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["event"], "request");
+        assert_eq!(lines[0]["status"], 200);
+        assert_eq!(lines[0]["saved"], true);
+        assert!(lines[0]["ts"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(lines[1]["event"], "skip");
+        assert_eq!(lines[1]["reason"], "scope");
+        assert_eq!(lines[1]["from"], "http://a.test/");
+        assert!(lines[1].get("status").is_none());
+        assert!(lines[1].get("saved").is_none());
+        assert_eq!(lines.len(), 2, "a link met again is not logged again");
+    }
+
+    #[test]
+    fn a_full_log_rotates_and_keeps_four_old_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = CrawlLog::open(dir.path()).unwrap();
+        // Pretend the file is nearly full each time: every write rotates.
+        for i in 0..7 {
+            log.size = MAX_LOG_BYTES;
+            log.write(&LogLine::skip(
+                &format!("http://a.test/{i}"),
+                SkipReason::Robots,
+                None,
+            ));
+        }
+        log.flush();
+        let current = fs::read_to_string(dir.path().join(LOG_NAME)).unwrap();
+        assert!(current.contains("http://a.test/6"), "{current}");
+        for n in 1..=KEPT_OLD_LOGS {
+            let old = fs::read_to_string(dir.path().join(format!("{LOG_NAME}.{n}"))).unwrap();
+            assert!(
+                old.contains(&format!("http://a.test/{}", 6 - n)),
+                "{n}: {old}"
+            );
+        }
+        assert!(!dir.path().join(format!("{LOG_NAME}.5")).exists());
+    }
+}
