@@ -1164,3 +1164,117 @@ async fn explain_and_purge_work_while_the_daemon_holds_the_store() {
     assert!(err.contains("no stored state for job \"learn\""), "{err}");
     let _ = f.server.shutdown().await;
 }
+
+/// Debian's headless Chromium, if installed (`.ci/run` installs it and sets
+/// `FORAGER_REQUIRE_CHROMIUM`, so that a broken install fails the test).
+fn chromium() -> Option<PathBuf> {
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH")?
+                .to_str()?
+                .split(':')
+                .map(|dir| Path::new(dir).join(name))
+                .find(|p| p.is_file())
+        });
+    if found.is_none() && std::env::var_os("FORAGER_REQUIRE_CHROMIUM").is_some() {
+        panic!("FORAGER_REQUIRE_CHROMIUM is set but no chromium is on PATH");
+    }
+    found
+}
+
+/// Run headless Chromium on `url` with `args`; its stdout.
+fn browse(bin: &Path, profile: &Path, args: &[&str], url: &str) -> String {
+    let out = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running chromium");
+    assert!(
+        out.status.success(),
+        "chromium {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_every_job_and_its_plot_in_a_browser() {
+    let mut f = Fixture::start(2).await;
+    f.wait_note("READY=1").await;
+    std::fs::write(
+        f.job_path("catalogue"),
+        f.job("catalogue", "site-a.test", 0, "sb"),
+    )
+    .unwrap();
+    std::fs::write(
+        f.job_path("endless"),
+        f.job("endless", "endless.test", 0, "bfs"),
+    )
+    .unwrap();
+    f.wait_for("catalogue done, endless under way", |r| {
+        is(r, "catalogue", Phase::Done, Some(StopReason::FrontierEmpty))
+            && job(r, "endless").is_some_and(|j| j.counters.requests > 20)
+    })
+    .await;
+
+    let page = reqwest::get(format!("http://{}/", f.admin)).await.unwrap();
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .starts_with("default-src 'none'"));
+    let html = page.text().await.unwrap();
+    assert_eq!(html.matches("<tr class=\"job\">").count(), 2, "{html}");
+    let plot = reqwest::get(format!("http://{}/jobs/catalogue/plot.svg", f.admin))
+        .await
+        .unwrap();
+    assert_eq!(plot.headers()["content-type"], "image/svg+xml");
+    let svg = plot.text().await.unwrap();
+    assert!(svg.contains("<polyline"), "{svg}");
+    let missing = reqwest::get(format!("http://{}/jobs/nosuch/plot.svg", f.admin))
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+
+    if let Some(bin) = chromium() {
+        let url = format!("http://{}/", f.admin);
+        let profile = f.dir.path().join("chromium-profile");
+        let dom = browse(&bin, &profile, &["--dump-dom"], &url);
+        assert!(dom.contains("<td class=\"done\">done</td>"), "{dom}");
+        assert!(dom.contains("<td class=\"running\">running</td>"), "{dom}");
+        assert!(dom.contains("src=\"/jobs/endless/plot.svg\""), "{dom}");
+        let shot = f.dir.path().join("dashboard.png");
+        browse(
+            &bin,
+            &profile,
+            &[
+                &format!("--screenshot={}", shot.display()),
+                "--window-size=1100,760",
+                "--hide-scrollbars",
+            ],
+            &url,
+        );
+        let png = std::fs::read(&shot).expect("chromium wrote no screenshot");
+        assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+        // A blank page compresses to a few KiB; two tables and plots do not.
+        assert!(png.len() > 20_000, "{} bytes: an empty page?", png.len());
+        // `FORAGER_DASHBOARD_SCREENSHOT=docs/dashboard.png` refreshes the README's picture.
+        if let Some(keep) = std::env::var_os("FORAGER_DASHBOARD_SCREENSHOT") {
+            std::fs::write(keep, &png).unwrap();
+        }
+    } else {
+        eprintln!("no chromium on PATH: the dashboard was checked without a browser");
+    }
+    let (status, _) = f.terminate();
+    assert!(status.success(), "{}", f.daemon.log());
+    let _ = f.server.shutdown().await;
+}

@@ -2,6 +2,9 @@
 //!
 //! | route                      | answer                                              |
 //! |----------------------------|-----------------------------------------------------|
+//! | `GET /`                    | the dashboard: an HTML page of the jobs ([`super::dashboard`]) |
+//! | `GET /jobs/{name}/plot.svg`| a job's targets against its requests, as SVG         |
+//! | `GET /jobs/{name}/explain` | what `forager explain` prints, as text              |
 //! | `GET /status`              | [`StatusReport`] as JSON                            |
 //! | `GET /jobs/{name}`         | [`JobStatus`] as JSON, with all its top actions     |
 //! | `GET /metrics`             | Prometheus text format                              |
@@ -231,6 +234,8 @@ async fn guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Res
 /// The routes, over the daemon's shared state, behind `guard`.
 pub fn router(shared: Arc<Shared>, guard_: Guard) -> Router {
     Router::new()
+        .route("/", get(dashboard_page))
+        .route("/jobs/{name}/plot.svg", get(job_plot))
         .route("/status", get(status))
         .route("/metrics", get(metrics_text))
         .route("/jobs/{name}", get(job))
@@ -239,11 +244,45 @@ pub fn router(shared: Arc<Shared>, guard_: Guard) -> Router {
         .fallback(|| async {
             error(
                 StatusCode::NOT_FOUND,
-                "no such route; try /status, /jobs/NAME or /metrics",
+                "no such route; try /, /status, /jobs/NAME or /metrics",
             )
         })
         .with_state(shared)
         .layer(middleware::from_fn_with_state(Arc::new(guard_), guard))
+}
+
+async fn dashboard_page(State(shared): State<Arc<Shared>>) -> Response {
+    let html = super::dashboard::page(&shared.report());
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                super::dashboard::CONTENT_SECURITY_POLICY,
+            ),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        html,
+    )
+        .into_response()
+}
+
+async fn job_plot(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
+    let points = match shared.table().get(&name) {
+        Some(e) => e.live.lock().curve.points().to_vec(),
+        None => return error(StatusCode::NOT_FOUND, format!("no job named {name:?}")),
+    };
+    match super::dashboard::plot_svg(&name, &points) {
+        Ok(svg) => (
+            [
+                (header::CONTENT_TYPE, "image/svg+xml"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            svg,
+        )
+            .into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
 }
 
 async fn status(State(shared): State<Arc<Shared>>) -> Json<StatusReport> {

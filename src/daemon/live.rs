@@ -157,6 +157,46 @@ impl TimeTotal {
     }
 }
 
+/// Points kept per job curve; a full curve keeps every other point.
+pub const MAX_CURVE_POINTS: usize = 512;
+
+/// Targets harvested against requests made, since the daemon started: the
+/// dashboard's plot. Bounded: when full, every other point goes (the first
+/// and the newest stay), so a months-long job costs 8 KiB and keeps its shape.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Curve {
+    /// (requests, targets), requests increasing.
+    points: Vec<(u64, u64)>,
+}
+
+impl Curve {
+    pub fn record(&mut self, requests: u64, targets: u64) {
+        match self.points.last_mut() {
+            Some(last) if last.0 == requests => last.1 = targets,
+            Some(last) if last.0 > requests => {
+                // Counters went back (a purge): a new curve.
+                self.points.clear();
+                self.points.push((requests, targets));
+            }
+            _ => self.points.push((requests, targets)),
+        }
+        if self.points.len() > MAX_CURVE_POINTS {
+            let newest = self.points.len() - 1;
+            let mut i = 0;
+            self.points.retain(|_| {
+                let keep = i % 2 == 0 || i == newest;
+                i += 1;
+                keep
+            });
+        }
+        debug_assert!(self.points.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    pub fn points(&self) -> &[(u64, u64)] {
+        &self.points
+    }
+}
+
 /// Why and since when a job is paused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pause {
@@ -185,6 +225,8 @@ pub struct LiveStats {
     pub last_error_at: Option<SystemTime>,
     /// The stop reason the store or the last run recorded.
     pub stop: Option<StopReason>,
+    /// Targets against requests, for the dashboard.
+    pub curve: Curve,
 }
 
 impl LiveStats {
@@ -203,6 +245,7 @@ impl LiveStats {
             latency,
         } = *request;
         self.counters.clone_from(counters);
+        self.curve.record(counters.requests, counters.targets);
         self.frontier = Some(frontier);
         self.responses.record(status);
         self.rate.record(now);
@@ -314,6 +357,23 @@ mod tests {
         // (not 10 requests over a minute).
         let r = m.per_minute(t0 + Duration::from_millis(1500));
         assert!((r - 360.0).abs() < 1.0, "{r}");
+    }
+
+    #[test]
+    fn a_curve_stays_bounded_and_keeps_its_ends() {
+        let mut c = Curve::default();
+        for r in 1..=100_000u64 {
+            c.record(r, r / 10);
+            c.record(r, r / 10 + 1);
+        }
+        let p = c.points();
+        assert!(p.len() <= MAX_CURVE_POINTS, "{}", p.len());
+        assert!(p.len() > MAX_CURVE_POINTS / 4);
+        assert_eq!(p[0], (1, 1));
+        assert_eq!(*p.last().unwrap(), (100_000, 10_001));
+        // A purge starts it again.
+        c.record(3, 0);
+        assert_eq!(c.points(), [(3, 0)]);
     }
 
     #[test]

@@ -46,6 +46,7 @@
 //! refused and the running one stays.
 
 pub mod admin;
+pub mod dashboard;
 pub mod jobs;
 pub mod live;
 pub mod logging;
