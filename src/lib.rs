@@ -8,8 +8,9 @@
 //!
 //! The small shared vocabulary lives at the bottom too: [`link`] (what a link
 //! is), [`mime`] (what a response is: HTML, target or neither), [`exchange`]
-//! (what an HTTP exchange looked like on the wire, for the WARC writer) and
-//! [`codec`] (how every stored value is encoded). [`revisit`] holds the pure
+//! (what an HTTP exchange looked like on the wire, for the WARC writer),
+//! [`http_options`] (what a job adds to its requests: headers, credentials, a
+//! proxy) and [`codec`] (how every stored value is encoded). [`revisit`] holds the pure
 //! logic of conditional revisits (validators, schedule). `ARCHITECTURE.md`
 //! draws the map.
 
@@ -23,6 +24,7 @@ pub mod engine;
 pub mod exchange;
 pub mod extract;
 pub mod fetch;
+pub mod http_options;
 pub mod learn;
 pub mod link;
 pub mod mime;

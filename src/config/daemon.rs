@@ -88,7 +88,7 @@ pub struct DaemonConfig {
     pub cache_size: u64,
     /// `[http]`: headers, per-host credentials and a proxy for every job
     /// (a job's own `[http]` wins where both say something). Read at start.
-    pub http: crate::fetch::HttpOptions,
+    pub http: crate::http_options::HttpOptions,
 }
 
 impl Default for DaemonConfig {
@@ -107,7 +107,7 @@ impl Default for DaemonConfig {
             watch: WatchMode::Notify,
             poll_interval: Duration::from_secs(2),
             cache_size: 64 << 20,
-            http: crate::fetch::HttpOptions::default(),
+            http: crate::http_options::HttpOptions::default(),
         }
     }
 }
@@ -208,7 +208,7 @@ fn read_daemon(r: &mut Reader<'_>, t: &Table<'_>, origin: &Path) -> Option<Daemo
         }),
     };
     let http = match t.get("http") {
-        None => Some(crate::fetch::HttpOptions::default()),
+        None => Some(crate::http_options::HttpOptions::default()),
         Some(n) => r
             .table("http", n, super::http::HTTP_FIELDS)
             .and_then(|h| super::http::read_http(r, &h)),

@@ -15,7 +15,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use url::Url;
 
 use super::reader::{Node, Reader, Table};
-use crate::fetch::{basic_authorization, HostOptions, HostPattern, HttpOptions};
+use crate::http_options::{basic_authorization, HostOptions, HostPattern, HttpOptions};
 
 /// Fields of `[http]`.
 pub(crate) const HTTP_FIELDS: &[&str] = &["headers", "proxy", "hosts"];

@@ -11,7 +11,7 @@ use super::http::{read_http, HTTP_FIELDS};
 use super::reader::{Located, Node, Reader, Table};
 use super::{first, read_config_file};
 use crate::extract::{check_pattern, PolitenessPer, ScopeKind, UrlPatterns};
-use crate::fetch::HttpOptions;
+use crate::http_options::HttpOptions;
 use crate::mime::{Preset, TargetSet};
 use crate::strategy::StrategyKind;
 

@@ -19,7 +19,6 @@
 
 mod error;
 mod host;
-mod http_options;
 mod robots;
 mod ssrf;
 
@@ -38,11 +37,9 @@ use reqwest::header::{
 use url::{Host, Url};
 
 use crate::exchange::{ExchangeHead, HttpHead};
+use crate::http_options::{redacted_proxy, HttpOptions};
 
 pub use error::{FetchError, TimeoutPhase};
-pub use http_options::{
-    basic_authorization, redacted_proxy, HostOptions, HostPattern, HttpOptions,
-};
 pub use robots::{
     agent_token, origin_key, RobotsRecord, RobotsRules, RobotsStatus, ROBOTS_FIRST_RETRY,
     ROBOTS_MAX_BYTES, ROBOTS_MAX_REDIRECTS, ROBOTS_RETRY_AFTER_ERROR, ROBOTS_TTL,
