@@ -946,16 +946,8 @@ async fn a_bomb_page_under_the_default_body_cap() {
     out.assert_memory_bounded();
 }
 
-/// Peak RSS allowed in the tag-path maze (measured: bfs 191 MiB, sb 434 MiB).
-const MAZE_RSS_LIMIT_KIB: u64 = 640 * 1024;
-
-/// Pages of 400 links, each link under its own ~1.5 KB tag path (six nested
-/// elements with unique classes), each page leading to more of them: sb and
-/// bfs keep their memory, and what they store, bounded (a page's tag paths are
-/// capped, so are the learner's actions, members and memo), and each page is
-/// counted as cut.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_tag_paths_keep_the_learner_and_the_store_bounded() {
+/// The tag-path maze: every page links to 400 new ones, each under a unique ~1.5 KB tag path.
+fn maze_site() -> HostileSite {
     fn maze_page(n: u64) -> String {
         let class = "m".repeat(240);
         let mut html = String::from("<html><body><a href=\"/ok-1.csv\">ok</a>\n");
@@ -970,7 +962,7 @@ async fn hostile_tag_paths_keep_the_learner_and_the_store_bounded() {
         }
         html
     }
-    let site = HostileSite::new(&["/maze/0.html"], |req| {
+    HostileSite::new(&["/maze/0.html"], |req| {
         let n: u64 = req
             .path
             .strip_prefix("/maze/")?
@@ -978,8 +970,20 @@ async fn hostile_tag_paths_keep_the_learner_and_the_store_bounded() {
             .parse()
             .ok()?;
         Some(SiteResponse::ok("text/html", maze_page(n)))
-    });
-    let (server, resolve) = serve(site).await;
+    })
+}
+
+/// Peak RSS allowed in the tag-path maze (measured: bfs 191 MiB, sb 434 MiB).
+const MAZE_RSS_LIMIT_KIB: u64 = 640 * 1024;
+
+/// Pages of 400 links, each link under its own ~1.5 KB tag path (six nested
+/// elements with unique classes), each page leading to more of them: sb and
+/// bfs keep their memory, and what they store, bounded (a page's tag paths are
+/// capped, so are the learner's actions, members and memo), and each page is
+/// counted as cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_tag_paths_keep_the_learner_and_the_store_bounded() {
+    let (server, resolve) = serve(maze_site()).await;
     for strategy in ["sb", "bfs"] {
         let name = format!("maze-{strategy}");
         let job = job_toml(&name, &[seed(server.port())], "site", "")
@@ -1036,6 +1040,39 @@ async fn hostile_tag_paths_keep_the_learner_and_the_store_bounded() {
             out.counters.bytes >> 20,
             store >> 20,
             out.peak_rss_kib >> 10
+        );
+    }
+}
+
+/// How long sb takes to stop on SIGINT deep in the maze, when the learner is
+/// at its caps. A measurement, not a check (machines here are shared):
+/// `cargo test --release --test hostile -- --ignored --nocapture measure_stop`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run it by hand"]
+async fn measure_stop_on_sigint_in_the_maze() {
+    let (server, resolve) = serve(maze_site()).await;
+    for after in [5u64, 10, 20] {
+        let name = format!("maze-stop-{after}");
+        let job = job_toml(&name, &[seed(server.port())], "site", "")
+            .replace("strategy = \"bfs\"", "strategy = \"sb\"")
+            .replace("requests = 5000", "requests = 100000");
+        let out = crawl_cli(
+            &name,
+            job,
+            CliOptions {
+                resolve: vec![resolve.clone()],
+                kill_after: Some(Duration::from_secs(120)),
+                interrupt_after: Some(Duration::from_secs(after)),
+                ..CliOptions::default()
+            },
+        )
+        .await;
+        assert!(out.exit.is_some_and(|e| e.success()), "{}", out.stderr);
+        eprintln!(
+            "SIGINT after {after} s ({} pages, peak RSS {} MiB): exit {} ms later",
+            out.counters.pages,
+            out.peak_rss_kib >> 10,
+            out.stop_latency.unwrap_or_default().as_millis()
         );
     }
 }

@@ -54,6 +54,8 @@ pub struct CliOptions {
     pub resolve: Vec<(String, SocketAddr)>,
     /// Kill the crawler after this long (the test then fails); default 40 s.
     pub kill_after: Option<Duration>,
+    /// Send SIGINT after this long; the result then says how long the exit took.
+    pub interrupt_after: Option<Duration>,
 }
 
 /// What a crawl left behind.
@@ -69,6 +71,8 @@ pub struct CrawlResult {
     pub stop: Option<StopReason>,
     pub manifest: Vec<ManifestRow>,
     pub elapsed: Duration,
+    /// From SIGINT ([`CliOptions::interrupt_after`]) to the exit.
+    pub stop_latency: Option<Duration>,
     /// Keeps the state folder alive while the test looks at it.
     pub state: TempDir,
 }
@@ -186,7 +190,15 @@ fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResu
     let mut child = cmd.spawn().expect("start forager");
     let kill_after = opts.kill_after.unwrap_or(Duration::from_secs(40));
     let mut peak_rss_kib = 0;
+    let mut interrupted_at = None;
     let exit = loop {
+        if let Some(after) = opts.interrupt_after {
+            if interrupted_at.is_none() && started.elapsed() >= after {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+                interrupted_at = Some(Instant::now());
+            }
+        }
         // VmHWM is a high-water mark: any read after the peak sees it.
         if let Some(hwm) = vm_hwm_kib(child.id()) {
             peak_rss_kib = peak_rss_kib.max(hwm);
@@ -205,6 +217,7 @@ fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResu
         std::thread::sleep(Duration::from_millis(5));
     };
     let elapsed = started.elapsed();
+    let stop_latency = interrupted_at.map(|at| at.elapsed());
     // Shown with --nocapture: the figures behind the bound.
     eprintln!(
         "{job_name}: peak RSS {} KiB, {:.2} s",
@@ -221,6 +234,7 @@ fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResu
         stop,
         manifest,
         elapsed,
+        stop_latency,
         state,
     }
 }
@@ -260,6 +274,7 @@ pub async fn crawl_in_process(job: &str, fetch: FetchConfig) -> CrawlResult {
         stop,
         manifest,
         elapsed,
+        stop_latency: None,
         state,
     }
 }
