@@ -110,7 +110,8 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
         None => super::default_state_dir(args.config.as_deref())?,
     };
     let text = match open_store(Some(dir), None) {
-        Ok(store) => crate::engine::explain(&store, &args.job, args.top)?,
+        Ok(store) => crate::engine::explain(&store, &args.job, args.top)?
+            .with_context(|| format!("no stored state for job {:?}", args.job))?,
         Err(local) if daemon_may_answer(&local) => {
             let admin = crate::daemon::admin_address(args.config.as_deref())?;
             tokio::runtime::Builder::new_current_thread()

@@ -105,8 +105,7 @@ impl ProgressObserver {
                 self.with_bar = true;
             }
         }
-        self.bar
-            .set_position(c.requests.min(self.budget.max(c.requests)));
+        self.bar.set_position(c.requests);
         let per_minute = self.rate.per_minute(Instant::now());
         self.bar
             .set_message(progress_message(c, frontier, per_minute, self.with_bar));

@@ -99,6 +99,30 @@ enum HeaderScope {
 /// Headers that carry credentials: never in `[http] headers`, secret under a host.
 const CREDENTIAL_HEADERS: &[&str] = &["authorization", "cookie"];
 
+/// A table whose every value is a string, each entry checked by `check`
+/// (key, value) → an item or the reason it is refused; `None` when any was.
+fn read_string_table<T>(
+    r: &mut Reader<'_>,
+    field: &str,
+    node: Node<'_>,
+    mut check: impl FnMut(&str, &str) -> Result<T, String>,
+) -> Option<Vec<T>> {
+    let t = r.open_table(field, node)?;
+    let mut out = Vec::new();
+    let mut ok = true;
+    for (key, _, value) in t.entries() {
+        let path = t.child(key);
+        let checked = r
+            .string(&path, value)
+            .map(|text| check(key, text).map_err(|why| r.invalid(&path, value, why)));
+        match checked {
+            Some(Ok(item)) => out.push(item),
+            _ => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
 /// A table of header name → value.
 fn read_headers(
     r: &mut Reader<'_>,
@@ -106,63 +130,29 @@ fn read_headers(
     node: Node<'_>,
     scope: HeaderScope,
 ) -> Option<Vec<(HeaderName, HeaderValue)>> {
-    let t = r.open_table(field, node)?;
-    let mut out = Vec::new();
-    let mut ok = true;
-    for (key, _, value) in t.entries() {
-        let path = t.child(key);
-        let Some(text) = r.string(&path, value) else {
-            ok = false;
-            continue;
-        };
-        let name = match HeaderName::from_bytes(key.as_bytes()) {
-            Ok(n) => n,
-            Err(_) => {
-                r.invalid(&path, value, "not a valid header name");
-                ok = false;
-                continue;
-            }
-        };
+    read_string_table(r, field, node, |key, text| {
+        let name = HeaderName::from_bytes(key.as_bytes())
+            .map_err(|_| "not a valid header name".to_string())?;
         if MANAGED_HEADERS.contains(&name.as_str()) {
             let how = match name.as_str() {
                 "user-agent" => "set politeness.user_agent instead",
                 "proxy-authorization" => "put the user and password in the proxy URL instead",
                 _ => "forager sets it itself",
             };
-            r.invalid(&path, value, format!("{} cannot be set here: {how}", name));
-            ok = false;
-            continue;
+            return Err(format!("{name} cannot be set here: {how}"));
         }
         let credential = CREDENTIAL_HEADERS.contains(&name.as_str());
         if credential && scope == HeaderScope::Job {
             // Credentials belong to one host: `[http.hosts."NAME"]` keeps them there.
-            r.invalid(
-                &path,
-                value,
-                format!(
-                    "{} goes under [http.hosts.\"HOST\"] (headers, cookies, or user and password), so it is only sent to that host",
-                    name
-                ),
-            );
-            ok = false;
-            continue;
+            return Err(format!(
+                "{name} goes under [http.hosts.\"HOST\"] (headers, cookies, or user and password), so it is only sent to that host"
+            ));
         }
-        match HeaderValue::from_str(text) {
-            Ok(mut v) => {
-                v.set_sensitive(credential);
-                out.push((name, v));
-            }
-            Err(_) => {
-                r.invalid(
-                    &path,
-                    value,
-                    "not a valid header value (control characters?)",
-                );
-                ok = false;
-            }
-        }
-    }
-    ok.then_some(out)
+        let mut value = HeaderValue::from_str(text)
+            .map_err(|_| "not a valid header value (control characters?)".to_string())?;
+        value.set_sensitive(credential);
+        Ok((name, value))
+    })
 }
 
 fn read_hosts(r: &mut Reader<'_>, field: &str, node: Node<'_>) -> Option<Vec<HostOptions>> {
@@ -180,19 +170,22 @@ fn read_hosts(r: &mut Reader<'_>, field: &str, node: Node<'_>) -> Option<Vec<Hos
         };
         let options = r
             .table(&path, value, HOST_FIELDS)
-            .and_then(|h| read_host(r, &h));
-        match (pattern, options) {
-            (Some(pattern), Some(mut options)) => {
-                options.pattern = pattern;
-                hosts.push(options);
-            }
-            _ => ok = false,
+            .and_then(|h| read_host(r, &h, pattern));
+        match options {
+            Some(options) => hosts.push(options),
+            None => ok = false,
         }
     }
     ok.then_some(hosts)
 }
 
-fn read_host(r: &mut Reader<'_>, t: &Table<'_>) -> Option<HostOptions> {
+/// One host's table; `pattern` is `None` when its name was refused (its
+/// fields are still checked, so every error is reported at once).
+fn read_host(
+    r: &mut Reader<'_>,
+    t: &Table<'_>,
+    pattern: Option<HostPattern>,
+) -> Option<HostOptions> {
     let headers = match t.get("headers") {
         Some(node) => read_headers(r, &t.child("headers"), node, HeaderScope::Host),
         None => Some(Vec::new()),
@@ -203,7 +196,7 @@ fn read_host(r: &mut Reader<'_>, t: &Table<'_>) -> Option<HostOptions> {
     };
     let authorization = read_basic_auth(r, t);
     Some(HostOptions {
-        pattern: HostPattern::Exact(String::new()),
+        pattern: pattern?,
         headers: headers?,
         cookie: cookie?,
         authorization: authorization?,
@@ -212,41 +205,27 @@ fn read_host(r: &mut Reader<'_>, t: &Table<'_>) -> Option<HostOptions> {
 
 /// `cookies = { name = "value" }` as one sensitive `Cookie` header.
 fn read_cookies(r: &mut Reader<'_>, field: &str, node: Node<'_>) -> Option<HeaderValue> {
-    let t = r.open_table(field, node)?;
-    let mut pairs = Vec::new();
-    let mut ok = true;
-    for (key, _, value) in t.entries() {
-        let path = t.child(key);
-        let Some(text) = r.string(&path, value) else {
-            ok = false;
-            continue;
-        };
-        let token = |s: &str| {
-            !s.is_empty()
-                && s.bytes()
-                    .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b))
-        };
-        let cookie_value = |s: &str| {
-            s.bytes()
-                .all(|b| b.is_ascii_graphic() && !b"\",;\\".contains(&b))
-        };
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b))
+    };
+    let cookie_value = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_graphic() && !b"\",;\\".contains(&b))
+    };
+    let pairs = read_string_table(r, field, node, |key, text| {
         if !token(key) {
-            r.invalid(&path, value, "not a valid cookie name");
-            ok = false;
+            Err("not a valid cookie name".to_string())
         } else if !cookie_value(text) {
-            r.invalid(
-                &path,
-                value,
-                "not a valid cookie value (no spaces, quotes, commas, semicolons or backslashes)",
-            );
-            ok = false;
+            Err(
+                "not a valid cookie value (no spaces, quotes, commas, semicolons or backslashes)"
+                    .to_string(),
+            )
         } else {
-            pairs.push(format!("{key}={text}"));
+            Ok(format!("{key}={text}"))
         }
-    }
-    if !ok {
-        return None;
-    }
+    })?;
     let mut v = HeaderValue::from_str(&pairs.join("; ")).ok()?;
     v.set_sensitive(true);
     Some(v)

@@ -288,11 +288,9 @@ impl Collector for ReportCollector {
             ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
         }
         for (name, help, get) in JOB_COUNTERS {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for j in jobs {
-                ConstCounter::new(get(j))
-                    .encode(family.encode_family(&[("job", j.name.as_str())])?)?;
-            }
+            per_job(&mut encoder, name, help, MetricType::Counter, jobs, |j| {
+                Some(ConstCounter::new(get(j)))
+            })?;
         }
         let mut family = encoder.encode_descriptor(
             "forager_job_responses",
@@ -326,16 +324,30 @@ impl Collector for ReportCollector {
             }
         }
         for (name, help, get) in JOB_GAUGES {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for j in jobs {
-                if let Some(v) = get(j) {
-                    ConstGauge::new(v)
-                        .encode(family.encode_family(&[("job", j.name.as_str())])?)?;
-                }
-            }
+            per_job(&mut encoder, name, help, MetricType::Gauge, jobs, |j| {
+                get(j).map(ConstGauge::new)
+            })?;
         }
         Ok(())
     }
+}
+
+/// A family with one series per job, labelled `job`; a job whose value is unknown has none.
+fn per_job<M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    jobs: &[JobStatus],
+    metric: impl Fn(&JobStatus) -> Option<M>,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+    for j in jobs {
+        if let Some(m) = metric(j) {
+            m.encode(family.encode_family(&[("job", j.name.as_str())])?)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

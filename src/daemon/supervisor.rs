@@ -384,15 +384,12 @@ impl Daemon {
                 // Reading a large frontier takes a while: off the main loop.
                 let store = self.engine.store.clone();
                 tokio::task::spawn_blocking(move || {
-                    let outcome = match store.job_record(&job) {
+                    let outcome = match crate::engine::explain(&store, &job, top) {
+                        Ok(Some(text)) => ExplainOutcome::Text(text),
                         Ok(None) => ExplainOutcome::NotFound(format!(
                             "no stored state for job {job:?} (it has not checkpointed yet, or was purged)"
                         )),
-                        Ok(Some(_)) => match crate::engine::explain(&store, &job, top) {
-                            Ok(text) => ExplainOutcome::Text(text),
-                            Err(e) => ExplainOutcome::Failed(format!("{e:#}")),
-                        },
-                        Err(e) => ExplainOutcome::Failed(e.to_string()),
+                        Err(e) => ExplainOutcome::Failed(format!("{e:#}")),
                     };
                     let _ = reply.send(outcome);
                 });

@@ -8,11 +8,12 @@ use crate::strategy::{StrategyKind, StrategyStats};
 use anyhow::Context;
 use std::collections::BTreeMap;
 
-/// What `forager explain` prints for `job`, from its last checkpoint in `store`.
-pub fn explain(store: &Store, job: &str, top: usize) -> anyhow::Result<String> {
-    let record = store
-        .job_record(job)?
-        .with_context(|| format!("no stored state for job {:?}", job))?;
+/// What `forager explain` prints for `job`, from its last checkpoint in
+/// `store`; `None` when the job has no stored state.
+pub fn explain(store: &Store, job: &str, top: usize) -> anyhow::Result<Option<String>> {
+    let Some(record) = store.job_record(job)? else {
+        return Ok(None);
+    };
     let kind = StrategyKind::parse(&record.strategy)
         .with_context(|| format!("unknown stored strategy {:?}", record.strategy))?;
     let mut strategy = kind.build(record.seed);
@@ -39,14 +40,14 @@ pub fn explain(store: &Store, job: &str, top: usize) -> anyhow::Result<String> {
             }
         }
     }
-    Ok(format_explain(
+    Ok(Some(format_explain(
         job,
         &record.strategy,
         &record.counters,
         &stats,
         top,
         &examples,
-    ))
+    )))
 }
 
 /// Example URLs shown per action.
