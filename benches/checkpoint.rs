@@ -720,6 +720,7 @@ impl BigJob {
                 tag_path: link.tag_path.to_string(),
                 fetched_at: "2026-11-22T10:00:00Z".into(),
                 truncated: false,
+                rdf: None,
             },
         ));
     }

@@ -29,6 +29,7 @@ pub mod learn;
 pub mod link;
 pub mod mime;
 pub mod output;
+pub mod rdf;
 pub mod revisit;
 pub mod sites;
 pub mod store;

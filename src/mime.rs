@@ -79,7 +79,6 @@ const STRUCTURED: &[&str] = &[
     "application/x-yaml",
     "text/yaml",
     "text/x-yaml",
-    "application/rdf+xml",
     "application/rss+xml",
     "application/geo+json",
     "application/vnd.geo+json",
@@ -91,6 +90,21 @@ const STRUCTURED: &[&str] = &[
     "application/x-hdf5",
     "application/x-hdf",
 ];
+/// RDF syntaxes forager parses (the `linked-data` preset; see [`crate::rdf`]).
+pub const RDF: &[&str] = &[
+    "text/turtle",
+    "application/x-turtle",
+    "application/n-triples",
+    "application/n-quads",
+    "text/x-nquads",
+    "application/trig",
+    "application/rdf+xml",
+    "application/ld+json",
+    "text/n3",
+    "text/rdf+n3",
+];
+/// File extensions of RDF documents (lower-case, no dot).
+pub const RDF_EXTENSIONS: &[&str] = &["ttl", "nt", "nq", "trig", "rdf", "owl", "jsonld", "n3"];
 const DOCUMENT: &[&str] = &[
     "application/msword",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -142,10 +156,12 @@ pub enum MimeFamily {
     Text,
     /// Everything else.
     Other,
+    /// RDF documents (added last: the stored filters of the others keep their index).
+    Rdf,
 }
 
 impl MimeFamily {
-    pub const ALL: [MimeFamily; 12] = [
+    pub const ALL: [MimeFamily; 13] = [
         MimeFamily::Html,
         MimeFamily::Csv,
         MimeFamily::Spreadsheet,
@@ -158,6 +174,7 @@ impl MimeFamily {
         MimeFamily::Video,
         MimeFamily::Text,
         MimeFamily::Other,
+        MimeFamily::Rdf,
     ];
 
     /// The family of a MIME essence (see [`essence`]).
@@ -172,6 +189,7 @@ impl MimeFamily {
             (ARCHIVE, MimeFamily::Archive),
             (STRUCTURED, MimeFamily::Structured),
             (DOCUMENT, MimeFamily::Document),
+            (RDF, MimeFamily::Rdf),
         ];
         for (types, family) in listed {
             if types.contains(&essence) {
@@ -196,6 +214,7 @@ impl MimeFamily {
             MimeFamily::Archive => Some(ARCHIVE),
             MimeFamily::Structured => Some(STRUCTURED),
             MimeFamily::Document => Some(DOCUMENT),
+            MimeFamily::Rdf => Some(RDF),
             _ => None,
         }
     }
@@ -226,6 +245,9 @@ pub enum Preset {
     Documents,
     /// Compressed archives.
     Archives,
+    /// RDF documents in any syntax forager parses (linked data; implies `rdf = true`).
+    #[serde(rename = "linked-data")]
+    LinkedData,
     /// Nothing but what `mime` lists.
     None,
 }
@@ -233,9 +255,12 @@ pub enum Preset {
 impl Preset {
     pub fn mime_types(self) -> Vec<&'static str> {
         match self {
-            Preset::Statistics => [CSV, SPREADSHEET, PDF, ARCHIVE, STRUCTURED, DOCUMENT].concat(),
+            Preset::Statistics => {
+                [CSV, SPREADSHEET, PDF, ARCHIVE, STRUCTURED, DOCUMENT, RDF].concat()
+            }
             Preset::Documents => [PDF, DOCUMENT].concat(),
             Preset::Archives => ARCHIVE.to_vec(),
+            Preset::LinkedData => RDF.to_vec(),
             Preset::None => Vec::new(),
         }
     }
@@ -249,6 +274,7 @@ impl Preset {
             }
             Preset::Documents => DOCUMENT_EXTENSIONS.to_vec(),
             Preset::Archives => ARCHIVE_EXTENSIONS.to_vec(),
+            Preset::LinkedData => RDF_EXTENSIONS.to_vec(),
             Preset::None => Vec::new(),
         }
     }

@@ -13,6 +13,7 @@ use super::{first, read_config_file};
 use crate::extract::{check_pattern, PolitenessPer, ScopeKind, UrlPatterns};
 use crate::http_options::HttpOptions;
 use crate::mime::{Preset, TargetSet};
+use crate::rdf::Follow;
 use crate::strategy::StrategyKind;
 
 /// The user agent of a job that names none.
@@ -54,7 +55,17 @@ const OUTPUT_FIELDS: &[&str] = &["warc", "warc_max_size", "crawl_log"];
 const SCOPE_FIELDS: &[&str] = &["kind", "include", "exclude"];
 /// Range of `output.warc_max_size`: below 1 MiB a job makes thousands of files; above 64 GiB no tool copes.
 const WARC_SIZE_RANGE: (u64, u64) = (1 << 20, 64 << 30);
-const TARGETS_FIELDS: &[&str] = &["preset", "mime", "ext", "block_mime", "block_ext"];
+const TARGETS_FIELDS: &[&str] = &[
+    "preset",
+    "mime",
+    "ext",
+    "block_mime",
+    "block_ext",
+    "rdf",
+    "rdf_follow",
+];
+/// What `targets.rdf_follow` may list: the positions of a statement whose IRIs are links.
+const RDF_FOLLOW: &[&str] = &["subjects", "objects", "predicates", "types"];
 const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop"];
 const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent", "max_in_flight", "per"];
 
@@ -78,6 +89,7 @@ const SCOPES: &[(&str, ScopeKind)] = &[
 const PRESETS: &[(&str, Preset)] = &[
     ("statistics", Preset::Statistics),
     ("documents", Preset::Documents),
+    ("linked-data", Preset::LinkedData),
     ("archives", Preset::Archives),
     ("none", Preset::None),
 ];
@@ -198,6 +210,11 @@ pub struct TargetsSpec {
     pub ext: Vec<String>,
     /// Extensions (lower-case, no dot) whose links are never fetched.
     pub block_ext: Vec<String>,
+    /// Linked data: RDF responses are parsed, a document with a statement is
+    /// a target, its statements go to `data.nq.gz` and its IRIs are links.
+    pub rdf: bool,
+    /// Which IRIs of a statement are links.
+    pub rdf_follow: Follow,
 }
 
 impl Default for TargetsSpec {
@@ -208,14 +225,23 @@ impl Default for TargetsSpec {
             ext: Vec::new(),
             block_mime: DEFAULT_BLOCK_MIME.iter().map(|s| s.to_string()).collect(),
             block_ext: DEFAULT_BLOCK_EXT.iter().map(|s| s.to_string()).collect(),
+            rdf: false,
+            rdf_follow: Follow::default(),
         }
     }
 }
 
 impl TargetsSpec {
-    /// The MIME classifier of this job.
+    /// The MIME classifier of this job (a linked-data job harvests RDF
+    /// whatever its preset).
     pub fn target_set(&self) -> TargetSet {
-        TargetSet::new(self.preset, &self.mime, &self.block_mime).with_extensions(&self.ext)
+        let mut mime = self.mime.clone();
+        let mut ext = self.ext.clone();
+        if self.rdf {
+            mime.extend(crate::mime::RDF.iter().map(|m| m.to_string()));
+            ext.extend(crate::mime::RDF_EXTENSIONS.iter().map(|e| e.to_string()));
+        }
+        TargetSet::new(self.preset, &mime, &self.block_mime).with_extensions(&ext)
     }
 
     /// Whether the last path segment of `url` ends in a blocked extension (case-insensitive).
@@ -526,8 +552,23 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         Some(n) => r.strings_located(&t.child("ext"), n, check_extension),
         None => Some(Vec::new()),
     };
-    let (preset, mime, block_mime, block_ext, ext) =
-        (preset?, mime?, block_mime?, block_ext?, ext?);
+    let rdf = match t.get("rdf") {
+        Some(n) => r.bool(&t.child("rdf"), n),
+        None => preset.map(|p| p == Preset::LinkedData),
+    };
+    let rdf_follow = match t.get("rdf_follow") {
+        Some(n) => read_rdf_follow(r, &t.child("rdf_follow"), n),
+        None => Some(Follow::default()),
+    };
+    let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow) = (
+        preset?,
+        mime?,
+        block_mime?,
+        block_ext?,
+        ext?,
+        rdf?,
+        rdf_follow?,
+    );
 
     // A target type that is also blocked would never be downloaded: say so now, not after a silent crawl.
     let mut ok = true;
@@ -586,6 +627,30 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
             .collect(),
         block_mime,
         block_ext,
+        rdf,
+        rdf_follow,
+    })
+}
+
+/// `targets.rdf_follow`: a list of statement positions, none twice.
+fn read_rdf_follow(r: &mut Reader<'_>, field: &str, node: Node<'_>) -> Option<Follow> {
+    let names = r.strings_with(field, node, |s| {
+        if RDF_FOLLOW.contains(&s) {
+            Ok(s.to_string())
+        } else {
+            Err(format!(
+                "{} is not one of {}",
+                quote(s),
+                RDF_FOLLOW.join(", ")
+            ))
+        }
+    })?;
+    let has = |n: &str| names.iter().any(|x| x == n);
+    Some(Follow {
+        subjects: has("subjects"),
+        objects: has("objects"),
+        predicates: has("predicates"),
+        types: has("types"),
     })
 }
 

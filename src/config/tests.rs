@@ -454,7 +454,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
@@ -543,11 +543,11 @@ fn choices_list_the_alternatives() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}strategy = \"SB\"\n")),
-        "jobs.d/x.toml:3: strategy: unknown value \"SB\" (expected one of: sb, focused, bfs, dfs, random)"
+        "jobs.d/x.toml:3: strategy: unknown value \"SB\" (expected one of: sb, focused, bfs, dfs, random, ldcoc)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npreset = \"stats\"\n")),
-        "jobs.d/x.toml:4: targets.preset: unknown value \"stats\" (expected one of: statistics, documents, archives, none)"
+        "jobs.d/x.toml:4: targets.preset: unknown value \"stats\" (expected one of: statistics, documents, linked-data, archives, none)"
     );
 }
 

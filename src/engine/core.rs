@@ -427,6 +427,19 @@ impl JobCore {
 
     /// Start the step of a popped link; `None` for an id without a record,
     /// which is skipped for good. Returns whether a step started.
+    /// Ask the strategy whether a popped link is still wanted; when it is
+    /// not, the link leaves the frontier as dropped (no step begins).
+    pub fn confirm_popped(&mut self, id: LinkId, key: QueueKey, link: &Link) -> bool {
+        if self.strategy.confirm(link, key) {
+            return true;
+        }
+        self.delta.frontier_removed.push(id);
+        self.counters.dropped += 1;
+        self.skip(&link.url, SkipReason::Strategy, link.referrer.as_ref());
+        self.debug_check();
+        false
+    }
+
     pub fn begin_step(&mut self, id: LinkId, key: QueueKey, entry: Option<FrontierEntry>) -> bool {
         let started = match entry {
             Some(entry) => {
@@ -761,11 +774,6 @@ impl JobCore {
             .push((self.next_manifest_row, row.clone()));
         self.next_manifest_row += 1;
         self.uncommitted_rows.push(row);
-    }
-
-    /// Whether the next checkpoint commits manifest rows (whose files must be synced first).
-    pub fn has_uncommitted_rows(&self) -> bool {
-        !self.delta.manifest_added.is_empty()
     }
 
     /// Take everything since the last checkpoint as one delta, with the job

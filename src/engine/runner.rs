@@ -39,6 +39,8 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 use url::Url;
 
+mod linked;
+
 /// Redirect hops followed for one link (ARCHITECTURE.md § Politeness and safety).
 const MAX_REDIRECTS: usize = 10;
 
@@ -86,7 +88,7 @@ impl JobOutcome {
 
 /// What one GET produced.
 enum Fetched {
-    /// An HTML page and the links on it.
+    /// An HTML page (or an RDF document, saved as a target) and its links.
     Page { url: Url, links: Box<PageLinks> },
     /// A target, saved.
     Target,
@@ -204,7 +206,7 @@ impl<'a> Runner<'a> {
                 robots: spec.politeness.robots,
                 user_agent: spec.politeness.user_agent.clone(),
                 run: engine.fetcher.new_run(),
-                http: Arc::new(spec.http.clone()),
+                http: Arc::new(linked::with_accept(spec)),
             },
             max_in_flight: spec.max_in_flight().max(1),
             per: spec.politeness_per(),
@@ -246,6 +248,8 @@ impl<'a> Runner<'a> {
             warn!(job = %job, error = %e, "could not clean partial target files");
         }
         let Some(record) = self.engine.store.job_record(&job)? else {
+            // Statements written before a first checkpoint that never came.
+            self.reconcile_data(&[])?;
             self.core().add_seeds(&self.spec.seeds);
             return Ok(());
         };
@@ -288,6 +292,7 @@ impl<'a> Runner<'a> {
         }
         let seen = core.seen_len();
         let rows: Vec<ManifestRow> = loaded.manifest.into_iter().map(|(_, r)| r).collect();
+        self.reconcile_data(&rows)?;
         self.out
             .rewrite_manifest(&rows)
             .map_err(|source| EngineError::Output {
@@ -302,6 +307,28 @@ impl<'a> Runner<'a> {
             targets = rows.len(),
             "resumed from checkpoint"
         );
+        Ok(())
+    }
+
+    /// Drop from `data.nq.gz` the statements of documents whose rows never
+    /// committed (they are fetched again).
+    fn reconcile_data(&self, committed: &[ManifestRow]) -> Result<(), EngineError> {
+        let keys: HashSet<String> = committed
+            .iter()
+            .filter(|r| r.rdf.is_some())
+            .map(|r| crate::output::nquads::document_key(&r.sha256, &r.final_url))
+            .collect();
+        let found = self
+            .out
+            .reconcile_data(&keys)
+            .map_err(|source| EngineError::Output {
+                job: self.spec.name.clone(),
+                source,
+            })?;
+        if found.dropped > 0 || found.cut_bytes > 0 {
+            warn!(job = %self.spec.name, dropped = found.dropped, cut_bytes = found.cut_bytes,
+                "data.nq.gz: statements of documents not checkpointed were dropped; they are fetched again");
+        }
         Ok(())
     }
 
@@ -502,6 +529,9 @@ impl<'a> Runner<'a> {
                 self.core().begin_step(id, key, None);
                 continue;
             };
+            if !self.core().confirm_popped(id, key, &entry.link) {
+                continue;
+            }
             let lane = self.host_key(&entry.link.url);
             if driver.lanes.is_free(&lane) && self.readiness(&entry.link.url) == Readiness::Now {
                 driver.lanes.start(&lane);
@@ -974,6 +1004,8 @@ impl<'a> Runner<'a> {
                         return Ok(this(fault, format!("HTTP {status}")));
                     }
                     debug!(job = %self.spec.name, url = %url, status, "HTTP error");
+                    self.core()
+                        .observe(link, Label::Neither, LabelSource::Error);
                     return Ok(Fetched::Nothing);
                 }
             }
@@ -998,6 +1030,9 @@ impl<'a> Runner<'a> {
         self.remember_family(&link.url, content_type.as_deref());
         if url != link.url {
             self.remember_family(&url, content_type.as_deref());
+        }
+        if self.is_rdf_candidate(&essence(content_type.as_deref().unwrap_or("")), &url, label) {
+            return self.got_rdf(link, url, resp, tally).await;
         }
         self.core().observe(link, label, LabelSource::Get);
         match label {
@@ -1210,6 +1245,7 @@ impl<'a> Runner<'a> {
             tag_path: link.tag_path.to_string(),
             fetched_at: rfc3339_now(),
             truncated,
+            rdf: None,
         };
         info!(job = %self.spec.name, url = %url, bytes = saved.bytes, "target saved");
         self.emit(
@@ -1342,19 +1378,29 @@ impl<'a> Runner<'a> {
         if let Some(log) = lock(&self.crawl_log).as_mut() {
             log.flush();
         }
-        if self.core().has_uncommitted_rows() {
-            // The rows about to be committed name files renamed since the
-            // last checkpoint: their names must be on disk first.
-            self.out.sync().map_err(|source| EngineError::Output {
-                job: self.spec.name.clone(),
-                source,
-            })?;
-        }
         let now_secs = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        let mut taken = self.core().take_checkpoint(stop, now_secs);
+        // Under the data file's lock: its members of rows not in this delta follow those that are.
+        let mut taken = self
+            .out
+            .seal_data(|| self.core().take_checkpoint(stop, now_secs))
+            .map_err(|source| EngineError::Output {
+                job: self.spec.name.clone(),
+                source,
+            })?;
+        if !taken.rows.is_empty() {
+            // The rows about to commit name files renamed (and statements
+            // appended) before the take: make them durable first.
+            if let Err(source) = self.out.sync() {
+                self.core().commit_failed(taken.delta, taken.rows);
+                return Err(EngineError::Output {
+                    job: self.spec.name.clone(),
+                    source,
+                });
+            }
+        }
         if self.engine.claim_shared_staging(last) {
             super::filters::stage(&mut lock(&self.engine.filters), &mut taken.delta);
             self.engine

@@ -356,12 +356,16 @@ impl Fetcher {
         } else {
             (&clients.client, ACCEPT_ENCODING_VALUE)
         };
+        let job_headers: Vec<_> = politeness.http.headers_for(url).collect();
         let mut builder = client
             .request(method.into(), url.clone())
             .header(USER_AGENT, user_agent)
-            .header(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE))
             .header(ACCEPT_ENCODING, HeaderValue::from_static(accept_encoding));
-        for (name, value) in politeness.http.headers_for(url) {
+        // A job's own Accept (a linked-data job's content negotiation) replaces the default.
+        if !job_headers.iter().any(|(name, _)| *name == ACCEPT) {
+            builder = builder.header(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE));
+        }
+        for (name, value) in job_headers {
             builder = builder.header(name, value.clone());
         }
         let request = builder.build().map_err(|e| self.map_send_error(url, e))?;

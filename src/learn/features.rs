@@ -43,6 +43,14 @@ enum Namespace {
     Segment,
     Extension,
     QueryKey,
+    // LDCOC's context features (`UrlFeatures::of_linked_data`).
+    RefScheme,
+    RefHost,
+    RefSegment,
+    RefExtension,
+    RefQueryKey,
+    Predicate,
+    KnownType,
 }
 
 impl Namespace {
@@ -148,6 +156,92 @@ impl UrlFeatures {
     }
 }
 
+/// The context of a link found in linked data, for LDCOC's feature set
+/// F+t+r+p (paper §4.3, its best): the URL's intrinsic parts, its type when
+/// the MIME filters know it, the referring document's intrinsic parts, and
+/// the predicates that led to it.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkContext<'a> {
+    pub url: &'a Url,
+    /// The MIME family or label the filters know for the URL (`t`).
+    pub known_type: Option<&'a str>,
+    pub referrer: Option<&'a Url>,
+    /// Predicate IRIs (`p`).
+    pub predicates: &'a [&'a str],
+}
+
+impl UrlFeatures {
+    /// LDCOC's features of a link (no character 2-grams: the paper's
+    /// intrinsic features are the URL's parts). Namespaces keep a host
+    /// of the link and the same host of the referrer apart.
+    pub fn of_linked_data(ctx: LinkContext<'_>) -> UrlFeatures {
+        let mut ids = Vec::with_capacity(24);
+        let mut set = IdSet::with_room(24 + ctx.predicates.len());
+        let mut push = |id: u32| {
+            if set.insert(id) {
+                ids.push(id);
+            }
+        };
+        push(Namespace::Bias.feature(b""));
+        let own = [
+            Namespace::Scheme,
+            Namespace::Host,
+            Namespace::Segment,
+            Namespace::Extension,
+            Namespace::QueryKey,
+        ];
+        url_parts(ctx.url, own, &mut push);
+        if let Some(r) = ctx.referrer {
+            let theirs = [
+                Namespace::RefScheme,
+                Namespace::RefHost,
+                Namespace::RefSegment,
+                Namespace::RefExtension,
+                Namespace::RefQueryKey,
+            ];
+            url_parts(r, theirs, &mut push);
+        }
+        if let Some(t) = ctx.known_type {
+            push(Namespace::KnownType.feature(t.as_bytes()));
+        }
+        for p in ctx.predicates {
+            push(Namespace::Predicate.feature(p.as_bytes()));
+        }
+        UrlFeatures { ids }
+    }
+}
+
+/// Scheme, host, path segments, last extension and query keys of `url`,
+/// lower-cased, hashed in the given namespaces (in that order).
+fn url_parts(url: &Url, ns: [Namespace; 5], push: &mut impl FnMut(u32)) {
+    let [scheme, host_ns, segment_ns, ext_ns, query_ns] = ns;
+    push(scheme.feature(url.scheme().as_bytes()));
+    if let Some(host) = url.host_str() {
+        push(host_ns.feature(host.to_ascii_lowercase().as_bytes()));
+    }
+    let path = url.path().to_ascii_lowercase();
+    let mut last: &[u8] = b"";
+    for segment in path
+        .as_bytes()
+        .split(|&b| b == b'/')
+        .filter(|s| !s.is_empty())
+    {
+        push(segment_ns.feature(segment));
+        last = segment;
+    }
+    if let Some(ext) = extension(last) {
+        push(ext_ns.feature(ext));
+    }
+    if let Some(query) = url.query() {
+        for pair in query.split('&') {
+            let key = pair.split('=').next().unwrap_or("");
+            if !key.is_empty() {
+                push(query_ns.feature(key.to_ascii_lowercase().as_bytes()));
+            }
+        }
+    }
+}
+
 /// A set of feature ids for one extraction (open addressing, load ≤ 1/2).
 struct IdSet {
     slots: Vec<u32>,
@@ -209,6 +303,38 @@ mod tests {
 
     fn has(f: &UrlFeatures, ns: Namespace, bytes: &[u8]) -> bool {
         f.ids().contains(&ns.feature(bytes))
+    }
+
+    #[test]
+    fn linked_data_features_keep_link_and_referrer_apart() {
+        let url = Url::parse("http://data.test/id/Paris.ttl?x=1").unwrap();
+        let referrer = Url::parse("http://data.test/doc/france").unwrap();
+        let f = UrlFeatures::of_linked_data(LinkContext {
+            url: &url,
+            known_type: Some("rdf"),
+            referrer: Some(&referrer),
+            predicates: &["http://www.w3.org/2002/07/owl#sameAs"],
+        });
+        assert!(has(&f, Namespace::Host, b"data.test"));
+        assert!(has(&f, Namespace::RefHost, b"data.test"));
+        assert!(has(&f, Namespace::Segment, b"paris.ttl"));
+        assert!(has(&f, Namespace::Extension, b"ttl"));
+        assert!(has(&f, Namespace::RefSegment, b"france"));
+        assert!(has(&f, Namespace::QueryKey, b"x"));
+        assert!(has(&f, Namespace::KnownType, b"rdf"));
+        assert!(has(
+            &f,
+            Namespace::Predicate,
+            b"http://www.w3.org/2002/07/owl#sameAs"
+        ));
+        assert!(!has(&f, Namespace::Bigram, b"ht"), "no 2-grams");
+        let alone = UrlFeatures::of_linked_data(LinkContext {
+            url: &url,
+            known_type: None,
+            referrer: None,
+            predicates: &[],
+        });
+        assert!(alone.len() < f.len());
     }
 
     #[test]

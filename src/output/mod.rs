@@ -14,10 +14,12 @@
 //! With `[output] warc = true` each saved target's exchange is also archived
 //! in `targets/<job>/warc/` ([`warc`]), written before the target's row
 //! commits and synced with the folder; `forager export` ([`export`]) copies a
-//! harvest out through the manifest and files alone.
+//! harvest out through the manifest and files alone. A linked-data job's
+//! statements go to `data.nq.gz` ([`nquads`]).
 
 pub mod crawl_log;
 pub mod export;
+pub mod nquads;
 pub mod warc;
 
 use crate::config::OutputSpec;
@@ -38,6 +40,8 @@ pub struct TargetDir {
     job: String,
     /// The job's WARC series, opened at the first archived exchange.
     warc: Arc<Mutex<Option<WarcWriter>>>,
+    /// A linked-data job's statements (`data.nq.gz`).
+    data: Arc<Mutex<nquads::DataFile>>,
 }
 
 impl TargetDir {
@@ -46,6 +50,10 @@ impl TargetDir {
         let dir = state_dir.join("targets").join(job);
         fs::create_dir_all(dir.join(".partial"))?;
         Ok(TargetDir {
+            data: Arc::new(Mutex::new(nquads::DataFile::new(
+                &dir,
+                nquads::DEFAULT_MAX_SIZE,
+            ))),
             dir,
             job: job.to_string(),
             warc: Arc::new(Mutex::new(None)),
@@ -156,6 +164,7 @@ impl TargetDir {
     /// per target (it cost a sixth of the CPU of saving a small target).
     pub fn sync(&self) -> io::Result<()> {
         sync_dir(&self.dir)?;
+        self.data_file()?.sync()?;
         let mut slot = self
             .warc
             .lock()
@@ -164,6 +173,40 @@ impl TargetDir {
             Some(writer) => writer.sync(),
             None => Ok(()),
         }
+    }
+
+    /// Append a document's statements to `data.nq.gz`, then run `then` (which
+    /// adds the document's manifest row to the delta) under the same lock:
+    /// see [`nquads`] for why.
+    pub fn append_statements(
+        &self,
+        key: &str,
+        nquads: &str,
+        then: impl FnOnce(),
+    ) -> io::Result<()> {
+        let mut data = self.data_file()?;
+        data.append(key, nquads)?;
+        then();
+        Ok(())
+    }
+
+    /// Rotate a full data file, then run a checkpoint's `take` under its lock.
+    pub fn seal_data<R>(&self, take: impl FnOnce() -> R) -> io::Result<R> {
+        self.data_file()?.with_sealed(take)
+    }
+
+    /// On resume: drop the statements of documents whose rows never committed.
+    pub fn reconcile_data(
+        &self,
+        committed: &std::collections::HashSet<String>,
+    ) -> io::Result<nquads::Reconciled> {
+        nquads::reconcile(&self.dir, committed)
+    }
+
+    fn data_file(&self) -> io::Result<std::sync::MutexGuard<'_, nquads::DataFile>> {
+        self.data
+            .lock()
+            .map_err(|_| io::Error::other("data file writer poisoned by a panic"))
     }
 
     /// Append committed rows to `manifest.jsonl`.
@@ -241,6 +284,17 @@ pub fn set_aside_manifest(state_dir: &Path, job: &str) -> io::Result<Option<Path
         let aside = dir.join(name);
         if aside.exists() {
             continue;
+        }
+        // A linked-data job's statements belong to the same run: beside it.
+        let data = nquads::files(&dir)?;
+        if !data.is_empty() {
+            let data_aside = dir.join(format!("data.superseded-{secs}-{n}"));
+            fs::create_dir_all(&data_aside)?;
+            for file in data {
+                if let Some(name) = file.file_name() {
+                    fs::rename(&file, data_aside.join(name))?;
+                }
+            }
         }
         fs::rename(&path, &aside)?;
         sync_dir(&dir)?;

@@ -4,7 +4,8 @@
 //! once under made-up host names ([`server`]), and the site kinds it serves —
 //! a folder on disk ([`directory`]), a deterministic generated site of any size
 //! ([`synthetic`]), the small hand-made site of the end-to-end test
-//! ([`fixture`]), and a web of many small hosts for cross-host jobs ([`web`]).
+//! ([`fixture`]), a web of many small hosts for cross-host jobs ([`web`]), and a web of
+//! linked data served by content negotiation ([`linked`]).
 //!
 //! Must not touch: anything of the crawl (engine, store, strategies) or the
 //! network beyond 127.0.0.1. This is the bottom of the crate: a site is plain
@@ -14,6 +15,7 @@
 
 pub mod directory;
 pub mod fixture;
+pub mod linked;
 pub mod server;
 pub mod synthetic;
 pub mod web;

@@ -26,7 +26,7 @@ mod crash_backend;
 pub mod repair;
 mod schema;
 
-pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, StopReason};
+pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, RdfStatements, StopReason};
 
 use crate::crashpoint::{self, CrashPoint};
 use crate::link::LinkId;
@@ -48,7 +48,8 @@ const SHARED: TableDefinition<&str, &[u8]> = TableDefinition::new("shared");
 
 /// Version of the table layout; stored in `meta` and checked at open.
 /// 2: frontier values put the queue key before the link.
-const SCHEMA_VERSION: u32 = 2;
+/// 3: manifest rows end with an RDF document's statements (migrated from 2).
+const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -432,6 +433,12 @@ impl Store {
                 Some(v) => Some(decode_row::<u32>("meta", v.value())?),
                 None => None,
             };
+            if found == Some(2) {
+                Self::migrate_manifest_from_2(&txn)?;
+                meta.insert("schema_version", codec::encode(&SCHEMA_VERSION).as_slice())?;
+                tracing::info!(path = %path.display(), "state database migrated from schema version 2 to 3");
+            }
+            let found = found.map(|v| if v == 2 { SCHEMA_VERSION } else { v });
             match found {
                 Some(v) if v != SCHEMA_VERSION => {
                     return Err(StoreError::Schema {
@@ -452,6 +459,22 @@ impl Store {
             txn.open_table(SHARED)?;
         }
         txn.commit()?;
+        Ok(())
+    }
+
+    /// Schema 2 → 3: every manifest row gains an empty `rdf` field.
+    fn migrate_manifest_from_2(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+        let mut manifest = txn.open_table(MANIFEST)?;
+        let mut rows = Vec::new();
+        for entry in manifest.iter()? {
+            let (key, value) = entry?;
+            let (job, n) = key.value();
+            let old: schema::ManifestRowV2 = decode_row("manifest", value.value())?;
+            rows.push(((job.to_string(), n), ManifestRow::from(old)));
+        }
+        for ((job, n), row) in rows {
+            manifest.insert((job.as_str(), n), codec::encode(&row).as_slice())?;
+        }
         Ok(())
     }
 
@@ -764,6 +787,7 @@ mod tests {
             tag_path: "/html/body/a".into(),
             fetched_at: "2026-11-22T00:00:00Z".into(),
             truncated: false,
+            rdf: None,
         }
     }
 

@@ -252,6 +252,7 @@ mod tests {
                         tag_path: "/html/body/a".into(),
                         fetched_at: "2026-11-22T00:00:00Z".into(),
                         truncated: false,
+                        rdf: None,
                     };
                     (n, row)
                 })

@@ -1,5 +1,5 @@
 //! The values stored per job. Changing one of these layouts means bumping
-//! [`crate::codec::FORMAT_VERSION`].
+//! the store's `SCHEMA_VERSION` and migrating the rows already stored.
 
 use crate::link::Link;
 use crate::link::QueueKey;
@@ -117,6 +117,53 @@ pub struct ManifestRow {
     /// RFC 3339, UTC.
     pub fetched_at: String,
     pub truncated: bool,
+    /// An RDF document's statements (linked-data jobs), also in `data.nq.gz`.
+    #[serde(default)]
+    pub rdf: Option<RdfStatements>,
+}
+
+/// What an RDF document held, as its manifest row says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RdfStatements {
+    /// `turtle`, `n-triples`, `n-quads`, `trig`, `rdf-xml`, `json-ld` or `n3`.
+    pub syntax: String,
+    /// Statements written to the data file.
+    pub statements: u64,
+    /// Statements the parser refused.
+    pub errors: u64,
+}
+
+/// A manifest row as schema version 2 stored it (before [`ManifestRow::rdf`]).
+#[derive(Deserialize)]
+pub(super) struct ManifestRowV2 {
+    url: String,
+    final_url: String,
+    mime: String,
+    bytes: u64,
+    sha256: String,
+    file: String,
+    referrer: Option<String>,
+    tag_path: String,
+    fetched_at: String,
+    truncated: bool,
+}
+
+impl From<ManifestRowV2> for ManifestRow {
+    fn from(v2: ManifestRowV2) -> ManifestRow {
+        ManifestRow {
+            url: v2.url,
+            final_url: v2.final_url,
+            mime: v2.mime,
+            bytes: v2.bytes,
+            sha256: v2.sha256,
+            file: v2.file,
+            referrer: v2.referrer,
+            tag_path: v2.tag_path,
+            fetched_at: v2.fetched_at,
+            truncated: v2.truncated,
+            rdf: None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -120,7 +120,10 @@ impl Strategy for Focused {
         self.frontier.len()
     }
 
-    fn observe(&mut self, link: &Link, label: Label, _source: LabelSource) {
+    fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
+        if source == LabelSource::Error {
+            return;
+        }
         self.classifier.observe(&link.url, label);
     }
 

@@ -11,17 +11,20 @@
 //!
 //! 1. every new in-scope link goes through [`Strategy::triage`], which answers
 //!    enqueue / fetch now / ask with HEAD / drop;
-//! 2. [`Strategy::pop`] gives the next link to fetch;
+//! 2. [`Strategy::pop`] gives the next link to fetch, and
+//!    [`Strategy::confirm`] may still drop it once its record is loaded;
 //! 3. every label the engine observes on a real response goes to
 //!    [`Strategy::observe`] (free training data), and the number of new,
 //!    verified targets found on a fetched page to [`Strategy::reward`].
 
 mod baseline;
 mod focused;
+mod ldcoc;
 mod sb;
 
 pub use baseline::{Bfs, Dfs, RandomOrder};
 pub use focused::Focused;
+pub use ldcoc::{Ldcoc, LdcocConfig};
 pub use sb::SleepingBandit;
 
 use crate::link::{Link, LinkId, QueueKey};
@@ -46,6 +49,11 @@ pub enum Triage {
 pub enum LabelSource {
     Head,
     Get,
+    /// The URL answered a client error (4xx) or could not be read: not a
+    /// target, and not a page either. Classifiers of pages and targets skip
+    /// it (a 404 says nothing of what the URL's kind of link holds); a
+    /// learner of "is this URI worth a request" takes it as a negative.
+    Error,
 }
 
 /// The strategies a job can name in its `strategy` field.
@@ -57,15 +65,17 @@ pub enum StrategyKind {
     Bfs,
     Dfs,
     Random,
+    Ldcoc,
 }
 
 impl StrategyKind {
-    pub const ALL: [StrategyKind; 5] = [
+    pub const ALL: [StrategyKind; 6] = [
         StrategyKind::Sb,
         StrategyKind::Focused,
         StrategyKind::Bfs,
         StrategyKind::Dfs,
         StrategyKind::Random,
+        StrategyKind::Ldcoc,
     ];
 
     pub fn name(self) -> &'static str {
@@ -75,6 +85,7 @@ impl StrategyKind {
             StrategyKind::Bfs => "bfs",
             StrategyKind::Dfs => "dfs",
             StrategyKind::Random => "random",
+            StrategyKind::Ldcoc => "ldcoc",
         }
     }
 
@@ -90,6 +101,7 @@ impl StrategyKind {
             StrategyKind::Bfs => Box::new(Bfs::default()),
             StrategyKind::Dfs => Box::new(Dfs::default()),
             StrategyKind::Random => Box::new(RandomOrder::new(seed)),
+            StrategyKind::Ldcoc => Box::new(Ldcoc::new(seed)),
         }
     }
 }
@@ -165,6 +177,16 @@ pub trait Strategy: Send {
     fn pop_ready(&mut self, host_ready: &dyn Fn(&str) -> bool) -> Option<(LinkId, QueueKey)> {
         let _ = host_ready;
         self.pop()
+    }
+
+    /// A link just popped (its record loaded): fetch it (`true`), or drop it
+    /// now (`false`; it leaves the frontier, counted as dropped). A strategy
+    /// that decides when a link is *polled* rather than when it is found —
+    /// LDCOC does, with the model as it is then — says so here; the others
+    /// keep every link they queued.
+    fn confirm(&mut self, link: &Link, key: QueueKey) -> bool {
+        let _ = (link, key);
+        true
     }
 
     /// Links waiting in the frontier.

@@ -488,7 +488,10 @@ impl Strategy for SleepingBandit {
         self.len
     }
 
-    fn observe(&mut self, link: &Link, label: Label, _source: LabelSource) {
+    fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
+        if source == LabelSource::Error {
+            return;
+        }
         self.classifier.observe(&link.url, label);
     }
 

@@ -16,6 +16,7 @@ fn row(url: &str, body: &[u8], ext: &str, fetched_at: &str) -> (ManifestRow, Vec
             tag_path: "html/body/a".to_string(),
             fetched_at: fetched_at.to_string(),
             truncated: false,
+            rdf: None,
         },
         body.to_vec(),
     )

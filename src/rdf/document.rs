@@ -1,0 +1,482 @@
+//! One RDF document parsed: its statements as N-Quads in the document's own
+//! graph, and the http(s) IRIs it names, for the frontier.
+//!
+//! Parsing is strict (IRIs and literals are checked), but a bad statement
+//! costs only itself: the parsers resume at the next one, the document keeps
+//! its good statements and counts its errors. Work is bounded: at most
+//! [`RdfLimits::max_statements`] statements and [`RdfLimits::max_errors`]
+//! errors per document, after which the rest is not read; the parsers are
+//! streaming and linear in the input, so a hostile document costs its size.
+
+use super::syntax::RdfSyntax;
+use crate::extract::{
+    check_limits, normalize, ExtractedLink, PageCut, PageLinks, RejectCounts, UrlRules,
+};
+use crate::link::TagPath;
+use oxrdfio::{RdfParser, RdfSyntaxError};
+use std::collections::HashMap;
+use url::Url;
+
+const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+/// Predicates remembered per link (the learner's context); the first ones seen.
+const PREDICATES_PER_LINK: usize = 3;
+
+/// Which IRIs of a statement become links (`[targets] rdf_follow`). Linked
+/// data's default is subjects and objects; the objects of `rdf:type` (classes)
+/// and predicates (properties) name vocabulary terms, followed only on demand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Follow {
+    pub subjects: bool,
+    pub objects: bool,
+    pub predicates: bool,
+    pub types: bool,
+}
+
+impl Default for Follow {
+    fn default() -> Self {
+        Follow {
+            subjects: true,
+            objects: true,
+            predicates: false,
+            types: false,
+        }
+    }
+}
+
+/// Bounds on one document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RdfLimits {
+    pub max_statements: u64,
+    pub max_links: usize,
+    pub max_errors: u64,
+}
+
+impl Default for RdfLimits {
+    fn default() -> Self {
+        RdfLimits {
+            max_statements: 1_000_000,
+            max_links: 10_000,
+            max_errors: 1_000,
+        }
+    }
+}
+
+/// A link found in a document, with the predicates that led to it (as the
+/// object of a statement; empty when it was only seen as a subject).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RdfLink {
+    pub url: Url,
+    pub predicates: Vec<String>,
+}
+
+/// What a document held.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RdfDocument {
+    /// Statements kept (each one line of `nquads`).
+    pub statements: u64,
+    /// The statements as N-Quads, graph = the document's URL. Blank nodes
+    /// get fresh labels per document, so two documents never share one.
+    pub nquads: String,
+    /// Distinct http(s) IRIs, fragment removed, in order of first mention;
+    /// the document's own URL is not among them.
+    pub links: Vec<RdfLink>,
+    /// Statements the parser refused.
+    pub errors: u64,
+    pub first_error: Option<String>,
+    /// The document was not read to its end (a limit was reached).
+    pub cut: bool,
+}
+
+/// The tag path of a link found in RDF: the syntax of the document that
+/// carried it (as a tag path is where in an HTML page a link sat).
+pub fn tag_path_of(syntax: RdfSyntax) -> TagPath {
+    TagPath::new(format!("rdf:{}", syntax.as_str()))
+}
+
+impl RdfDocument {
+    /// The document's links as a page's links, normalised and checked by
+    /// the job's URL rules: the anchor text of each is the predicates that
+    /// led to it (space-separated), its tag path names the syntax.
+    pub fn page_links(&self, base: &Url, syntax: RdfSyntax, rules: &UrlRules) -> PageLinks {
+        let tag_path = tag_path_of(syntax);
+        let mut rejected = RejectCounts::default();
+        let mut seen = std::collections::HashSet::new();
+        let mut links = Vec::with_capacity(self.links.len());
+        for l in &self.links {
+            let mut url = l.url.clone();
+            normalize(&mut url, rules);
+            if let Err(kind) = check_limits(&url, rules) {
+                rejected.add(kind);
+                continue;
+            }
+            if seen.insert(url.to_string()) {
+                links.push(ExtractedLink {
+                    url,
+                    tag_path: tag_path.clone(),
+                    anchor: l.predicates.join(" "),
+                });
+            }
+        }
+        PageLinks {
+            links,
+            base: base.clone(),
+            structured_data: false,
+            cut: self.cut.then_some(PageCut::MaxLinks),
+            rejected,
+        }
+    }
+}
+
+/// Parse `body` (the document at `base`, in `syntax`).
+pub fn parse_document(
+    body: &[u8],
+    base: &Url,
+    syntax: RdfSyntax,
+    follow: Follow,
+    limits: RdfLimits,
+) -> RdfDocument {
+    let mut doc = RdfDocument::default();
+    let parser = match RdfParser::from_format(syntax.format()).with_base_iri(base.as_str()) {
+        Ok(p) => p,
+        // A `Url` always is an IRI; should one ever not be, parse without a base.
+        Err(_) => RdfParser::from_format(syntax.format()),
+    };
+    let parser = parser.rename_blank_nodes();
+    let graph = oxrdf::GraphName::NamedNode(oxrdf_named(base));
+    let mut own = base.clone();
+    own.set_fragment(None);
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut written: std::collections::HashSet<(u64, u64)> = std::collections::HashSet::new();
+    for item in parser.for_slice(body) {
+        let quad = match item {
+            Ok(q) => q,
+            Err(e) => {
+                doc.errors += 1;
+                if doc.first_error.is_none() {
+                    doc.first_error = Some(describe(&e));
+                }
+                if doc.errors >= limits.max_errors {
+                    doc.cut = true;
+                    break;
+                }
+                continue;
+            }
+        };
+        if doc.statements >= limits.max_statements {
+            doc.cut = true;
+            break;
+        }
+        let in_doc = oxrdf::Quad::new(quad.subject, quad.predicate, quad.object, graph.clone());
+        let line = in_doc.to_string();
+        // A graph is a set: a statement written twice in a document is one.
+        if !written.insert(fingerprint(&line)) {
+            continue;
+        }
+        doc.statements += 1;
+        let predicate = in_doc.predicate.as_str();
+        let mut add = |iri: &str, via: Option<&str>| {
+            let Some(url) = link_url(iri, &own) else {
+                return;
+            };
+            match index.get(url.as_str()) {
+                Some(&i) => {
+                    if let Some(p) = via {
+                        let known = &mut doc.links[i].predicates;
+                        if known.len() < PREDICATES_PER_LINK && !known.iter().any(|k| k == p) {
+                            known.push(p.to_string());
+                        }
+                    }
+                }
+                None if doc.links.len() < limits.max_links => {
+                    index.insert(url.to_string(), doc.links.len());
+                    doc.links.push(RdfLink {
+                        url,
+                        predicates: via.map(|p| vec![p.to_string()]).unwrap_or_default(),
+                    });
+                }
+                None => doc.cut = true,
+            }
+        };
+        if follow.subjects {
+            if let oxrdf::NamedOrBlankNode::NamedNode(s) = &in_doc.subject {
+                add(s.as_str(), None);
+            }
+        }
+        if follow.predicates {
+            add(predicate, None);
+        }
+        let is_type = predicate == RDF_TYPE;
+        if (follow.objects && !is_type) || (follow.types && is_type) {
+            if let oxrdf::Term::NamedNode(o) = &in_doc.object {
+                add(o.as_str(), Some(predicate));
+            }
+        }
+        doc.nquads.push_str(&line);
+        doc.nquads.push_str(" .\n");
+    }
+    doc
+}
+
+/// Two independent 64-bit hashes of a statement: no two of a document's
+/// million statements share both.
+fn fingerprint(line: &str) -> (u64, u64) {
+    use std::hash::{Hash, Hasher};
+    let hash = |salt: u8| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        salt.hash(&mut h);
+        line.hash(&mut h);
+        h.finish()
+    };
+    (hash(1), hash(2))
+}
+
+/// The document's URL as a graph name (a serialised `Url` is a valid IRI).
+fn oxrdf_named(url: &Url) -> oxrdf::NamedNode {
+    oxrdf::NamedNode::new_unchecked(url.as_str())
+}
+
+/// An IRI as a link: http(s) only, fragment removed, not the document itself.
+fn link_url(iri: &str, own: &Url) -> Option<Url> {
+    if !(iri.starts_with("http://") || iri.starts_with("https://")) {
+        return None;
+    }
+    let mut url = Url::parse(iri).ok()?;
+    url.set_fragment(None);
+    (url != *own).then_some(url)
+}
+
+fn describe(e: &RdfSyntaxError) -> String {
+    let mut s = e.to_string();
+    if s.len() > 300 {
+        let mut cut = 300;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write as _;
+
+    fn base() -> Url {
+        Url::parse("http://data.test/person/alice").unwrap()
+    }
+
+    const TURTLE: &str = r#"@prefix foaf: <http://xmlns.com/foaf/0.1/> .
+@prefix ex: <http://data.test/vocab#> .
+<#me> a foaf:Person ;
+    foaf:name "Alice" ;
+    foaf:knows <http://data.test/person/bob#me>, <http://other.test/carol> ;
+    ex:seeAlso <http://data.test/person/bob>, <mailto:alice@data.test> ;
+    ex:address [ ex:city "Paris" ] .
+<http://other.test/carol> foaf:name "Carol" .
+"#;
+
+    #[test]
+    fn statements_go_to_the_document_graph_and_iris_become_links() {
+        let doc = parse_document(
+            TURTLE.as_bytes(),
+            &base(),
+            RdfSyntax::Turtle,
+            Follow::default(),
+            RdfLimits::default(),
+        );
+        assert_eq!(doc.errors, 0, "{:?}", doc.first_error);
+        assert_eq!(doc.statements, 9);
+        assert_eq!(doc.nquads.lines().count(), 9);
+        assert!(doc
+            .nquads
+            .lines()
+            .all(|l| l.ends_with(" <http://data.test/person/alice> .")));
+        let links: Vec<&str> = doc.links.iter().map(|l| l.url.as_str()).collect();
+        // `<#me>` is the document itself; foaf:Person is a class (a type);
+        // bob's `#me` and bob's page are one link; mailto is not http.
+        assert_eq!(
+            links,
+            ["http://data.test/person/bob", "http://other.test/carol"]
+        );
+        assert_eq!(
+            doc.links[0].predicates,
+            [
+                "http://xmlns.com/foaf/0.1/knows",
+                "http://data.test/vocab#seeAlso"
+            ]
+        );
+    }
+
+    #[test]
+    fn types_and_predicates_are_followed_on_demand() {
+        let all = Follow {
+            predicates: true,
+            types: true,
+            ..Follow::default()
+        };
+        let doc = parse_document(
+            TURTLE.as_bytes(),
+            &base(),
+            RdfSyntax::Turtle,
+            all,
+            RdfLimits::default(),
+        );
+        let links: Vec<&str> = doc.links.iter().map(|l| l.url.as_str()).collect();
+        assert!(links.contains(&"http://xmlns.com/foaf/0.1/Person"));
+        assert!(links.contains(&"http://xmlns.com/foaf/0.1/name"));
+        assert!(
+            links.contains(&"http://data.test/vocab"),
+            "fragment removed"
+        );
+    }
+
+    #[test]
+    fn a_statement_repeated_in_a_document_is_written_once() {
+        let nt = "<http://a.test/s> <http://a.test/p> \"one\" .\n\
+                  <http://a.test/s> <http://a.test/p> \"one\" .\n";
+        let doc = parse_document(
+            nt.as_bytes(),
+            &base(),
+            RdfSyntax::NTriples,
+            Follow::default(),
+            RdfLimits::default(),
+        );
+        assert_eq!((doc.statements, doc.nquads.lines().count()), (1, 1));
+    }
+
+    #[test]
+    fn a_bad_statement_costs_only_itself() {
+        let nt = "<http://a.test/s> <http://a.test/p> \"one\" .\n\
+                  <http://a.test/s> <http://a.test/p> broken .\n\
+                  <http://a.test/s> <http://a.test/p> <http://b.test/o> .\n";
+        let doc = parse_document(
+            nt.as_bytes(),
+            &base(),
+            RdfSyntax::NQuads,
+            Follow::default(),
+            RdfLimits::default(),
+        );
+        assert_eq!(doc.statements, 2);
+        assert_eq!(doc.errors, 1);
+        assert!(doc.first_error.is_some());
+        assert!(!doc.cut);
+    }
+
+    #[test]
+    fn limits_cut_the_document() {
+        let mut nt = String::new();
+        for i in 0..50 {
+            let _ = writeln!(
+                nt,
+                "<http://a.test/s{i}> <http://a.test/p> <http://b.test/o{i}> ."
+            );
+        }
+        let limits = RdfLimits {
+            max_statements: 10,
+            max_links: 5,
+            max_errors: 3,
+        };
+        let doc = parse_document(
+            nt.as_bytes(),
+            &base(),
+            RdfSyntax::NTriples,
+            Follow::default(),
+            limits,
+        );
+        assert_eq!(doc.statements, 10);
+        assert_eq!(doc.links.len(), 5);
+        assert!(doc.cut);
+        let garbage = "x\n".repeat(100);
+        let doc = parse_document(
+            garbage.as_bytes(),
+            &base(),
+            RdfSyntax::NTriples,
+            Follow::default(),
+            limits,
+        );
+        assert_eq!((doc.statements, doc.errors, doc.cut), (0, 3, true));
+    }
+
+    #[test]
+    fn every_syntax_parses() {
+        let xml = r#"<?xml version="1.0"?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="http://e.test/">
+  <rdf:Description rdf:about="http://a.test/s"><ex:p rdf:resource="http://b.test/o"/></rdf:Description>
+</rdf:RDF>"#;
+        let jsonld = r#"{"@id": "http://a.test/s", "http://e.test/p": {"@id": "http://b.test/o"}}"#;
+        let trig = "<http://g.test/> { <http://a.test/s> <http://e.test/p> <http://b.test/o> . }";
+        for (syntax, text) in [
+            (RdfSyntax::RdfXml, xml),
+            (RdfSyntax::JsonLd, jsonld),
+            (RdfSyntax::TriG, trig),
+        ] {
+            let doc = parse_document(
+                text.as_bytes(),
+                &base(),
+                syntax,
+                Follow::default(),
+                RdfLimits::default(),
+            );
+            assert_eq!(doc.statements, 1, "{syntax:?}: {:?}", doc.first_error);
+            let links: Vec<&str> = doc.links.iter().map(|l| l.url.as_str()).collect();
+            assert_eq!(links, ["http://a.test/s", "http://b.test/o"], "{syntax:?}");
+            assert!(doc.nquads.ends_with("<http://data.test/person/alice> .\n"));
+        }
+    }
+
+    #[test]
+    fn the_linked_web_parses_to_exactly_its_statements() {
+        let web = crate::sites::linked::LinkedWeb::new(10, 4, 7);
+        for i in 0..4 {
+            for j in 0..4 {
+                let uri = web.thing_uri(i, j);
+                let doc_url = web.document_url(i, j);
+                let resp = crate::sites::linked::tests::get(&web, &doc_url, true);
+                assert_eq!(resp.status, axum::http::StatusCode::OK, "{doc_url}");
+                let crate::sites::Body::Bytes(body) = &resp.body else {
+                    panic!("in memory")
+                };
+                let ct = resp
+                    .content_type()
+                    .unwrap()
+                    .split(';')
+                    .next()
+                    .unwrap()
+                    .to_string();
+                let base = Url::parse(&doc_url).unwrap();
+                let syntax = RdfSyntax::of_response(&ct, &base, body).unwrap();
+                let doc =
+                    parse_document(body, &base, syntax, Follow::default(), RdfLimits::default());
+                assert_eq!(doc.errors, 0, "{doc_url}: {:?}", doc.first_error);
+                let graph = format!(" <{doc_url}> .");
+                let got: std::collections::BTreeSet<String> = doc
+                    .nquads
+                    .lines()
+                    .map(|l| format!("{} .", l.strip_suffix(&graph).unwrap()))
+                    .collect();
+                let want: std::collections::BTreeSet<String> =
+                    web.statements(&uri).unwrap().into_iter().collect();
+                assert_eq!(got, want, "{doc_url} ({syntax:?})");
+                // Subjects and objects, not the class of `rdf:type`, not the document.
+                let mut iris = std::collections::BTreeSet::new();
+                for line in &want {
+                    let parts: Vec<&str> = line.split(' ').collect();
+                    let iri = |t: &str| {
+                        t.strip_prefix('<')
+                            .and_then(|t| t.strip_suffix('>'))
+                            .map(str::to_string)
+                    };
+                    iris.extend(iri(parts[0]));
+                    if parts[1] != format!("<{RDF_TYPE}>") {
+                        iris.extend(iri(parts[2]));
+                    }
+                }
+                iris.remove(&doc_url);
+                let links: std::collections::BTreeSet<String> =
+                    doc.links.iter().map(|l| l.url.to_string()).collect();
+                assert_eq!(links, iris, "{doc_url}");
+            }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Linked-data jobs through the real binary, on a loopback web of RDF hosts
+//! (`sites::linked`): content negotiation and 303s, every syntax, N-Triples
+//! under `text/plain`, the statements written exactly once — across kills —
+//! and the `ldcoc` strategy fetching a larger share of RDF than `bfs`.
+
+mod common;
+
+use common::{manifest_by_final_url, Crawl, JobFile};
+use forager::output::nquads;
+use forager::sites::linked::LinkedWeb;
+use forager::sites::server::{RequestRecord, SiteServer};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+async fn serve(web: &LinkedWeb) -> SiteServer {
+    SiteServer::start(web.sites()).await.expect("start the web")
+}
+
+fn job(name: &str, web: &LinkedWeb, strategy: &str) -> JobFile {
+    let mut job = JobFile::new(name)
+        .scope("any")
+        .strategy(strategy)
+        .delay("20ms")
+        .no_early_stop()
+        .set("targets", "preset", "\"linked-data\"")
+        .set("politeness", "max_in_flight", 8);
+    for s in web.seeds() {
+        job = job.seed(s);
+    }
+    job
+}
+
+fn crawl(job: &Path, state: &Path, web: &LinkedWeb, port: u16) -> Crawl {
+    let mut c = Crawl::new(job, state).allow_private();
+    for i in 0..web.hosts {
+        c = c.resolve(&LinkedWeb::host_name(i), port);
+    }
+    c
+}
+
+/// Statement → how many times the job's data files hold it, graph removed;
+/// also checks that each statement's graph is the document it came from.
+fn statements(state: &Path, job: &str) -> BTreeMap<String, usize> {
+    let dir = state.join("targets").join(job);
+    let mut out = BTreeMap::new();
+    for line in nquads::read_statements(&dir).expect("read data.nq.gz") {
+        let body = line.strip_suffix(" .").expect("a statement ends in ' .'");
+        let (triple, graph) = body.rsplit_once(' ').expect("a graph");
+        assert!(graph.starts_with("<http://"), "{line}");
+        *out.entry(format!("{triple} .")).or_insert(0) += 1;
+    }
+    out
+}
+
+/// What a complete harvest holds: every statement of every RDF document reachable.
+fn expected_statements(web: &LinkedWeb) -> BTreeSet<String> {
+    web.walk()
+        .rdf
+        .iter()
+        .flat_map(|uri| web.statements(uri).expect("an RDF URI"))
+        .collect()
+}
+
+/// URIs the crawler dereferenced (a 303's second hop is the same URI's).
+fn dereferenced(log: &[RequestRecord]) -> usize {
+    log.iter()
+        .filter(|r| r.method == "GET")
+        .filter(|r| r.path_and_query != "/robots.txt" && !r.path_and_query.starts_with("/data/"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_data_crawl_writes_every_statement_once() {
+    let web = LinkedWeb::new(15, 6, 1);
+    let server = serve(&web).await;
+    let dir = tempfile::tempdir().unwrap();
+    let job = job("lod", &web, "bfs").write(dir.path());
+    let state = dir.path().join("state");
+    let out = crawl(&job, &state, &web, server.port()).output().await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let truth = web.walk();
+    let got = statements(&state, "lod");
+    assert!(got.values().all(|&n| n == 1), "a statement written twice");
+    let got: BTreeSet<String> = got.into_keys().collect();
+    assert_eq!(got, expected_statements(&web));
+
+    // One manifest row per RDF document, its statements counted.
+    let manifest = std::fs::read_to_string(state.join("targets/lod/manifest.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = manifest
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), truth.rdf.len());
+    let mut syntaxes = BTreeSet::new();
+    for row in &rows {
+        assert_eq!(row["rdf"]["statements"], 15, "{row}");
+        assert_eq!(row["rdf"]["errors"], 0, "{row}");
+        syntaxes.insert(row["rdf"]["syntax"].as_str().unwrap().to_string());
+    }
+    // Turtle, RDF/XML and JSON-LD by negotiation; N-Triples sniffed under text/plain.
+    assert_eq!(
+        syntaxes,
+        ["json-ld", "n-quads", "rdf-xml", "turtle"]
+            .map(String::from)
+            .into()
+    );
+    // Things were negotiated to their data (an HTML Accept gets /about/).
+    let log = server.log();
+    assert!(log.iter().any(|r| r.path_and_query.starts_with("/data/")));
+    assert!(!log.iter().any(|r| r.path_and_query.starts_with("/about/")));
+    // Pictures and PDFs are not targets of a linked-data job, and not read.
+    assert!(rows
+        .iter()
+        .all(|r| !r["final_url"].as_str().unwrap().ends_with(".pdf")));
+    let _ = server.shutdown().await;
+}
+
+/// Kills at any moment leave no statement twice and lose none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kills_mid_crawl_leave_every_statement_once() {
+    let web = LinkedWeb::new(15, 6, 2);
+    let server = serve(&web).await;
+    let dir = tempfile::tempdir().unwrap();
+    let job = job("lod-kill", &web, "ldcoc")
+        .set("targets", "preset", "\"linked-data\"")
+        .write(dir.path());
+    let state = dir.path().join("state");
+    let run = crawl(&job, &state, &web, server.port()).checkpoint_interval("150ms");
+    for round in 0..5u64 {
+        let mut child = run.command().spawn().expect("spawn forager");
+        tokio::time::sleep(Duration::from_millis(250 + 130 * round)).await;
+        let pid = child.id().expect("running") as i32;
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = child.wait().await;
+    }
+    let out = run.output().await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = statements(&state, "lod-kill");
+    let twice: Vec<&String> = got.iter().filter(|(_, &n)| n > 1).map(|(s, _)| s).collect();
+    assert!(twice.is_empty(), "written twice: {twice:?}");
+    // Every document harvested (manifest rows, no duplicate) has all its statements.
+    let harvested = manifest_by_final_url(&state.join("targets/lod-kill"));
+    let mut want = BTreeSet::new();
+    for url in harvested.keys() {
+        let lines = web
+            .statements(url)
+            .unwrap_or_else(|| panic!("{url} is not RDF"));
+        want.extend(lines);
+    }
+    let got: BTreeSet<String> = got.into_keys().collect();
+    // A `/data/j` row holds the statements of `/resource/j`.
+    assert_eq!(got, want);
+    let _ = server.shutdown().await;
+}
+
+/// ldcoc learns which URIs are RDF: at the same budget, a larger share of
+/// what it dereferences is RDF than bfs's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ldcoc_fetches_a_larger_share_of_rdf_than_bfs() {
+    let web = LinkedWeb::new(40, 25, 5);
+    let truth = web.walk();
+    let budget = truth.uris.len() / 4;
+    let server = serve(&web).await;
+    let mut share = BTreeMap::new();
+    for strategy in ["bfs", "ldcoc"] {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("lod-{strategy}");
+        let job = job(&name, &web, strategy)
+            .set("budget", "requests", budget)
+            .set("politeness", "max_in_flight", 1)
+            .delay("1ms")
+            .write(dir.path());
+        let state = dir.path().join("state");
+        server.clear_log();
+        let out = crawl(&job, &state, &web, server.port()).output().await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rdf = manifest_by_final_url(&state.join("targets").join(&name)).len();
+        if std::env::var("LDCOC_DEBUG").is_ok() {
+            std::fs::write(format!("/tmp/ldcoc-{strategy}.log"), &out.stderr).unwrap();
+        }
+        let mut kinds = BTreeMap::new();
+        for r in server.log() {
+            let k = r.path_and_query.split('/').nth(1).unwrap_or("").to_string();
+            *kinds.entry(k).or_insert(0) += 1;
+        }
+        eprintln!("{strategy}: {kinds:?}");
+        share.insert(
+            strategy,
+            rdf as f64 / dereferenced(&server.log()).max(1) as f64,
+        );
+    }
+    eprintln!("RDF share at a budget of {budget} requests: {share:?}");
+    assert!(share["ldcoc"] > share["bfs"] * 1.3, "{share:?}");
+    let _ = server.shutdown().await;
+}
