@@ -35,7 +35,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tracing::{debug, info, warn};
 use url::Url;
 
@@ -151,6 +151,12 @@ pub struct Runner<'a> {
     driver: Mutex<Driver>,
     /// `targets/<job>/crawl.log`, unless `[output] crawl_log = false` (or it cannot be opened).
     crawl_log: Mutex<Option<CrawlLog>>,
+    /// Told when a step puts links in the frontier, so that the driver starts
+    /// steps for them at once rather than when some step ends: a step may
+    /// last long (sb's warm-up HEADs wait for their host's delay one by one),
+    /// and a job over 1 000 hosts with one step under way made one request
+    /// per second while its frontier held the whole first page.
+    frontier_grew: Notify,
 }
 
 impl Drop for Runner<'_> {
@@ -231,6 +237,7 @@ impl<'a> Runner<'a> {
                 lanes: Lanes::default(),
             }),
             crawl_log: Mutex::new(None),
+            frontier_grew: Notify::new(),
         };
         if spec.output.crawl_log {
             match CrawlLog::open(runner.out.dir()) {
@@ -470,6 +477,8 @@ impl<'a> Runner<'a> {
                     }
                 }
                 _ = tokio::time::sleep(wake.unwrap_or(Duration::from_secs(3600))), if wake.is_some() => {}
+                // One step at a time starts only when the previous one settled.
+                _ = self.frontier_grew.notified(), if steps.len() < self.max_in_flight => {}
             }
             let due =
                 lock(&self.driver).last_checkpoint.elapsed() >= self.engine.checkpoint_interval;
@@ -647,6 +656,7 @@ impl<'a> Runner<'a> {
         let admitted = self
             .core()
             .admit_links(step, page, page_url, found, &known, self.spec);
+        self.frontier_grew.notify_one();
         let mut fetch_now = Vec::new();
         for a in admitted {
             let mut next = a;
@@ -664,6 +674,9 @@ impl<'a> Runner<'a> {
                             self.head(&link, tally).await?
                         };
                         next = self.core().after_head(step, link, answer, self.spec);
+                        if next == Admitted::Queued {
+                            self.frontier_grew.notify_one();
+                        }
                     }
                     Admitted::Queued | Admitted::Dropped => break,
                 }
