@@ -30,7 +30,7 @@ pub struct Politeness {
 
 /// The most intervals `[start, end)` open at one moment; an interval with no
 /// end (a response still being sent) stays open. Touching is not overlapping.
-fn most_open(intervals: &mut Vec<(Instant, i32)>) -> usize {
+fn most_open(intervals: &mut [(Instant, i32)]) -> usize {
     // At equal instants an end (-1) sorts before a start (+1).
     intervals.sort_unstable();
     let (mut now, mut most) = (0i64, 0i64);
