@@ -2,9 +2,12 @@
 //!
 //! - `actions/*`: tag-path clustering with 100 000 actions, per page of 200
 //!   links (budget: < 1 ms per page).
-//! - `pipeline/*`: everything `learn` + `strategy` do for one fetched page of
-//!   200 new links (pop, label, reward, 200 × classify + cluster + push;
-//!   budget: ≤ 0.3 ms per page).
+//! - `pipeline/*`: everything the job core, `learn` and `strategy` do for one
+//!   fetched page of 200 new links (pop, label, 200 × admit — seen set,
+//!   scope, traps — classify + cluster + push, HEADs and fetch-now links
+//!   answered, reward), driven through the engine's real `JobCore` as the
+//!   runner drives it, with the network replaced by the links' true labels
+//!   (budget: ≤ 0.3 ms per page).
 //!
 //! Inputs are synthetic but shaped like real pages: tag paths repeat a page
 //! template with a few new paths per page; URLs mix pages and data files.
@@ -13,12 +16,17 @@ mod common;
 
 use common::random_path;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use forager::config::JobSpec;
+use forager::engine::{Admitted, HeadAnswer, JobCore, StepTally};
+use forager::extract::{ExtractedLink, PageLinks, RejectCounts};
 use forager::learn::{ActionConfig, ActionIndex};
-use forager::link::{Link, LinkId, TagPath};
+use forager::link::{LinkId, TagPath};
 use forager::mime::Label;
-use forager::strategy::{LabelSource, SleepingBandit, Strategy, Triage};
+use forager::store::FrontierEntry;
+use forager::strategy::{LabelSource, StrategyKind};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 use url::Url;
@@ -126,121 +134,227 @@ fn bench_actions(c: &mut Criterion) {
     group.finish();
 }
 
-/// A pool of links shaped like a statistics site: pages and data files.
-fn link_pool(rng: &mut Xoshiro256PlusPlus, count: usize) -> Vec<(Link, Label)> {
-    let templates: Vec<String> = (0..40).map(|_| random_path(rng)).collect();
-    (0..count)
-        .map(|i| {
-            let target = rng.random_bool(0.1);
-            let url = if target {
-                format!("https://stats.example.org/data/{}/table-{i}.csv", i % 97)
-            } else {
-                format!(
-                    "https://stats.example.org/section/{}/page-{i}.html?lang=en",
-                    i % 53
-                )
-            };
-            let path = if rng.random_bool(0.02) {
-                random_path(rng)
-            } else {
-                templates[rng.random_range(0..templates.len())].clone()
-            };
-            let link = Link {
-                url: Url::parse(&url).expect("generated URL parses"),
-                tag_path: TagPath::new(path),
-                anchor: String::new(),
-                depth: 2,
-                referrer: None,
-                pattern_run: 0,
-            };
-            (link, if target { Label::Target } else { Label::Html })
-        })
-        .collect()
+/// Links shaped like a statistics site's pages: page links and data files
+/// under a page template's tag paths (a few under paths of their own). The
+/// kinds and paths come from a pool walked in a cycle, as before the bench
+/// drove the job core, so that the learner sees the same paths; the URLs
+/// carry a running number, because the job's seen set drops a repeated URL.
+struct Pages {
+    /// (data file?, tag path) of each link.
+    pool: Vec<(bool, TagPath)>,
+    cursor: usize,
+    made: u64,
 }
 
-/// The engine's side of the loop: links pushed so far (id = index) and their true labels.
-#[derive(Default)]
-struct Engine {
-    pushed: Vec<(Link, Label)>,
-}
+/// Links of the pool the warm-up takes; the cycle restarts after them.
+const WARM_LINKS: usize = 40_000;
 
-impl Engine {
-    /// What the engine does with one page's new links; returns new targets.
-    fn handle_links(&mut self, sb: &mut SleepingBandit, links: &[(Link, Label)]) -> u32 {
-        let mut reward = 0;
-        for (link, truth) in links {
-            let mut decision = sb.triage(link, None);
-            if decision == Triage::Head {
-                sb.observe(link, *truth, LabelSource::Head);
-                decision = sb.triage(link, Some(*truth));
-            }
-            match decision {
-                Triage::Enqueue(key) => {
-                    sb.push(LinkId(self.pushed.len() as u64), key);
-                    self.pushed.push((link.clone(), *truth));
-                }
-                Triage::FetchNow => {
-                    sb.observe(link, *truth, LabelSource::Get);
-                    reward += u32::from(*truth == Label::Target);
-                }
-                Triage::Head | Triage::Drop => {}
-            }
+impl Pages {
+    fn new(rng: &mut Xoshiro256PlusPlus, count: usize) -> Pages {
+        let templates: Vec<String> = (0..40).map(|_| random_path(rng)).collect();
+        let pool = (0..count)
+            .map(|_| {
+                let target = rng.random_bool(0.1);
+                let path = if rng.random_bool(0.02) {
+                    random_path(rng)
+                } else {
+                    templates[rng.random_range(0..templates.len())].clone()
+                };
+                (target, TagPath::new(path))
+            })
+            .collect();
+        Pages {
+            pool,
+            cursor: 0,
+            made: 0,
         }
-        reward
     }
 
-    /// One page: pop, label it (the GET), triage its links, reward its action.
-    fn page(&mut self, sb: &mut SleepingBandit, links: &[(Link, Label)]) {
-        let popped = sb.pop();
-        if let Some((id, _)) = popped {
-            let (link, truth) = &self.pushed[id.0 as usize];
-            sb.observe(link, *truth, LabelSource::Get);
+    /// The links of one page, as link extraction hands them to the core.
+    fn next_page(&mut self) -> PageLinks {
+        if self.cursor + LINKS_PER_PAGE > self.pool.len() {
+            self.cursor = WARM_LINKS;
         }
-        let reward = self.handle_links(sb, links);
-        if let Some((_, key)) = popped {
-            sb.reward(key, reward);
+        let links = self.pool[self.cursor..self.cursor + LINKS_PER_PAGE]
+            .iter()
+            .map(|(target, path)| {
+                let i = self.made;
+                self.made += 1;
+                let url = if *target {
+                    format!("https://stats.example.org/data/{}/table-{i}.csv", i % 97)
+                } else {
+                    format!(
+                        "https://stats.example.org/section/{}/page-{i}.html?lang=en",
+                        i % 53
+                    )
+                };
+                ExtractedLink {
+                    url: Url::parse(&url).expect("generated URL parses"),
+                    tag_path: path.clone(),
+                    anchor: String::new(),
+                }
+            })
+            .collect();
+        self.cursor += LINKS_PER_PAGE;
+        PageLinks {
+            links,
+            base: Url::parse(SEED).expect("seed URL parses"),
+            structured_data: false,
+            cut: None,
+            rejected: RejectCounts::default(),
         }
+    }
+}
+
+const SEED: &str = "https://stats.example.org/";
+
+/// What a link really is: the site's data files are CSV.
+fn truth(url: &Url) -> Label {
+    if url.path().ends_with(".csv") {
+        Label::Target
+    } else {
+        Label::Html
+    }
+}
+
+/// One job driven through the engine's real [`JobCore`], as the runner drives
+/// it, with the network replaced by the links' true labels: a HEAD or a GET
+/// answers at once with the link's label.
+struct Crawl {
+    spec: JobSpec,
+    core: JobCore,
+    /// Records a checkpoint committed: what the store would hold.
+    stored: HashMap<LinkId, FrontierEntry>,
+    pages: u64,
+}
+
+/// Pages between two (untimed) checkpoints, which move the frontier's
+/// records out of the core as a real checkpoint does.
+const PAGES_PER_CHECKPOINT: u64 = 1000;
+
+impl Crawl {
+    fn new() -> Crawl {
+        let mut spec = JobSpec::new("learn-bench", vec![Url::parse(SEED).expect("seed URL")]);
+        spec.strategy = StrategyKind::Sb;
+        spec.seed = 1;
+        spec.budget.requests = 0;
+        spec.budget.bytes = 0;
+        spec.budget.early_stop = false;
+        let mut core = JobCore::new(&spec);
+        core.add_seeds(&spec.seeds);
+        Crawl {
+            spec,
+            core,
+            stored: HashMap::new(),
+            pages: 0,
+        }
+    }
+
+    /// One page: pop (its GET labels it), admit its links (HEADs and
+    /// fetch-now links answered), settle with the targets it found.
+    fn page(&mut self, links: PageLinks) {
+        let (id, key, entry) = self
+            .core
+            .pop(&|_| true)
+            .expect("the frontier never empties: every page brings new links");
+        let entry = entry
+            .or_else(|| self.stored.remove(&id))
+            .expect("a popped link's record is in the core or committed");
+        let link = entry.link.clone();
+        self.core.begin_step(id, key, Some(entry));
+        self.core.observe(&link, truth(&link.url), LabelSource::Get);
+        let mut tally = StepTally {
+            targets: 0,
+            requests: 1,
+        };
+        let admitted = self
+            .core
+            .admit_links(id, &link, &link.url, links, &|_| None, &self.spec);
+        for a in admitted {
+            self.answer(id, a, &mut tally);
+        }
+        self.core.settle_step(id, tally);
+        self.pages += 1;
+    }
+
+    fn answer(&mut self, step: LinkId, admitted: Admitted, tally: &mut StepTally) {
+        match admitted {
+            Admitted::AskHead(link) => {
+                let label = truth(&link.url);
+                tally.requests += 1;
+                self.core.observe(&link, label, LabelSource::Head);
+                let then = self
+                    .core
+                    .after_head(step, link, HeadAnswer::Label(label), &self.spec);
+                self.answer(step, then, tally);
+            }
+            Admitted::FetchNow(link) => {
+                let label = truth(&link.url);
+                tally.requests += 1;
+                tally.targets += u64::from(label == Label::Target);
+                self.core.observe(&link, label, LabelSource::Get);
+                self.core.settle_link(&link.url);
+            }
+            Admitted::Queued | Admitted::Dropped => {}
+        }
+    }
+
+    /// Commit what the pages added, when one is due.
+    fn maybe_checkpoint(&mut self) {
+        if self.pages % PAGES_PER_CHECKPOINT != 0 {
+            return;
+        }
+        let checkpoint = self.core.take_checkpoint(None, 0);
+        self.stored.extend(checkpoint.delta.frontier_added);
+        self.core.committed(&checkpoint.committed_links);
     }
 }
 
 fn bench_pipeline(c: &mut Criterion) {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
-    let pool = link_pool(&mut rng, 200_000);
-    let mut sb = SleepingBandit::new(1);
-    let mut engine = Engine::default();
+    let mut pages = Pages::new(&mut Xoshiro256PlusPlus::seed_from_u64(11), 200_000);
+    let mut crawl = Crawl::new();
     // Warm up: classifier trained, a few hundred pages of learning.
-    const WARM: usize = 40_000;
-    for chunk in pool[..WARM].chunks(LINKS_PER_PAGE) {
-        engine.page(&mut sb, chunk);
+    for _ in 0..WARM_LINKS / LINKS_PER_PAGE {
+        let links = pages.next_page();
+        crawl.page(links);
+        crawl.maybe_checkpoint();
     }
     let mut group = c.benchmark_group("pipeline");
     group.sample_size(30);
     group.measurement_time(Duration::from_secs(8));
-    let mut cursor = WARM;
     group.bench_function("sb_page_200_new_links", |b| {
         b.iter_custom(|iters| {
             let mut spent = Duration::ZERO;
             for _ in 0..iters {
-                if cursor + LINKS_PER_PAGE > pool.len() {
-                    cursor = WARM;
-                }
-                let links = &pool[cursor..cursor + LINKS_PER_PAGE];
-                cursor += LINKS_PER_PAGE;
+                let links = pages.next_page();
                 let started = Instant::now();
-                engine.page(&mut sb, links);
+                crawl.page(links);
                 spent += started.elapsed();
+                crawl.maybe_checkpoint();
             }
             spent
         })
     });
     group.finish();
-    let stats = sb.stats();
+    let stats = crawl.core.strategy_stats();
+    let counters = &crawl.core.counters;
     eprintln!(
-        "pipeline state: {} actions, frontier {}, classifier accuracy {:?} over {} predictions",
+        "pipeline state: {} pages, {} actions, frontier {}, classifier accuracy {:?} over {} predictions; \
+         links dropped {}, out of scope {}, trap {}",
+        crawl.pages,
         stats.actions,
-        sb.len(),
+        crawl.core.frontier_len(),
         stats.classifier_accuracy(),
-        stats.classifier_predictions
+        stats.classifier_predictions,
+        counters.dropped,
+        counters.out_of_scope,
+        counters.trap_links,
+    );
+    // Every link must reach the strategy, or the bench measures less than a page's work.
+    assert_eq!(
+        (counters.out_of_scope, counters.trap_links, counters.blocked),
+        (0, 0, 0),
+        "links stopped before the strategy"
     );
 }
 

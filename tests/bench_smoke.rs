@@ -87,3 +87,77 @@ fn demo_runs_offline_and_compares_sb_with_bfs() {
         "{text}"
     );
 }
+
+/// Multi-host mode end to end on a small web that the crawl finishes: the
+/// report's politeness verdict is read from the server's own log, and every
+/// target of the web is fetched.
+#[test]
+fn bench_web_crawls_many_hosts_and_reports_politeness_from_the_server_log() {
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(["bench", "--site", "web:12:3", "--strategies", "bfs"])
+        .args(["--seeds", "2", "--delay", "100ms", "--warmup", "0s"])
+        // Far longer than the crawl: it ends when the web is harvested.
+        .args(["--duration", "120s", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = std::fs::read_to_string(out.path().join("web-12.md")).unwrap();
+    assert!(
+        report.contains("**web:12** — 12 hosts, 3 pages each, 12 targets on every third host"),
+        "{report}"
+    );
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("| bfs | 2 |"))
+        .unwrap_or_else(|| panic!("no bfs row in {report}"));
+    // Hosts 0, 3, 6 and 9 serve three files each: both runs fetched all 12.
+    assert!(row.ends_with("| 12 ± 0 |"), "{row}");
+    assert!(
+        report.contains("most requests in flight on one host 1 ("),
+        "{report}"
+    );
+    assert!(report.contains("(delay 100ms): polite."), "{report}");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(stderr.matches("finished after").count(), 2, "{stderr}");
+    for seed in [1, 2] {
+        let csv =
+            std::fs::read_to_string(out.path().join(format!("web-12-bfs-{seed}.csv"))).unwrap();
+        let total: usize = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(1).unwrap().parse::<usize>().unwrap())
+            .sum();
+        // 12 robots.txt, 12 home pages, 36 pages, 12 files.
+        assert_eq!(total, 72, "{csv}");
+    }
+}
+
+#[test]
+fn bench_web_runs_alone() {
+    let out = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(["bench", "--site", "web:10", "--site", "synthetic:small"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("runs the multi-host measurement on its own"),
+        "{stderr}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(["bench", "--site", "web:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("HOSTS must be between 1 and 100000"),
+        "{stderr}"
+    );
+}

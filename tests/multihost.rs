@@ -1,10 +1,13 @@
 //! One job across many hosts, through the real binary: several requests in
 //! flight, never two on one host, never two starts on one host closer than
 //! the delay — all read from the loopback server's own log, not a clock.
+//! The rate over 1 000 hosts is a benchmark, not a test:
+//! `forager bench --site web:1000 --strategies bfs` (README, *Many hosts in one job*).
 
 mod common;
 
 use common::{manifest_by_final_url, Crawl, JobFile};
+use forager::bench::multihost::figures::politeness;
 use forager::sites::server::{min_start_gap, RequestRecord, SiteServer};
 use forager::sites::web::Web;
 use std::collections::BTreeSet;
@@ -44,23 +47,6 @@ fn harvested(state: &Path, job: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The most requests the server was answering at one moment, all hosts together.
-fn most_at_once(log: &[RequestRecord]) -> usize {
-    let mut edges: Vec<(std::time::Instant, i32)> = Vec::new();
-    for r in log {
-        edges.push((r.at, 1));
-        edges.push((r.done.unwrap_or(r.at), -1));
-    }
-    // At equal instants an end comes before a start: touching is not overlapping.
-    edges.sort_by_key(|&(t, d)| (t, d));
-    let (mut now, mut most) = (0i32, 0i32);
-    for (_, d) in edges {
-        now += d;
-        most = most.max(now);
-    }
-    most as usize
-}
-
 fn assert_polite(server: &SiteServer, web: &Web, log: &[RequestRecord]) {
     for i in 0..web.hosts {
         let host = Web::host_name(i);
@@ -92,7 +78,7 @@ async fn harvests_every_host_politely(strategy: &str) {
     assert_eq!(harvested(&state, &format!("web-{strategy}")), expected);
     assert_polite(&server, &web, &log);
     // A sequential engine never has two requests at the server at once.
-    let most = most_at_once(&log);
+    let most = politeness(&log).most_at_once;
     assert!(most >= 2, "{strategy}: at most {most} request in flight");
     assert!(
         most <= 8,
@@ -188,82 +174,5 @@ async fn seeds_added_to_a_finished_job_are_crawled() {
     );
     let both: BTreeSet<String> = host_files(0).union(&host_files(3)).cloned().collect();
     assert_eq!(harvested(&state, "grow"), both);
-    let _ = server.shutdown().await;
-}
-
-/// The measurement of the multi-host engine (not in CI: it takes a minute):
-/// one job over a web of `FORAGER_WEB_HOSTS` hosts (default 1 000) at
-/// `delay = "1s"` for `FORAGER_WEB_SECS` seconds (default 60). It prints the
-/// request rate over the second half of the run, the most requests in flight
-/// on one host, the smallest gap between two starts on one host (all from
-/// the server's log), the crawler's CPU per request and its peak RSS.
-///
-/// `FORAGER_WEB_SECS=60 cargo test --release --test multihost -- --ignored --nocapture measure`
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn measure_a_thousand_hosts() {
-    let env = |name: &str, default: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let hosts = env("FORAGER_WEB_HOSTS", 1000) as usize;
-    let secs = env("FORAGER_WEB_SECS", 60);
-    let mut web = Web::new(hosts);
-    web.pages_per_host = 200;
-    let server = serve(&web).await;
-    let dir = tempfile::tempdir().unwrap();
-    let job = JobFile::new("thousand")
-        .seed(format!("http://{}/", Web::host_name(0)))
-        .scope("any")
-        .strategy("bfs")
-        .delay("1s")
-        .no_early_stop()
-        .set("politeness", "per", "\"host\"")
-        .write(dir.path());
-    let run = crawl(&job, &dir.path().join("state"), &web, server.port());
-    let mut child = run.command().spawn().expect("spawn forager");
-    let pid = child.id().expect("running");
-    let started = std::time::Instant::now();
-    tokio::time::sleep(Duration::from_secs(secs / 2)).await;
-    let (half_at, half_cpu, half_log) = (
-        std::time::Instant::now(),
-        common::procfs::cpu_time(pid),
-        server.log().len(),
-    );
-    tokio::time::sleep(Duration::from_secs(secs - secs / 2)).await;
-    let (end_at, end_cpu, log) = (
-        std::time::Instant::now(),
-        common::procfs::cpu_time(pid),
-        server.log(),
-    );
-    let rss = common::procfs::vm_hwm_kib(pid);
-    // SAFETY: signalling our own child by pid.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let _ = child.wait().await;
-    let window = end_at - half_at;
-    let requests = log.len() - half_log;
-    let rate = requests as f64 / window.as_secs_f64();
-    let cpu = end_cpu.zip(half_cpu).map(|(e, h)| e.saturating_sub(h));
-    let most_on_a_host = (0..hosts)
-        .map(|i| server.max_in_flight(&Web::host_name(i)))
-        .max()
-        .unwrap_or(0);
-    let smallest_gap = (0..hosts)
-        .filter_map(|i| min_start_gap(&log, &Web::host_name(i)))
-        .min();
-    let cpu_per_request = cpu.map(|c| c / requests.max(1) as u32);
-    println!(
-        "{hosts} hosts, delay 1 s, {:.0} s run: {requests} requests in the last {:.1} s = {rate:.1} req/s; \
-         most in flight on one host {most_on_a_host}; smallest gap on one host {smallest_gap:?}; \
-         CPU per request {cpu_per_request:?}; peak RSS {:?} MiB; {} requests in all",
-        started.elapsed().as_secs_f64(),
-        window.as_secs_f64(),
-        rss.map(|k| k / 1024),
-        log.len()
-    );
-    assert!(most_on_a_host <= 1);
-    assert!(smallest_gap.is_none_or(|g| g >= Duration::from_secs(1)));
     let _ = server.shutdown().await;
 }

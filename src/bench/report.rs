@@ -107,7 +107,7 @@ impl MeanStd {
         })
     }
 
-    fn show(self, digits: usize) -> String {
+    pub fn show(self, digits: usize) -> String {
         if self.n > 1 {
             format!("{:.digits$} ± {:.digits$}", self.mean, self.std)
         } else {

@@ -1,11 +1,13 @@
 //! `forager bench`, `forager demo` and the hidden `forager serve-site`.
 
 use crate::bench::daemon_load;
+use crate::bench::multihost;
 use crate::bench::report::{self, RunFigures};
 use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
 use crate::sites::directory::DirectorySite;
 use crate::sites::server::{Site, SiteServer};
 use crate::sites::synthetic::Preset;
+use crate::sites::web::Web;
 use crate::strategy::StrategyKind;
 use anyhow::{bail, Context};
 use clap::Args;
@@ -18,7 +20,13 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct BenchArgs {
     /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense) or
-    /// `dir:NAME=ROOT[:START_PAGE]`; repeatable (default: synthetic:small).
+    /// `dir:NAME=ROOT[:START_PAGE]`; repeatable (default: synthetic:small). Or, alone, a
+    /// web of many hosts, `web:HOSTS[:PAGES[:LATENCY]]` (e.g. web:1000; PAGES per host,
+    /// default 200; LATENCY added to every answer, e.g. 50ms): multi-host mode, one job
+    /// (scope any, politeness per host, --delay) over every host for --warmup then
+    /// --duration per strategy and seed; reports requests/s, CPU per request, peak RSS
+    /// and, from the server's log, the most requests in flight on one host and the
+    /// smallest gap between two requests to one host (mean ± std over --seeds).
     #[arg(long = "site")]
     sites: Vec<String>,
     /// A file of `NAME ROOT START_PAGE` lines, as printed by shared/corpora/get-corpora.sh.
@@ -31,7 +39,8 @@ pub struct BenchArgs {
         default_value = "sb,focused,bfs,dfs,random"
     )]
     strategies: Vec<String>,
-    /// Runs (seeds 1..=N) per randomised strategy (sb, random); bfs, dfs and focused run once.
+    /// Runs (seeds 1..=N) per randomised strategy (sb, random); bfs, dfs and focused run
+    /// once, except in multi-host mode, where every strategy runs N times.
     #[arg(long, default_value_t = 5)]
     seeds: u64,
     /// Where traces (CSV), tables (Markdown) and plots (SVG) go.
@@ -56,22 +65,27 @@ pub struct BenchArgs {
     /// Daemon load: concurrent site jobs.
     #[arg(long, default_value_t = 1000)]
     jobs: usize,
-    /// Daemon load: the steady-state window measured.
+    /// Daemon load and multi-host: the steady-state window measured.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     duration: Duration,
-    /// Daemon load: time from every job listed to the window's start.
+    /// Daemon load: time from every job listed to the window's start; multi-host:
+    /// from the crawl's start.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     warmup: Duration,
-    /// Daemon load: politeness delay of every job (1s: one request per second per site).
+    /// Daemon load and multi-host: politeness delay of every job (1s: one request per
+    /// second per site or host).
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     delay: Duration,
+    /// Multi-host: the job's politeness.max_in_flight (default: 64, that of scope any).
+    #[arg(long)]
+    max_in_flight: Option<u32>,
     /// Daemon load: how often /status is sampled.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     sample: Duration,
     /// Daemon load: the daemon's checkpoint_interval.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     checkpoint_interval: Duration,
-    /// Daemon load: keep the work folder (job files, config, state, logs).
+    /// Daemon load and multi-host: keep the work folder (job files, config, state, logs).
     #[arg(long)]
     keep: bool,
 }
@@ -113,7 +127,10 @@ fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
         };
         return corpus_site(name, Path::new(root), start);
     }
-    bail!("unknown site {spec:?}: expected synthetic:PRESET[:SEED] or dir:NAME=ROOT[:START]")
+    bail!(
+        "unknown site {spec:?}: expected synthetic:PRESET[:SEED] or dir:NAME=ROOT[:START] \
+         (web:HOSTS runs alone, without --cpu or --daemon-load)"
+    )
 }
 
 fn corpus_site(name: &str, root: &Path, start: &str) -> anyhow::Result<BenchSite> {
@@ -167,6 +184,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if args.daemon_load {
         return daemon_load(&args);
+    }
+    if let Some(web) = multihost_web(&args)? {
+        return multihost(&args, web);
     }
     let mut sites: Vec<BenchSite> = args
         .sites
@@ -371,6 +391,58 @@ fn cpu_mode(
         db_size as f64 / (1 << 20) as f64
     );
     let _ = std::fs::remove_dir_all(&state_root);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The web of multi-host mode, when `--site web:…` asks for it (alone).
+fn multihost_web(args: &BenchArgs) -> anyhow::Result<Option<Web>> {
+    let mut webs = Vec::new();
+    for s in &args.sites {
+        if let Some(web) = multihost::parse_web(s)? {
+            webs.push(web);
+        }
+    }
+    let Some(&web) = webs.first() else {
+        return Ok(None);
+    };
+    if args.sites.len() > 1 || args.corpora.is_some() || args.cpu {
+        bail!(
+            "--site web:… runs the multi-host measurement on its own: give no other --site, \
+             --corpora or --cpu"
+        );
+    }
+    Ok(Some(web))
+}
+
+/// `bench --site web:…`: one job over a web of many hosts.
+fn multihost(args: &BenchArgs, web: Web) -> anyhow::Result<ExitCode> {
+    let options = multihost::WebOptions {
+        exe: std::env::current_exe().context("locating the forager binary")?,
+        web,
+        strategies: strategies(&args.strategies)?,
+        seeds: args.seeds,
+        delay: args.delay,
+        max_in_flight: args.max_in_flight,
+        max_requests: args.max_requests,
+        warmup: args.warmup,
+        duration: args.duration,
+        work_dir: std::env::temp_dir().join(format!("forager-web-{}", std::process::id())),
+        keep: args.keep,
+        out: args.out.clone(),
+    };
+    let rt = runtime()?;
+    let text = rt.block_on(multihost::run(&options, &mut |line| errln!("{line}")))?;
+    out!("{text}");
+    let saved = args.out.join(format!("web-{}.md", web.hosts));
+    std::fs::write(&saved, &text).with_context(|| format!("writing {}", saved.display()))?;
+    errln!(
+        "report saved to {}; requests per second of each run in {}",
+        saved.display(),
+        args.out.display()
+    );
+    if args.keep {
+        errln!("work folder kept: {}", options.work_dir.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
