@@ -195,6 +195,7 @@ impl<'a> Runner<'a> {
                 strip_params: spec.limits.strip_params.clone(),
                 ..UrlRules::default()
             },
+            structured: None,
         });
         let mut runner = Runner {
             engine,
