@@ -1091,9 +1091,11 @@ impl<'a> Runner<'a> {
                                 self.save_structured_page(
                                     link,
                                     &url,
-                                    mime,
-                                    &body.bytes,
-                                    body_cut,
+                                    structured::PageBody {
+                                        mime,
+                                        bytes: &body.bytes,
+                                        truncated: body_cut,
+                                    },
                                     data,
                                     tally,
                                 )?;

@@ -11,6 +11,15 @@ use crate::extract::structured::StructuredData;
 use crate::output::nquads::document_key;
 use crate::store::StructuredCounts;
 
+/// The page as received.
+pub(super) struct PageBody<'a> {
+    /// Its MIME essence.
+    pub mime: String,
+    pub bytes: &'a [u8],
+    /// Cut at the page size cap.
+    pub truncated: bool,
+}
+
 impl Runner<'_> {
     /// Whether the page's structured data makes it a target of this job.
     pub(super) fn is_relevant(&self, data: Option<&StructuredData>) -> bool {
@@ -25,9 +34,7 @@ impl Runner<'_> {
         &self,
         link: &Link,
         url: &Url,
-        mime: String,
-        body: &[u8],
-        truncated: bool,
+        page: PageBody<'_>,
         data: &StructuredData,
         tally: &mut StepTally,
     ) -> Result<(), EngineError> {
@@ -36,8 +43,8 @@ impl Runner<'_> {
             job: job.clone(),
             source,
         };
-        let mut file = self.out.begin(&mime).map_err(out_err)?;
-        if let Err(e) = file.write(body) {
+        let mut file = self.out.begin(&page.mime).map_err(out_err)?;
+        if let Err(e) = file.write(page.bytes) {
             file.abandon();
             return Err(out_err(e));
         }
@@ -67,14 +74,14 @@ impl Runner<'_> {
         let row = ManifestRow {
             url: link.url.to_string(),
             final_url: url.to_string(),
-            mime,
+            mime: page.mime,
             bytes: saved.bytes,
             sha256: saved.sha256.clone(),
             file: saved.file.clone(),
             referrer: link.referrer.as_ref().map(|u| u.to_string()),
             tag_path: link.tag_path.to_string(),
             fetched_at: rfc3339_now(),
-            truncated: truncated || data.cut,
+            truncated: page.truncated || data.cut,
             rdf: None,
             structured: Some(counts),
         };
