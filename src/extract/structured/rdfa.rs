@@ -226,6 +226,10 @@ pub(crate) fn on_element(
     name: &str,
     trackable: bool,
 ) -> (Option<Context>, Option<TextOwner>) {
+    // A full page records nothing more (pending values would only pile up).
+    if !c.sink.has_room() {
+        return (None, None);
+    }
     let has_rdfa = RDFA_ATTRIBUTES.iter().any(|a| el.has_attribute(a));
     let inside = c.rdfa_context();
     if !has_rdfa && inside.is_none() {

@@ -312,6 +312,30 @@ fn hostile_nesting_and_itemrefs_stay_bounded() {
     let data = extract(&html);
     assert_eq!(data.triples.len(), DEFAULT_MAX_STATEMENTS);
     assert!(data.cut);
+
+    // RDFa: 20 000 nested text-valued properties, then 50 000 more past the cap.
+    let mut html = String::from("<div vocab=\"http://schema.org/\" typeof=\"Thing\">");
+    for i in 0..20_000 {
+        html.push_str(&format!("<div property=\"p{i}\">{}", "y".repeat(32)));
+    }
+    html.push_str(&"</div>".repeat(20_001));
+    html.push_str(&"<span property=\"name\">z</span>".repeat(50_000));
+    let data = extract_with(
+        &html,
+        StructuredOptions {
+            max_statements: 1_000,
+            ..StructuredOptions::all()
+        },
+    );
+    assert_eq!(data.triples.len(), 1_000);
+    assert!(data.cut);
+    let longest = data
+        .triples
+        .iter()
+        .map(|t| t.object.to_string().len())
+        .max()
+        .unwrap_or(0);
+    assert!(longest <= MAX_LITERAL_BYTES + 2, "literals are capped");
 }
 
 /// Pages where forager and the oracle (scripts/structured_oracle.py) disagree, and why.
