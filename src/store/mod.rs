@@ -925,6 +925,68 @@ mod tests {
         assert_eq!(store.load_job("j").unwrap().seen, vec![42]);
     }
 
+    /// A schema-3 manifest row (before `structured`), as version 3 encoded it.
+    #[derive(serde::Serialize)]
+    struct RowV3 {
+        url: String,
+        final_url: String,
+        mime: String,
+        bytes: u64,
+        sha256: String,
+        file: String,
+        referrer: Option<String>,
+        tag_path: String,
+        fetched_at: String,
+        truncated: bool,
+        rdf: Option<RdfStatements>,
+    }
+
+    #[test]
+    fn schema_3_rows_are_migrated_with_their_rdf_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let rdf = RdfStatements {
+            syntax: "turtle".into(),
+            statements: 15,
+            errors: 1,
+        };
+        {
+            let db = Database::create(dir.path().join("forager.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("schema_version", codec::encode(&3u32).as_slice())
+                .unwrap();
+            let row = RowV3 {
+                url: "http://a.test/x.ttl".into(),
+                final_url: "http://a.test/x.ttl".into(),
+                mime: "text/turtle".into(),
+                bytes: 10,
+                sha256: "ab".into(),
+                file: "ab.ttl".into(),
+                referrer: None,
+                tag_path: "/html".into(),
+                fetched_at: "2026-01-01T00:00:00Z".into(),
+                truncated: false,
+                rdf: Some(rdf.clone()),
+            };
+            txn.open_table(MANIFEST)
+                .unwrap()
+                .insert(("j", 0u64), codec::encode(&row).as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let rows = store.manifest_rows("j").unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].rdf, Some(rdf));
+        assert_eq!(rows[0].structured, None);
+        assert_eq!(rows[0].final_url, "http://a.test/x.ttl");
+        drop(store);
+        // Migrated once: reopening reads version 4.
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(store.manifest_rows("j").unwrap().len(), 1);
+    }
+
     #[test]
     fn a_newer_schema_is_refused_with_a_way_out() {
         let dir = tempfile::tempdir().unwrap();
