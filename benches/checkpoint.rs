@@ -721,6 +721,7 @@ impl BigJob {
                 fetched_at: "2026-11-22T10:00:00Z".into(),
                 truncated: false,
                 rdf: None,
+                structured: None,
             },
         ));
     }

@@ -1,4 +1,4 @@
-//! CPU cost of link extraction (ARCHITECTURE.md § Measuring: the whole pipeline's budget is
+//! CPU cost of link extraction, with and without structured data (ARCHITECTURE.md § Measuring: the whole pipeline's budget is
 //! 20 ms of CPU per MiB of HTML; extraction is its largest part).
 //!
 //! Pages are the synthetic `medium` site's, walked breadth-first in memory
@@ -8,6 +8,7 @@
 //! a change to the extractor mean it found exactly the same things.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use forager::extract::structured::StructuredOptions;
 use forager::extract::{extract_links, ExtractLimits};
 use forager::sites::server::{Site, SiteRequest};
 use forager::sites::synthetic::{Preset, SyntheticSite};
@@ -93,23 +94,78 @@ fn bench_extract(c: &mut Criterion) {
         return;
     }
     let bytes: usize = pages.iter().map(|p| p.body.len()).sum();
-    let limits = ExtractLimits::default();
+    let off = ExtractLimits::default();
+    // Structured data read in the same pass (a `structured` job): the
+    // difference between the two is what it costs per MiB of HTML.
+    let on = ExtractLimits {
+        structured: Some(StructuredOptions::all()),
+        ..ExtractLimits::default()
+    };
     let mut group = c.benchmark_group("extract");
     group.throughput(Throughput::Bytes(bytes as u64));
     group.sample_size(20);
-    group.bench_function(format!("medium_{}_pages", pages.len()), |b| {
-        b.iter(|| {
-            for p in &pages {
-                black_box(extract_links(
-                    black_box(&p.body),
-                    &p.url,
-                    p.content_type.as_deref(),
-                    &limits,
-                ));
-            }
-        })
-    });
+    for (name, limits) in [("structured_off", &off), ("structured_on", &on)] {
+        group.bench_function(format!("medium_{}_pages_{name}", pages.len()), |b| {
+            b.iter(|| {
+                for p in &pages {
+                    black_box(extract_links(
+                        black_box(&p.body),
+                        &p.url,
+                        p.content_type.as_deref(),
+                        limits,
+                    ));
+                }
+            })
+        });
+    }
     group.finish();
+
+    // Pages full of JSON-LD, microdata and RDFa (the oracle corpus).
+    let corpus = corpus_pages();
+    let bytes: usize = corpus.iter().map(|p| p.body.len()).sum();
+    let mut group = c.benchmark_group("extract_structured_corpus");
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.sample_size(20);
+    for (name, limits) in [("structured_off", &off), ("structured_on", &on)] {
+        group.bench_function(format!("{}_pages_{name}", corpus.len()), |b| {
+            b.iter(|| {
+                for p in &corpus {
+                    black_box(extract_links(black_box(&p.body), &p.url, None, limits));
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+/// The pages of tests/data/structured.
+fn corpus_pages() -> Vec<Page> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/structured");
+    let mut out = Vec::new();
+    for folder in ["own", "w3c-jsonld-html"] {
+        let Ok(entries) = std::fs::read_dir(root.join(folder)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "html") {
+                if let (Ok(body), Ok(url)) = (
+                    std::fs::read(&path),
+                    Url::parse(&format!(
+                        "http://corpus.test/{}",
+                        entry.file_name().to_string_lossy()
+                    )),
+                ) {
+                    out.push(Page {
+                        url,
+                        content_type: None,
+                        body,
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 criterion_group!(benches, bench_extract);

@@ -248,6 +248,9 @@ pub enum Preset {
     /// RDF documents in any syntax forager parses (linked data; implies `rdf = true`).
     #[serde(rename = "linked-data")]
     LinkedData,
+    /// Web pages with structured data (JSON-LD, microdata, RDFa,
+    /// microformats; implies `structured_data` = all four) and no file type.
+    Structured,
     /// Nothing but what `mime` lists.
     None,
 }
@@ -261,7 +264,7 @@ impl Preset {
             Preset::Documents => [PDF, DOCUMENT].concat(),
             Preset::Archives => ARCHIVE.to_vec(),
             Preset::LinkedData => RDF.to_vec(),
-            Preset::None => Vec::new(),
+            Preset::Structured | Preset::None => Vec::new(),
         }
     }
 
@@ -275,7 +278,7 @@ impl Preset {
             Preset::Documents => DOCUMENT_EXTENSIONS.to_vec(),
             Preset::Archives => ARCHIVE_EXTENSIONS.to_vec(),
             Preset::LinkedData => RDF_EXTENSIONS.to_vec(),
-            Preset::None => Vec::new(),
+            Preset::Structured | Preset::None => Vec::new(),
         }
     }
 }

@@ -280,6 +280,7 @@ fn manifest_row(url: &str, body: &[u8]) -> ManifestRow {
         fetched_at: "2026-11-20T10:00:00Z".to_string(),
         truncated: false,
         rdf: None,
+        structured: None,
     }
 }
 

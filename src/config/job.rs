@@ -10,6 +10,7 @@ use super::error::{quote, ConfigError};
 use super::http::{read_http, HTTP_FIELDS};
 use super::reader::{Located, Node, Reader, Table};
 use super::{first, read_config_file};
+use crate::extract::structured::{StructuredOptions, DEFAULT_MAX_STATEMENTS};
 use crate::extract::{check_pattern, PolitenessPer, ScopeKind, UrlPatterns};
 use crate::http_options::HttpOptions;
 use crate::mime::{Preset, TargetSet};
@@ -63,7 +64,17 @@ const TARGETS_FIELDS: &[&str] = &[
     "block_ext",
     "rdf",
     "rdf_follow",
+    "structured_data",
+    "min_statements",
+    "max_statements",
 ];
+/// What `targets.structured_data` may list.
+const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microformats"];
+/// Default of `targets.min_statements`: Anthelion marks a page relevant when
+/// its extractor yields more than 5 statements.
+pub const DEFAULT_MIN_STATEMENTS: u64 = 6;
+/// Range of `targets.max_statements` (statements kept per page).
+const MAX_STATEMENTS_RANGE: (u64, u64) = (1, 1_000_000);
 /// What `targets.rdf_follow` may list: the positions of a statement whose IRIs are links.
 const RDF_FOLLOW: &[&str] = &["subjects", "objects", "predicates", "types"];
 const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop"];
@@ -90,6 +101,7 @@ const PRESETS: &[(&str, Preset)] = &[
     ("statistics", Preset::Statistics),
     ("documents", Preset::Documents),
     ("linked-data", Preset::LinkedData),
+    ("structured", Preset::Structured),
     ("archives", Preset::Archives),
     ("none", Preset::None),
 ];
@@ -215,6 +227,18 @@ pub struct TargetsSpec {
     pub rdf: bool,
     /// Which IRIs of a statement are links.
     pub rdf_follow: Follow,
+    /// Structured-data pages: an HTML page whose embedded statements (of the
+    /// syntaxes listed) reach `min_statements` is a target.
+    pub structured: Option<StructuredTargets>,
+}
+
+/// `structured_data`, `min_statements` and `max_statements` of `[targets]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StructuredTargets {
+    /// The syntaxes read, and the per-page cap (`max_statements`).
+    pub options: StructuredOptions,
+    /// Statements (and microformats items) that make a page relevant.
+    pub min_statements: u64,
 }
 
 impl Default for TargetsSpec {
@@ -227,6 +251,7 @@ impl Default for TargetsSpec {
             block_ext: DEFAULT_BLOCK_EXT.iter().map(|s| s.to_string()).collect(),
             rdf: false,
             rdf_follow: Follow::default(),
+            structured: None,
         }
     }
 }
@@ -560,7 +585,8 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         Some(n) => read_rdf_follow(r, &t.child("rdf_follow"), n),
         None => Some(Follow::default()),
     };
-    let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow) = (
+    let structured = read_structured(r, t, preset);
+    let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
         preset?,
         mime?,
         block_mime?,
@@ -568,6 +594,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         ext?,
         rdf?,
         rdf_follow?,
+        structured?,
     );
 
     // A target type that is also blocked would never be downloaded: say so now, not after a silent crawl.
@@ -609,7 +636,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
     let mime_listed = t
         .get("mime")
         .is_some_and(|n| matches!(n.value, DeValue::Array(a) if !a.is_empty()));
-    if preset == Preset::None && !mime_listed {
+    if preset == Preset::None && !mime_listed && structured.is_none() {
         let field = t.child("mime");
         let why = "preset \"none\" and no mime types: the job would harvest nothing";
         match preset_node {
@@ -629,7 +656,86 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         block_ext,
         rdf,
         rdf_follow,
+        structured,
     })
+}
+
+/// `structured_data` (default: all four syntaxes under preset `structured`,
+/// none otherwise), `min_statements` and `max_statements`; the two counts
+/// need `structured_data`, and the cap must leave room for the threshold.
+fn read_structured(
+    r: &mut Reader<'_>,
+    t: &Table<'_>,
+    preset: Option<Preset>,
+) -> Option<Option<StructuredTargets>> {
+    let syntaxes = match t.get("structured_data") {
+        Some(n) => r.strings_with(&t.child("structured_data"), n, |s| {
+            if STRUCTURED_SYNTAXES.contains(&s) {
+                Ok(s.to_string())
+            } else {
+                Err(format!(
+                    "{} is not one of {}",
+                    quote(s),
+                    STRUCTURED_SYNTAXES.join(", ")
+                ))
+            }
+        }),
+        None if preset == Some(Preset::Structured) => {
+            Some(STRUCTURED_SYNTAXES.iter().map(|s| s.to_string()).collect())
+        }
+        None => Some(Vec::new()),
+    };
+    let min = match t.get("min_statements") {
+        Some(n) => r
+            .u64_in(&t.child("min_statements"), n, 1, MAX_STATEMENTS_RANGE.1)
+            .map(Some),
+        None => Some(None),
+    };
+    let max = match t.get("max_statements") {
+        Some(n) => r
+            .u64_in(
+                &t.child("max_statements"),
+                n,
+                MAX_STATEMENTS_RANGE.0,
+                MAX_STATEMENTS_RANGE.1,
+            )
+            .map(Some),
+        None => Some(None),
+    };
+    let (syntaxes, min, max) = (syntaxes?, min?, max?);
+    if syntaxes.is_empty() {
+        for (key, given) in [("min_statements", min), ("max_statements", max)] {
+            if let (Some(_), Some(n)) = (given, t.get(key)) {
+                let why = "needs targets.structured_data (or preset \"structured\")";
+                r.invalid(&t.child(key), n, why);
+            }
+        }
+        return (min.is_none() && max.is_none()).then_some(None);
+    }
+    let min_statements = min.unwrap_or(DEFAULT_MIN_STATEMENTS);
+    let max_statements = max.unwrap_or(DEFAULT_MAX_STATEMENTS as u64);
+    if max_statements < min_statements {
+        let field = t.child("max_statements");
+        let why = format!(
+            "{max_statements} is under targets.min_statements ({min_statements}): no page could be relevant"
+        );
+        match t.get("max_statements").or_else(|| t.get("min_statements")) {
+            Some(n) => r.invalid(&field, n, why),
+            None => r.error(None, &field, why),
+        }
+        return None;
+    }
+    let has = |name: &str| syntaxes.iter().any(|s| s == name);
+    Some(Some(StructuredTargets {
+        options: StructuredOptions {
+            json_ld: has("json-ld"),
+            microdata: has("microdata"),
+            rdfa: has("rdfa"),
+            microformats: has("microformats"),
+            max_statements: usize::try_from(max_statements).unwrap_or(usize::MAX),
+        },
+        min_statements,
+    }))
 }
 
 /// `targets.rdf_follow`: a list of statement positions, none twice.

@@ -12,6 +12,7 @@ use url::Url;
 
 const EXAMPLE_STATISTICS: &str = include_str!("../../config/jobs.d/example-statistics.toml");
 const EXAMPLE_MINIMAL: &str = include_str!("../../config/jobs.d/example-minimal.toml");
+const EXAMPLE_STRUCTURED: &str = include_str!("../../config/jobs.d/example-structured.toml");
 const EXAMPLE_DAEMON: &str = include_str!("../../config/forager.toml");
 
 const ORIGIN: &str = "jobs.d/x.toml";
@@ -454,7 +455,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
@@ -547,7 +548,7 @@ fn choices_list_the_alternatives() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npreset = \"stats\"\n")),
-        "jobs.d/x.toml:4: targets.preset: unknown value \"stats\" (expected one of: statistics, documents, linked-data, archives, none)"
+        "jobs.d/x.toml:4: targets.preset: unknown value \"stats\" (expected one of: statistics, documents, linked-data, structured, archives, none)"
     );
 }
 
@@ -1305,4 +1306,71 @@ fn http_options_are_read_and_checked() {
     .unwrap();
     assert_eq!(d.http.headers.len(), 1);
     assert!(daemon_err("[http]\nproxy = 3\n").contains("http.proxy: expected a string"));
+}
+
+// ---------------------------------------------------------------- structured data
+
+#[test]
+fn structured_preset_reads_every_syntax_with_anthelions_threshold() {
+    let j = job(&format!("{HEAD}[targets]\npreset = \"structured\"\n"));
+    let s = j.targets.structured.clone().expect("structured targets");
+    assert_eq!(s.min_statements, 6);
+    assert!(s.options.json_ld && s.options.microdata && s.options.rdfa && s.options.microformats);
+    assert_eq!(
+        s.options.max_statements,
+        crate::extract::structured::DEFAULT_MAX_STATEMENTS
+    );
+    // No file type is a target of the preset.
+    let set = j.targets.target_set();
+    assert_eq!(set.classify(Some("text/csv")), Label::Neither);
+    assert_eq!(set.classify(Some("application/pdf")), Label::Neither);
+    assert_eq!(set.classify(Some("text/html")), Label::Html);
+    // Not asked for: none.
+    assert_eq!(job(HEAD).targets.structured, None);
+    let example = job(EXAMPLE_STRUCTURED)
+        .targets
+        .structured
+        .expect("the example's");
+    assert_eq!(example, s);
+}
+
+#[test]
+fn structured_data_fields_are_read_with_any_preset() {
+    let j = job(&format!(
+        "{HEAD}[targets]\nstructured_data = [\"json-ld\", \"rdfa\"]\nmin_statements = 10\nmax_statements = 500\n"
+    ));
+    let s = j.targets.structured.expect("structured targets");
+    assert!(s.options.json_ld && s.options.rdfa);
+    assert!(!s.options.microdata && !s.options.microformats);
+    assert_eq!((s.min_statements, s.options.max_statements), (10, 500));
+    assert_eq!(j.targets.preset, Preset::Statistics);
+    // preset "none" with structured data harvests something: accepted.
+    let j = job(&format!(
+        "{HEAD}[targets]\npreset = \"none\"\nstructured_data = [\"microdata\"]\n"
+    ));
+    assert!(j.targets.structured.is_some());
+}
+
+#[test]
+fn structured_data_errors_name_file_line_and_field() {
+    assert_eq!(
+        job_err(&format!("{HEAD}[targets]\nstructured_data = [\"json-ld\", \"turtle\"]\n")),
+        "jobs.d/x.toml:4: targets.structured_data[1]: \"turtle\" is not one of json-ld, microdata, rdfa, microformats"
+    );
+    assert_eq!(
+        job_err(&format!("{HEAD}[targets]\nmin_statements = 3\n")),
+        "jobs.d/x.toml:4: targets.min_statements: needs targets.structured_data (or preset \"structured\")"
+    );
+    assert_eq!(
+        job_err(&format!(
+            "{HEAD}[targets]\npreset = \"structured\"\nmin_statements = 0\n"
+        )),
+        "jobs.d/x.toml:5: targets.min_statements: 0 is out of range (1 to 1000000)"
+    );
+    assert_eq!(
+        job_err(&format!(
+            "{HEAD}[targets]\npreset = \"structured\"\nmin_statements = 20\nmax_statements = 10\n"
+        )),
+        "jobs.d/x.toml:6: targets.max_statements: 10 is under targets.min_statements (20): no page could be relevant"
+    );
 }

@@ -40,6 +40,7 @@ use tracing::{debug, info, warn};
 use url::Url;
 
 mod linked;
+mod structured;
 
 /// Redirect hops followed for one link (ARCHITECTURE.md § Politeness and safety).
 const MAX_REDIRECTS: usize = 10;
@@ -212,6 +213,7 @@ impl<'a> Runner<'a> {
                 strip_params: spec.limits.strip_params.clone(),
                 ..UrlRules::default()
             },
+            structured: spec.targets.structured.as_ref().map(|s| s.options.clone()),
         });
         let mut runner = Runner {
             engine,
@@ -333,7 +335,7 @@ impl<'a> Runner<'a> {
     fn reconcile_data(&self, committed: &[ManifestRow]) -> Result<(), EngineError> {
         let keys: HashSet<String> = committed
             .iter()
-            .filter(|r| r.rdf.is_some())
+            .filter(|r| r.rdf.is_some() || r.structured.is_some())
             .map(|r| crate::output::nquads::document_key(&r.sha256, &r.final_url))
             .collect();
         let found = self
@@ -1093,13 +1095,36 @@ impl<'a> Runner<'a> {
                 );
                 let limits = self.limits.clone();
                 let page_url = url.clone();
+                let mime = essence(content_type.as_deref().unwrap_or(""));
                 let links = tokio::task::spawn_blocking(move || {
-                    extract::extract_links(&body.bytes, &page_url, content_type.as_deref(), &limits)
+                    let links = extract::extract_links(
+                        &body.bytes,
+                        &page_url,
+                        content_type.as_deref(),
+                        &limits,
+                    );
+                    (links, body)
                 })
                 .await;
                 match links {
-                    Ok(links) => {
+                    Ok((mut links, body)) => {
                         self.note_cut(&url, &links, body_cut);
+                        let data = links.structured.take();
+                        if self.is_relevant(data.as_ref()) {
+                            if let Some(data) = &data {
+                                self.save_structured_page(
+                                    link,
+                                    &url,
+                                    structured::PageBody {
+                                        mime,
+                                        bytes: &body.bytes,
+                                        truncated: body_cut,
+                                    },
+                                    data,
+                                    tally,
+                                )?;
+                            }
+                        }
                         Ok(Fetched::Page {
                             url,
                             links: Box::new(links),
@@ -1270,6 +1295,7 @@ impl<'a> Runner<'a> {
             fetched_at: rfc3339_now(),
             truncated,
             rdf: None,
+            structured: None,
         };
         info!(job = %self.spec.name, url = %url, bytes = saved.bytes, "target saved");
         self.emit(

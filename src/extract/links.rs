@@ -10,6 +10,7 @@
 //! what lol_html's API forces (its tag name and attribute values are `String`s).
 
 use super::normalize::{normalize, resolve_with_encoding, RejectCounts, UrlRules};
+use super::structured::{Collector, StructuredData, StructuredOptions};
 use crate::link::TagPath;
 use encoding_rs::Encoding;
 use foldhash::fast::RandomState;
@@ -52,6 +53,8 @@ pub struct ExtractLimits {
     /// Links kept per page; the rest are dropped and [`PageLinks::cut`] set.
     pub max_links: usize,
     pub url_rules: UrlRules,
+    /// Structured data read in the same pass (`None`: none is read).
+    pub structured: Option<StructuredOptions>,
 }
 
 impl Default for ExtractLimits {
@@ -59,6 +62,7 @@ impl Default for ExtractLimits {
         ExtractLimits {
             max_links: 10_000,
             url_rules: UrlRules::default(),
+            structured: None,
         }
     }
 }
@@ -84,6 +88,8 @@ pub struct PageLinks {
     pub base: Url,
     /// The page embeds JSON-LD, microdata or RDFa.
     pub structured_data: bool,
+    /// Its statements, when [`ExtractLimits::structured`] asked for them.
+    pub structured: Option<StructuredData>,
     /// Set when not every link of the page is in `links`, with the reason.
     pub cut: Option<PageCut>,
     /// Links refused by URL rules, per kind.
@@ -151,9 +157,10 @@ impl LinkExtractor {
         let on_element = Rc::clone(&state);
         let on_text = Rc::clone(&state);
         let on_structured = Rc::clone(&state);
+        let collecting = state.borrow().collector.is_some();
         // Selectors are parsed once per process: parsing them took a tenth of
         // the extraction time of a typical page.
-        let settings = Settings::new()
+        let mut settings = Settings::new()
             .append_element_content_handler((
                 Cow::Borrowed(&*ANY_ELEMENT),
                 ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
@@ -196,6 +203,9 @@ impl LinkExtractor {
             .with_memory_settings(
                 MemorySettings::new().with_max_allowed_memory_usage(PARSER_MEMORY_LIMIT),
             );
+        if collecting {
+            settings = with_collector(settings, &state);
+        }
         LinkExtractor {
             rewriter: Some(HtmlRewriter::new(settings, NullSink)),
             state,
@@ -226,6 +236,54 @@ impl LinkExtractor {
         state.finish_anchor();
         state.take_result()
     }
+}
+
+/// Adds the structured-data handlers: every element the collector may care
+/// about (one selector for every syntax; the collector skips those it was
+/// not asked for), and the document's text while a value is open.
+fn with_collector<'h>(
+    settings: Settings<'h, 'static>,
+    state: &Rc<RefCell<State>>,
+) -> Settings<'h, 'static> {
+    let on_element = Rc::clone(state);
+    let on_text = Rc::clone(state);
+    settings
+        .append_element_content_handler((
+            Cow::Borrowed(&*STRUCTURED_ELEMENTS),
+            ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+                let this = &on_element;
+                let has_end = el.end_tag_handlers().is_some();
+                let id = match this.try_borrow_mut() {
+                    Ok(mut state) => state
+                        .collector
+                        .as_mut()
+                        .and_then(|c| c.on_element(el, has_end)),
+                    Err(_) => None,
+                };
+                if let (Some(id), Some(handlers)) = (id, el.end_tag_handlers()) {
+                    let state = Rc::clone(this);
+                    handlers.push(Box::new(move |_end: &mut EndTag<'_>| {
+                        if let Ok(mut state) = state.try_borrow_mut() {
+                            if let Some(c) = state.collector.as_mut() {
+                                c.on_end(id);
+                            }
+                        }
+                        Ok(())
+                    }));
+                }
+                Ok(())
+            }),
+        ))
+        .append_document_content_handler(lol_html::DocumentContentHandlers::default().text(
+            move |chunk: &mut TextChunk<'_>| {
+                if let Ok(mut state) = on_text.try_borrow_mut() {
+                    if let Some(c) = state.collector.as_mut().filter(|c| c.wants_text()) {
+                        c.on_text(chunk.as_str());
+                    }
+                }
+                Ok(())
+            },
+        ))
 }
 
 /// lol_html is a rewriter; its output is not needed.
@@ -451,6 +509,7 @@ struct State {
     anchor_space_pending: bool,
 
     structured_data: bool,
+    collector: Option<Collector>,
     cut: Option<PageCut>,
     rejected: RejectCounts,
 }
@@ -483,6 +542,11 @@ impl State {
             anchor_raw: String::new(),
             anchor_space_pending: false,
             structured_data: false,
+            collector: limits
+                .structured
+                .as_ref()
+                .filter(|o| o.any())
+                .map(|o| Collector::new(page_url, o)),
             cut: None,
             rejected: RejectCounts::default(),
         }
@@ -498,6 +562,7 @@ impl State {
             links: std::mem::take(&mut self.links),
             base: self.base.clone(),
             structured_data: self.structured_data,
+            structured: self.collector.take().map(Collector::finish),
             cut: self.cut,
             rejected: self.rejected,
         }
@@ -830,6 +895,9 @@ impl State {
             .parse(href.trim_matches(is_html_whitespace));
         if let Ok(base) = parsed {
             if matches!(base.scheme(), "http" | "https") {
+                if let Some(c) = self.collector.as_mut() {
+                    c.set_base(&base);
+                }
                 self.base = base;
             }
         }
@@ -940,6 +1008,8 @@ const STRUCTURED_DATA_SELECTOR: &str =
 static ANY_ELEMENT: LazyLock<Selector> = LazyLock::new(|| parse_selector("*"));
 static STRUCTURED_DATA: LazyLock<Selector> =
     LazyLock::new(|| parse_selector(STRUCTURED_DATA_SELECTOR));
+static STRUCTURED_ELEMENTS: LazyLock<Selector> =
+    LazyLock::new(|| parse_selector(&Collector::selector(&StructuredOptions::all())));
 static ANCHOR: LazyLock<Selector> = LazyLock::new(|| parse_selector("a[href]"));
 
 fn parse_selector(selector: &str) -> Selector {

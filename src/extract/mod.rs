@@ -5,7 +5,10 @@
 //! `<base href>`, entity decoding, structured-data detection), URL
 //! normalisation and the URL trap rules ([`normalize`]: length, repeated path
 //! segments, session ids), the job scope rules and politeness keys
-//! ([`scope`]), include and exclude URL patterns ([`patterns`]), and the links of sitemaps listed in robots.txt ([`sitemap`]).
+//! ([`scope`]), include and exclude URL patterns ([`patterns`]), the links of
+//! sitemaps listed in robots.txt ([`sitemap`]), and the structured data of a
+//! page (JSON-LD, microdata, RDFa, microformats: [`structured`]), read in the
+//! same pass as its links.
 //!
 //! Must not touch: the network, the store, or learning. Everything here is
 //! pure and synchronous: bytes and URLs in, values out; the engine decides
@@ -16,6 +19,7 @@ pub mod normalize;
 pub mod patterns;
 pub mod scope;
 pub mod sitemap;
+pub mod structured;
 
 pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, PageCut, PageLinks};
 pub use normalize::{

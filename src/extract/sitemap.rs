@@ -88,6 +88,7 @@ pub fn sitemap_links(body: &[u8], sitemap_url: &Url, limits: &ExtractLimits) -> 
         links,
         base: sitemap_url.clone(),
         structured_data: false,
+        structured: None,
         cut,
         rejected,
     }

@@ -121,6 +121,7 @@ impl RdfDocument {
             links,
             base: base.clone(),
             structured_data: false,
+            structured: None,
             cut: self.cut.then_some(PageCut::MaxLinks),
             rejected,
         }

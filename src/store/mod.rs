@@ -26,7 +26,9 @@ mod crash_backend;
 pub mod repair;
 mod schema;
 
-pub use schema::{FrontierEntry, JobCounters, JobRecord, ManifestRow, RdfStatements, StopReason};
+pub use schema::{
+    FrontierEntry, JobCounters, JobRecord, ManifestRow, RdfStatements, StopReason, StructuredCounts,
+};
 
 use crate::crashpoint::{self, CrashPoint};
 use crate::link::LinkId;
@@ -49,7 +51,8 @@ const SHARED: TableDefinition<&str, &[u8]> = TableDefinition::new("shared");
 /// Version of the table layout; stored in `meta` and checked at open.
 /// 2: frontier values put the queue key before the link.
 /// 3: manifest rows end with an RDF document's statements (migrated from 2).
-const SCHEMA_VERSION: u32 = 3;
+/// 4: manifest rows end with a structured-data page's counts (migrated from 2 and 3).
+const SCHEMA_VERSION: u32 = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -433,12 +436,12 @@ impl Store {
                 Some(v) => Some(decode_row::<u32>("meta", v.value())?),
                 None => None,
             };
-            if found == Some(2) {
-                Self::migrate_manifest_from_2(&txn)?;
+            if let Some(old @ (2 | 3)) = found {
+                Self::migrate_manifest(&txn, old)?;
                 meta.insert("schema_version", codec::encode(&SCHEMA_VERSION).as_slice())?;
-                tracing::info!(path = %path.display(), "state database migrated from schema version 2 to 3");
+                tracing::info!(path = %path.display(), from = old, to = SCHEMA_VERSION, "state database migrated");
             }
-            let found = found.map(|v| if v == 2 { SCHEMA_VERSION } else { v });
+            let found = found.map(|v| if v == 2 || v == 3 { SCHEMA_VERSION } else { v });
             match found {
                 Some(v) if v != SCHEMA_VERSION => {
                     return Err(StoreError::Schema {
@@ -462,15 +465,25 @@ impl Store {
         Ok(())
     }
 
-    /// Schema 2 → 3: every manifest row gains an empty `rdf` field.
-    fn migrate_manifest_from_2(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+    /// Schema 2 or 3 → 4: every manifest row gains the fields it lacks, empty.
+    fn migrate_manifest(txn: &redb::WriteTransaction, from: u32) -> Result<(), StoreError> {
         let mut manifest = txn.open_table(MANIFEST)?;
         let mut rows = Vec::new();
         for entry in manifest.iter()? {
             let (key, value) = entry?;
             let (job, n) = key.value();
-            let old: schema::ManifestRowV2 = decode_row("manifest", value.value())?;
-            rows.push(((job.to_string(), n), ManifestRow::from(old)));
+            let row = if from == 2 {
+                ManifestRow::from(decode_row::<schema::ManifestRowV2>(
+                    "manifest",
+                    value.value(),
+                )?)
+            } else {
+                ManifestRow::from(decode_row::<schema::ManifestRowV3>(
+                    "manifest",
+                    value.value(),
+                )?)
+            };
+            rows.push(((job.to_string(), n), row));
         }
         for ((job, n), row) in rows {
             manifest.insert((job.as_str(), n), codec::encode(&row).as_slice())?;
@@ -788,6 +801,7 @@ mod tests {
             fetched_at: "2026-11-22T00:00:00Z".into(),
             truncated: false,
             rdf: None,
+            structured: None,
         }
     }
 
@@ -909,6 +923,68 @@ mod tests {
         }
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         assert_eq!(store.load_job("j").unwrap().seen, vec![42]);
+    }
+
+    /// A schema-3 manifest row (before `structured`), as version 3 encoded it.
+    #[derive(serde::Serialize)]
+    struct RowV3 {
+        url: String,
+        final_url: String,
+        mime: String,
+        bytes: u64,
+        sha256: String,
+        file: String,
+        referrer: Option<String>,
+        tag_path: String,
+        fetched_at: String,
+        truncated: bool,
+        rdf: Option<RdfStatements>,
+    }
+
+    #[test]
+    fn schema_3_rows_are_migrated_with_their_rdf_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let rdf = RdfStatements {
+            syntax: "turtle".into(),
+            statements: 15,
+            errors: 1,
+        };
+        {
+            let db = Database::create(dir.path().join("forager.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("schema_version", codec::encode(&3u32).as_slice())
+                .unwrap();
+            let row = RowV3 {
+                url: "http://a.test/x.ttl".into(),
+                final_url: "http://a.test/x.ttl".into(),
+                mime: "text/turtle".into(),
+                bytes: 10,
+                sha256: "ab".into(),
+                file: "ab.ttl".into(),
+                referrer: None,
+                tag_path: "/html".into(),
+                fetched_at: "2026-01-01T00:00:00Z".into(),
+                truncated: false,
+                rdf: Some(rdf.clone()),
+            };
+            txn.open_table(MANIFEST)
+                .unwrap()
+                .insert(("j", 0u64), codec::encode(&row).as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let rows = store.manifest_rows("j").unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].rdf, Some(rdf));
+        assert_eq!(rows[0].structured, None);
+        assert_eq!(rows[0].final_url, "http://a.test/x.ttl");
+        drop(store);
+        // Migrated once: reopening reads version 4.
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(store.manifest_rows("j").unwrap().len(), 1);
     }
 
     #[test]

@@ -253,6 +253,7 @@ mod tests {
                         fetched_at: "2026-11-22T00:00:00Z".into(),
                         truncated: false,
                         rdf: None,
+                        structured: None,
                     };
                     (n, row)
                 })

@@ -120,6 +120,57 @@ pub struct ManifestRow {
     /// An RDF document's statements (linked-data jobs), also in `data.nq.gz`.
     #[serde(default)]
     pub rdf: Option<RdfStatements>,
+    /// A structured-data page's statements per syntax, also in `data.nq.gz`.
+    #[serde(default)]
+    pub structured: Option<StructuredCounts>,
+}
+
+/// What a structured-data page held, as its manifest row says.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StructuredCounts {
+    /// Statements from JSON-LD script blocks.
+    pub json_ld: u64,
+    pub microdata: u64,
+    pub rdfa: u64,
+    /// Microformats2 items (not RDF: not in the data file).
+    pub microformats: u64,
+    /// JSON-LD blocks that were not valid JSON or JSON-LD.
+    pub json_ld_invalid: u64,
+}
+
+/// A manifest row as schema version 3 stored it (before [`ManifestRow::structured`]).
+#[derive(Deserialize)]
+pub(super) struct ManifestRowV3 {
+    url: String,
+    final_url: String,
+    mime: String,
+    bytes: u64,
+    sha256: String,
+    file: String,
+    referrer: Option<String>,
+    tag_path: String,
+    fetched_at: String,
+    truncated: bool,
+    rdf: Option<RdfStatements>,
+}
+
+impl From<ManifestRowV3> for ManifestRow {
+    fn from(v3: ManifestRowV3) -> ManifestRow {
+        ManifestRow {
+            url: v3.url,
+            final_url: v3.final_url,
+            mime: v3.mime,
+            bytes: v3.bytes,
+            sha256: v3.sha256,
+            file: v3.file,
+            referrer: v3.referrer,
+            tag_path: v3.tag_path,
+            fetched_at: v3.fetched_at,
+            truncated: v3.truncated,
+            rdf: v3.rdf,
+            structured: None,
+        }
+    }
 }
 
 /// What an RDF document held, as its manifest row says.
@@ -162,6 +213,7 @@ impl From<ManifestRowV2> for ManifestRow {
             fetched_at: v2.fetched_at,
             truncated: v2.truncated,
             rdf: None,
+            structured: None,
         }
     }
 }

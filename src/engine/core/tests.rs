@@ -29,6 +29,7 @@ fn page(urls: &[&str]) -> PageLinks {
             .collect(),
         base: url("http://site.test/"),
         structured_data: false,
+        structured: None,
         cut: None,
         rejected: RejectCounts::default(),
     }

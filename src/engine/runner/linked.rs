@@ -179,6 +179,7 @@ impl Runner<'_> {
                 statements: doc.statements,
                 errors: doc.errors,
             }),
+            structured: None,
         };
         self.out
             .append_statements(&key, &doc.nquads, || self.core().add_manifest_row(row))

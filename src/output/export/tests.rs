@@ -17,6 +17,7 @@ fn row(url: &str, body: &[u8], ext: &str, fetched_at: &str) -> (ManifestRow, Vec
             fetched_at: fetched_at.to_string(),
             truncated: false,
             rdf: None,
+            structured: None,
         },
         body.to_vec(),
     )

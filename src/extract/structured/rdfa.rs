@@ -1,0 +1,465 @@
+//! RDFa 1.1 Lite (`vocab`, `typeof`, `property`, `resource`, `prefix`) and the
+//! common RDFa Core attributes (`about`, `rel`, `rev`, `href`, `src`,
+//! `content`, `datatype`), following the processing steps of RDFa Core 1.1
+//! §7.5 with the HTML+RDFa rules for `head` and `body`.
+//!
+//! Left out, and why: literal languages (`lang`) and XML literals (a
+//! statement's count does not depend on them), `inlist` lists, and the
+//! initial context's three terms (`describedby`, `license`, `role`) — its
+//! prefixes are known. An element with no RDFa attribute passes its
+//! parent's context on unchanged; a plain `href`/`src` is read only inside
+//! an RDFa context (it may complete a hanging `rel`).
+
+use super::{attr, blank, literal, resolve_iri, Collector, Syntax, TextOwner};
+use lol_html::html_content::Element;
+use oxrdf::vocab::rdf;
+use oxrdf::{BlankNode, NamedNode, NamedOrBlankNode, Term};
+use std::rc::Rc;
+use url::Url;
+
+/// Tokens read from one attribute.
+const MAX_TOKENS: usize = 16;
+/// Prefixes declared on one page.
+const MAX_PREFIXES: usize = 256;
+
+const USES_VOCABULARY: &str = "http://www.w3.org/ns/rdfa#usesVocabulary";
+
+/// The prefixes of the RDFa Core initial context.
+const INITIAL_PREFIXES: &[(&str, &str)] = &[
+    ("as", "https://www.w3.org/ns/activitystreams#"),
+    ("cc", "http://creativecommons.org/ns#"),
+    ("csvw", "http://www.w3.org/ns/csvw#"),
+    ("ctag", "http://commontag.org/ns#"),
+    ("dc", "http://purl.org/dc/terms/"),
+    ("dc11", "http://purl.org/dc/elements/1.1/"),
+    ("dcat", "http://www.w3.org/ns/dcat#"),
+    ("dcterms", "http://purl.org/dc/terms/"),
+    ("dqv", "http://www.w3.org/ns/dqv#"),
+    ("duv", "https://www.w3.org/ns/duv#"),
+    ("foaf", "http://xmlns.com/foaf/0.1/"),
+    ("gr", "http://purl.org/goodrelations/v1#"),
+    ("grddl", "http://www.w3.org/2003/g/data-view#"),
+    ("ical", "http://www.w3.org/2002/12/cal/icaltzd#"),
+    ("jsonld", "http://www.w3.org/ns/json-ld#"),
+    ("ldp", "http://www.w3.org/ns/ldp#"),
+    ("ma", "http://www.w3.org/ns/ma-ont#"),
+    ("oa", "http://www.w3.org/ns/oa#"),
+    ("odrl", "http://www.w3.org/ns/odrl/2/"),
+    ("og", "http://ogp.me/ns#"),
+    ("org", "http://www.w3.org/ns/org#"),
+    ("owl", "http://www.w3.org/2002/07/owl#"),
+    ("prov", "http://www.w3.org/ns/prov#"),
+    ("qb", "http://purl.org/linked-data/cube#"),
+    ("rdf", "http://www.w3.org/1999/02/22-rdf-syntax-ns#"),
+    ("rdfa", "http://www.w3.org/ns/rdfa#"),
+    ("rdfs", "http://www.w3.org/2000/01/rdf-schema#"),
+    ("rev", "http://purl.org/stuff/rev#"),
+    ("rif", "http://www.w3.org/2007/rif#"),
+    ("rr", "http://www.w3.org/ns/r2rml#"),
+    ("schema", "http://schema.org/"),
+    ("sd", "http://www.w3.org/ns/sparql-service-description#"),
+    ("sioc", "http://rdfs.org/sioc/ns#"),
+    ("skos", "http://www.w3.org/2004/02/skos/core#"),
+    ("skosxl", "http://www.w3.org/2008/05/skos-xl#"),
+    ("sosa", "http://www.w3.org/ns/sosa/"),
+    ("ssn", "http://www.w3.org/ns/ssn/"),
+    ("time", "http://www.w3.org/2006/time#"),
+    ("v", "http://rdf.data-vocabulary.org/#"),
+    ("vcard", "http://www.w3.org/2006/vcard/ns#"),
+    ("void", "http://rdfs.org/ns/void#"),
+    ("wdr", "http://www.w3.org/2007/05/powder#"),
+    ("wdrs", "http://www.w3.org/2007/05/powder-s#"),
+    ("xhv", "http://www.w3.org/1999/xhtml/vocab#"),
+    ("xml", "http://www.w3.org/XML/1998/namespace"),
+    ("xsd", "http://www.w3.org/2001/XMLSchema#"),
+];
+
+/// The evaluation context an element hands to its descendants.
+#[derive(Clone)]
+pub(crate) struct Context {
+    vocab: Option<Rc<str>>,
+    /// Prefixes declared by ancestors, innermost last.
+    prefixes: Rc<Vec<(String, String)>>,
+    parent_subject: NamedOrBlankNode,
+    parent_object: NamedOrBlankNode,
+    /// `rel`/`rev` waiting for a subject: (subject, predicate, is `rev`).
+    incomplete: Rc<Vec<(NamedOrBlankNode, NamedNode, bool)>>,
+}
+
+impl Context {
+    fn initial(base: &Url) -> Context {
+        let doc: NamedOrBlankNode = NamedNode::new_unchecked(base.as_str()).into();
+        Context {
+            vocab: None,
+            prefixes: Rc::new(Vec::new()),
+            parent_subject: doc.clone(),
+            parent_object: doc,
+            incomplete: Rc::new(Vec::new()),
+        }
+    }
+
+    fn prefix(&self, name: &str) -> Option<&str> {
+        let name_lower = name.to_ascii_lowercase();
+        self.prefixes
+            .iter()
+            .rev()
+            .find(|(p, _)| *p == name_lower)
+            .map(|(_, iri)| iri.as_str())
+            .or_else(|| {
+                INITIAL_PREFIXES
+                    .iter()
+                    .find(|(p, _)| *p == name_lower)
+                    .map(|(_, iri)| *iri)
+            })
+    }
+
+    /// A CURIE with a known prefix, expanded.
+    fn curie(&self, value: &str) -> Option<NamedNode> {
+        let (prefix, reference) = value.split_once(':')?;
+        if prefix == "_" {
+            return None;
+        }
+        let ns = self.prefix(prefix)?;
+        NamedNode::new(format!("{ns}{reference}")).ok()
+    }
+
+    /// A predicate or type: a term in the vocabulary, a CURIE, or an absolute IRI.
+    fn term_or_curie_or_iri(&self, value: &str) -> Option<NamedNode> {
+        if !value.contains(':') {
+            let vocab = self.vocab.as_deref()?;
+            return NamedNode::new(format!("{vocab}{value}")).ok();
+        }
+        if let Some(iri) = self.curie(value) {
+            return Some(iri);
+        }
+        let url = Url::parse(value).ok()?;
+        NamedNode::new(url.as_str()).ok()
+    }
+
+    /// `about` or `resource`: a safe CURIE, a CURIE, a blank node or a relative IRI.
+    fn resource(&self, value: &str, base: &Url, blanks: &mut Blanks) -> Option<NamedOrBlankNode> {
+        let value = value.trim_matches(super::is_html_whitespace);
+        if let Some(safe) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+            if let Some(label) = safe.strip_prefix("_:") {
+                return Some(blanks.get(label).into());
+            }
+            return self.curie(safe).map(Into::into);
+        }
+        if let Some(label) = value.strip_prefix("_:") {
+            return Some(blanks.get(label).into());
+        }
+        if let Some(iri) = self.curie(value) {
+            return Some(iri.into());
+        }
+        resolve_iri(base, value).map(Into::into)
+    }
+}
+
+/// Blank nodes named in a page (`_:x`), each a fresh node unique across pages.
+#[derive(Default)]
+pub(crate) struct Blanks {
+    named: Vec<(String, BlankNode)>,
+}
+
+impl Blanks {
+    fn get(&mut self, label: &str) -> BlankNode {
+        if let Some((_, node)) = self.named.iter().find(|(l, _)| l == label) {
+            return node.clone();
+        }
+        let node = blank();
+        if self.named.len() < MAX_PREFIXES {
+            self.named.push((label.to_string(), node.clone()));
+        }
+        node
+    }
+}
+
+/// Property statements waiting for their element's text.
+#[derive(Default)]
+pub(crate) struct Pending {
+    props: Vec<PendingProp>,
+    pub(crate) blanks: Blanks,
+    prefixes_declared: usize,
+}
+
+struct PendingProp {
+    subject: NamedOrBlankNode,
+    predicates: Vec<NamedNode>,
+    datatype: Option<NamedNode>,
+}
+
+/// The element's text arrived: emit its property statements.
+pub(crate) fn complete(c: &mut Collector, pending: usize, text: String) {
+    let Some(prop) = c.rdfa.props.get_mut(pending) else {
+        return;
+    };
+    let subject = prop.subject.clone();
+    let predicates = std::mem::take(&mut prop.predicates);
+    let datatype = prop.datatype.take();
+    for p in predicates {
+        c.sink.push(
+            Syntax::Rdfa,
+            subject.clone(),
+            p,
+            literal(text.clone(), datatype.clone()),
+        );
+    }
+}
+
+fn tokens(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split(super::is_html_whitespace)
+        .filter(|t| !t.is_empty())
+        .take(MAX_TOKENS)
+}
+
+const RDFA_ATTRIBUTES: [&str; 8] = [
+    "vocab", "prefix", "typeof", "property", "about", "resource", "rel", "rev",
+];
+
+/// Processes one element. Returns the context its descendants see (when it
+/// differs from its parent's) and who gets its text, if a property needs it.
+/// `trackable`: the element will report its end (not void, not too deep).
+pub(crate) fn on_element(
+    c: &mut Collector,
+    el: &Element<'_, '_>,
+    name: &str,
+    trackable: bool,
+) -> (Option<Context>, Option<TextOwner>) {
+    // A full page records nothing more (pending values would only pile up).
+    if !c.sink.has_room() {
+        return (None, None);
+    }
+    let has_rdfa = RDFA_ATTRIBUTES.iter().any(|a| el.has_attribute(a));
+    let inside = c.rdfa_context();
+    if !has_rdfa && inside.is_none() {
+        return (None, None);
+    }
+    let parent = match inside {
+        Some(ctx) => ctx.clone(),
+        None => Context::initial(&c.base),
+    };
+    let base = c.base.clone();
+    let mut ctx = parent.clone();
+
+    if let Some(v) = attr(el, "vocab") {
+        let v = v.trim_matches(super::is_html_whitespace);
+        if v.is_empty() {
+            ctx.vocab = None;
+        } else if let Some(iri) = resolve_iri(&base, v) {
+            c.sink.push(
+                Syntax::Rdfa,
+                NamedNode::new_unchecked(base.as_str()).into(),
+                NamedNode::new_unchecked(USES_VOCABULARY),
+                iri.clone().into(),
+            );
+            ctx.vocab = Some(Rc::from(iri.as_str()));
+        }
+    }
+    if let Some(p) = attr(el, "prefix") {
+        let mut declared = (*ctx.prefixes).clone();
+        let mut words = tokens(&p);
+        while let (Some(prefix), Some(iri)) = (words.next(), words.next()) {
+            let Some(prefix) = prefix.strip_suffix(':') else {
+                break;
+            };
+            if c.rdfa.prefixes_declared >= MAX_PREFIXES || prefix == "_" {
+                continue;
+            }
+            c.rdfa.prefixes_declared += 1;
+            declared.push((prefix.to_ascii_lowercase(), iri.to_string()));
+        }
+        ctx.prefixes = Rc::new(declared);
+    }
+
+    let property = attr(el, "property");
+    let rel = attr(el, "rel");
+    let rev = attr(el, "rev");
+    let typeof_ = attr(el, "typeof");
+    let content = attr(el, "content");
+    let datatype = attr(el, "datatype");
+    let about = attr(el, "about").and_then(|v| ctx.resource(&v, &base, &mut c.rdfa.blanks));
+    let resource = attr(el, "resource").and_then(|v| ctx.resource(&v, &base, &mut c.rdfa.blanks));
+    let href = attr(el, "href").and_then(|v| resolve_iri(&base, &v).map(NamedOrBlankNode::from));
+    let src = attr(el, "src").and_then(|v| resolve_iri(&base, &v).map(NamedOrBlankNode::from));
+
+    // With `property` present, HTML+RDFa drops `rel`/`rev` terms that are not CURIEs or IRIs.
+    let links = |value: &Option<String>| -> Vec<NamedNode> {
+        value
+            .as_deref()
+            .map(|v| {
+                tokens(v)
+                    .filter(|t| property.is_none() || t.contains(':'))
+                    .filter_map(|t| ctx.term_or_curie_or_iri(t))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let rels = links(&rel);
+    let revs = links(&rev);
+    let has_rel = !rels.is_empty() || !revs.is_empty();
+    let head_or_body = matches!(name, "head" | "body" | "html");
+
+    let mut typed = None;
+    let mut object = None;
+    let mut skip = false;
+    let subject: NamedOrBlankNode;
+    if !has_rel {
+        if property.is_some() && content.is_none() && datatype.is_none() {
+            subject = about
+                .clone()
+                .unwrap_or_else(|| parent.parent_object.clone());
+            if typeof_.is_some() {
+                let t = about
+                    .clone()
+                    .or_else(|| resource.clone())
+                    .or_else(|| href.clone())
+                    .or_else(|| src.clone())
+                    .unwrap_or_else(|| blank().into());
+                typed = Some(t.clone());
+                object = Some(t);
+            }
+        } else {
+            let named = about
+                .clone()
+                .or_else(|| resource.clone())
+                .or_else(|| href.clone())
+                .or_else(|| src.clone());
+            subject = match named {
+                Some(s) => s,
+                None if head_or_body => parent.parent_object.clone(),
+                None if typeof_.is_some() => blank().into(),
+                None => {
+                    skip = property.is_none();
+                    parent.parent_object.clone()
+                }
+            };
+            if typeof_.is_some() {
+                typed = Some(subject.clone());
+            }
+        }
+    } else {
+        subject = match &about {
+            Some(a) => a.clone(),
+            None => parent.parent_object.clone(),
+        };
+        object = resource
+            .clone()
+            .or_else(|| href.clone())
+            .or_else(|| src.clone());
+        if typeof_.is_some() {
+            typed = match &about {
+                Some(a) => Some(a.clone()),
+                None => {
+                    let o = object.clone().unwrap_or_else(|| blank().into());
+                    object = Some(o.clone());
+                    Some(o)
+                }
+            };
+        }
+    }
+
+    if let (Some(t), Some(types)) = (&typed, &typeof_) {
+        for ty in tokens(types).filter_map(|ty| ctx.term_or_curie_or_iri(ty)) {
+            c.sink
+                .push(Syntax::Rdfa, t.clone(), rdf::TYPE.into_owned(), ty.into());
+        }
+    }
+    if !skip {
+        for (s, p, is_rev) in parent.incomplete.iter() {
+            if *is_rev {
+                c.sink
+                    .push(Syntax::Rdfa, subject.clone(), p.clone(), s.clone().into());
+            } else {
+                c.sink
+                    .push(Syntax::Rdfa, s.clone(), p.clone(), subject.clone().into());
+            }
+        }
+    }
+    let mut incomplete = Vec::new();
+    match &object {
+        Some(o) => {
+            for p in &rels {
+                c.sink
+                    .push(Syntax::Rdfa, subject.clone(), p.clone(), o.clone().into());
+            }
+            for p in &revs {
+                c.sink
+                    .push(Syntax::Rdfa, o.clone(), p.clone(), subject.clone().into());
+            }
+        }
+        None if has_rel => {
+            for p in &rels {
+                incomplete.push((subject.clone(), p.clone(), false));
+            }
+            for p in &revs {
+                incomplete.push((subject.clone(), p.clone(), true));
+            }
+            // RDFa Core 1.1 step 9: descendants with properties only hang off a fresh node.
+            object = Some(blank().into());
+        }
+        None => {}
+    }
+
+    let mut text = None;
+    if let Some(props) = &property {
+        let predicates: Vec<NamedNode> = tokens(props)
+            .filter_map(|p| ctx.term_or_curie_or_iri(p))
+            .collect();
+        let dt = datatype
+            .as_deref()
+            .map(|d| d.trim_matches(super::is_html_whitespace))
+            .filter(|d| !d.is_empty())
+            .and_then(|d| ctx.term_or_curie_or_iri(d));
+        let value: Option<Term> = if let Some(content) = &content {
+            Some(literal(content.clone(), dt.clone()))
+        } else if datatype.is_none() && !has_rel {
+            match resource
+                .clone()
+                .or_else(|| href.clone())
+                .or_else(|| src.clone())
+            {
+                Some(iri) => Some(iri.into()),
+                None => match (&typed, &about) {
+                    (Some(t), None) => Some(t.clone().into()),
+                    _ => None,
+                },
+            }
+        } else {
+            None
+        };
+        match value {
+            Some(o) => {
+                for p in predicates {
+                    c.sink.push(Syntax::Rdfa, subject.clone(), p, o.clone());
+                }
+            }
+            None if !predicates.is_empty() => {
+                let index = c.rdfa.props.len();
+                c.rdfa.props.push(PendingProp {
+                    subject: subject.clone(),
+                    predicates,
+                    datatype: dt,
+                });
+                if trackable {
+                    text = Some(TextOwner::Rdfa(index));
+                } else {
+                    complete(c, index, String::new());
+                }
+            }
+            None => {}
+        }
+    }
+
+    if !trackable {
+        return (None, text);
+    }
+    if skip {
+        ctx.incomplete = parent.incomplete.clone();
+    } else {
+        ctx.parent_subject = subject.clone();
+        ctx.parent_object = object.unwrap_or(subject);
+        ctx.incomplete = Rc::new(incomplete);
+    }
+    (Some(ctx), text)
+}
