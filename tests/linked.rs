@@ -190,9 +190,6 @@ async fn ldcoc_fetches_a_larger_share_of_rdf_than_bfs() {
             String::from_utf8_lossy(&out.stderr)
         );
         let rdf = manifest_by_final_url(&state.join("targets").join(&name)).len();
-        if std::env::var("LDCOC_DEBUG").is_ok() {
-            std::fs::write(format!("/tmp/ldcoc-{strategy}.log"), &out.stderr).unwrap();
-        }
         let mut kinds = BTreeMap::new();
         for r in server.log() {
             let k = r.path_and_query.split('/').nth(1).unwrap_or("").to_string();
