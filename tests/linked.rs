@@ -99,7 +99,14 @@ async fn a_linked_data_crawl_writes_every_statement_once() {
     assert_eq!(rows.len(), truth.rdf.len());
     let mut syntaxes = BTreeSet::new();
     for row in &rows {
-        assert_eq!(row["rdf"]["statements"], 15, "{row}");
+        // 15 statements, fewer when two links drawn at random coincide (a graph is a set).
+        let url = row["url"].as_str().expect("a url");
+        let distinct: BTreeSet<String> = web
+            .statements(url)
+            .expect("an RDF URI")
+            .into_iter()
+            .collect();
+        assert_eq!(row["rdf"]["statements"], distinct.len(), "{row}");
         assert_eq!(row["rdf"]["errors"], 0, "{row}");
         syntaxes.insert(row["rdf"]["syntax"].as_str().unwrap().to_string());
     }
