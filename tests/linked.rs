@@ -117,6 +117,20 @@ async fn a_linked_data_crawl_writes_every_statement_once() {
             .map(String::from)
             .into()
     );
+    // 303 See Other as linked data prescribes: the row is the thing's URI,
+    // the document it was sent to is the final URL and names the graph.
+    for row in &rows {
+        let (url, fin) = (
+            row["url"].as_str().unwrap(),
+            row["final_url"].as_str().unwrap(),
+        );
+        if let Some(j) = url.split("/resource/").nth(1) {
+            assert_eq!(fin, url.replace("/resource/", "/data/"), "{row}");
+            assert!(fin.ends_with(&format!("/data/{j}")));
+        } else {
+            assert_eq!(fin, url, "only things are redirected: {row}");
+        }
+    }
     // Things were negotiated to their data (an HTML Accept gets /about/).
     let log = server.log();
     assert!(log.iter().any(|r| r.path_and_query.starts_with("/data/")));
@@ -168,6 +182,29 @@ async fn kills_mid_crawl_leave_every_statement_once() {
     let got: BTreeSet<String> = got.into_keys().collect();
     // A `/data/j` row holds the statements of `/resource/j`.
     assert_eq!(got, want);
+    // What ldcoc learned, from the last checkpoint: its accuracy, its
+    // strongest features by name and the PLDs that gave the most RDF.
+    let explain = std::process::Command::new(common::crawl::forager())
+        .args(["explain", "lod-kill", "--state-dir"])
+        .arg(&state)
+        .output()
+        .expect("run forager explain");
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        explain.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&explain.stderr)
+    );
+    assert!(text.contains("online accuracy over"), "{text}");
+    assert!(text.contains("strongest features (weight"), "{text}");
+    assert!(
+        text.contains("pay-level domains; those that gave the most RDF first"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.trim_end().ends_with("lod000.test")),
+        "{text}"
+    );
     let _ = server.shutdown().await;
 }
 
