@@ -161,3 +161,56 @@ fn bench_web_runs_alone() {
         "{stderr}"
     );
 }
+
+/// The linked-data benchmark end to end on a small web: the table, and a
+/// complete bfs crawl that finds every RDF document of the ground truth.
+#[test]
+fn bench_measures_a_linked_web() {
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args([
+            "bench",
+            "--site",
+            "linked:10:6:3",
+            "--strategies",
+            "ldcoc,bfs",
+        ])
+        .args(["--seeds", "2", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    let header = table
+        .lines()
+        .find(|l| l.starts_with("**linked web** — 10 hosts"))
+        .unwrap_or_else(|| panic!("no linked web in {table}"));
+    // "… N URIs reachable, R of them RDF (…)"
+    let words: Vec<&str> = header.split_whitespace().collect();
+    let rdf: u64 = words[words.iter().position(|w| *w == "of").unwrap() - 1]
+        .trim_end_matches(',')
+        .parse()
+        .unwrap();
+    assert!(rdf > 0, "{header}");
+    assert!(table.contains("| ldcoc | 2 |"), "{table}");
+    let bfs = table
+        .lines()
+        .find(|l| l.starts_with("| bfs | 1 |"))
+        .unwrap();
+    // Column 9: RDF documents harvested, all of them.
+    assert_eq!(
+        bfs.split('|').nth(8).unwrap().trim(),
+        rdf.to_string(),
+        "{bfs}"
+    );
+    let trace = std::fs::read_to_string(out.path().join("linked.csv")).unwrap();
+    let bfs_rdf = trace
+        .lines()
+        .filter(|l| l.starts_with("bfs,1,") && l.ends_with(",1"))
+        .count();
+    assert_eq!(bfs_rdf as u64, rdf);
+}

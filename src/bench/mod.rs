@@ -4,13 +4,15 @@
 //! [`crate::sites`] ([`runner`]), the ground truth of a site computed by
 //! walking it in memory ([`groundtruth`]), the tables and plots of a run
 //! ([`report`]), one job over a web of many hosts measured from the server's
-//! log ([`multihost`]), and the daemon load benchmark ([`daemon_load`]).
+//! log ([`multihost`]), the linked-data benchmark ([`linked`]), and the
+//! daemon load benchmark ([`daemon_load`]).
 //!
 //! Must not touch: the network beyond 127.0.0.1. It sits above the engine and
 //! the daemon it measures, and below the CLI.
 
 pub mod daemon_load;
 pub mod groundtruth;
+pub mod linked;
 pub mod multihost;
 pub mod report;
 pub mod runner;

@@ -1,10 +1,12 @@
 //! `forager bench`, `forager demo` and the hidden `forager serve-site`.
 
 use crate::bench::daemon_load;
+use crate::bench::linked;
 use crate::bench::multihost;
 use crate::bench::report::{self, RunFigures};
 use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
 use crate::sites::directory::DirectorySite;
+use crate::sites::linked::LinkedWeb;
 use crate::sites::server::{Site, SiteServer};
 use crate::sites::synthetic::Preset;
 use crate::sites::web::Web;
@@ -19,8 +21,10 @@ use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense) or
-    /// `dir:NAME=ROOT[:START_PAGE]`; repeatable (default: synthetic:small). Or, alone, a
+    /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense),
+    /// `dir:NAME=ROOT[:START_PAGE]`, or `linked[:HOSTS[:PER_HOST[:SEED]]]` (a web of
+    /// linked data, default linked:100:30:1, measured with a linked-data job);
+    /// repeatable (default: synthetic:small). Or, alone, a
     /// web of many hosts, `web:HOSTS[:PAGES[:LATENCY]]` (e.g. web:1000; PAGES per host,
     /// default 200; LATENCY added to every answer, e.g. 50ms): multi-host mode, one job
     /// (scope any, politeness per host, --delay) over every host for --warmup then
@@ -39,8 +43,8 @@ pub struct BenchArgs {
         default_value = "sb,focused,bfs,dfs,random"
     )]
     strategies: Vec<String>,
-    /// Runs (seeds 1..=N) per randomised strategy (sb, random); bfs, dfs and focused run
-    /// once, except in multi-host mode, where every strategy runs N times.
+    /// Runs (seeds 1..=N) per randomised strategy (sb, random, ldcoc); bfs, dfs and focused
+    /// run once, except in multi-host mode, where every strategy runs N times.
     #[arg(long, default_value_t = 5)]
     seeds: u64,
     /// Where traces (CSV), tables (Markdown) and plots (SVG) go.
@@ -99,6 +103,38 @@ pub struct ServeArgs {
     hosts: usize,
 }
 
+/// `linked[:HOSTS[:PER_HOST[:SEED]]]`: a web of linked data; `None` for another kind of site.
+fn parse_linked(spec: &str) -> anyhow::Result<Option<LinkedWeb>> {
+    let Some(rest) = spec.strip_prefix("linked") else {
+        return Ok(None);
+    };
+    let mut values = [100u64, 30, 1];
+    if !rest.is_empty() {
+        let Some(rest) = rest.strip_prefix(':') else {
+            bail!("unknown site {spec:?}: expected linked[:HOSTS[:PER_HOST[:SEED]]]");
+        };
+        let parts: Vec<&str> = rest.split(':').collect();
+        if parts.len() > 3 {
+            bail!("{spec:?}: expected linked[:HOSTS[:PER_HOST[:SEED]]]");
+        }
+        for (slot, part) in values.iter_mut().zip(parts) {
+            *slot = part
+                .parse()
+                .with_context(|| format!("{spec:?}: {part:?} is not a number"))?;
+        }
+    }
+    let [hosts, per_host, seed] = values;
+    anyhow::ensure!(
+        (5..=10_000).contains(&hosts) && (1..=100_000).contains(&per_host),
+        "{spec:?}: a linked web has 5 to 10000 hosts of 1 to 100000 things"
+    );
+    Ok(Some(LinkedWeb::new(
+        hosts as usize,
+        per_host as usize,
+        seed,
+    )))
+}
+
 fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
     if let Some(rest) = spec.strip_prefix("synthetic:") {
         let mut parts = rest.split(':');
@@ -127,9 +163,12 @@ fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
         };
         return corpus_site(name, Path::new(root), start);
     }
+    if spec.starts_with("linked") {
+        bail!("{spec:?}: a linked web is only measured by `forager bench` itself (not --cpu, --daemon-load or serve-site)");
+    }
     bail!(
-        "unknown site {spec:?}: expected synthetic:PRESET[:SEED] or dir:NAME=ROOT[:START] \
-         (web:HOSTS runs alone, without --cpu or --daemon-load)"
+        "unknown site {spec:?}: expected synthetic:PRESET[:SEED], dir:NAME=ROOT[:START] or \
+         linked[:HOSTS[:PER_HOST[:SEED]]] (web:HOSTS runs alone, without --cpu or --daemon-load)"
     )
 }
 
@@ -188,15 +227,19 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(web) = multihost_web(&args)? {
         return multihost(&args, web);
     }
-    let mut sites: Vec<BenchSite> = args
-        .sites
-        .iter()
-        .map(|s| parse_site(s))
-        .collect::<Result<_, _>>()?;
+    let mut sites: Vec<BenchSite> = Vec::new();
+    let mut webs: Vec<LinkedWeb> = Vec::new();
+    for spec in &args.sites {
+        match parse_linked(spec)? {
+            Some(web) if !args.cpu => webs.push(web),
+            Some(_) => bail!("--cpu measures a site, not a linked web ({spec:?})"),
+            None => sites.push(parse_site(spec)?),
+        }
+    }
     if let Some(c) = &args.corpora {
         sites.extend(parse_corpora(c)?);
     }
-    if sites.is_empty() {
+    if sites.is_empty() && webs.is_empty() {
         sites.push(parse_site("synthetic:small")?);
     }
     let kinds = strategies(&args.strategies)?;
@@ -214,6 +257,12 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut markdown = String::new();
     for site in &sites {
         let table = rt.block_on(bench_site(site, &kinds, &args, &state_root))?;
+        outln!("{table}");
+        markdown.push_str(&table);
+        markdown.push('\n');
+    }
+    for web in &webs {
+        let table = rt.block_on(bench_linked(web, &kinds, &args, &state_root))?;
         outln!("{table}");
         markdown.push_str(&table);
         markdown.push('\n');
@@ -290,6 +339,70 @@ async fn bench_site(
     report::write_plot(&plot, &site.name, &truth, &refs)?;
     let _ = server.shutdown().await;
     Ok(report::markdown_table(&site.name, &truth, &summaries))
+}
+
+/// Every strategy on a linked web (`bench::linked`): the paper's RDF share
+/// at budgets of the web, and the URIs needed for 50 % / 90 % of its RDF.
+async fn bench_linked(
+    web: &LinkedWeb,
+    kinds: &[StrategyKind],
+    args: &BenchArgs,
+    state_root: &Path,
+) -> anyhow::Result<String> {
+    let server = SiteServer::start(web.sites()).await?;
+    let truth = {
+        let web = *web;
+        tokio::task::spawn_blocking(move || web.walk()).await?
+    };
+    errln!(
+        "linked web: {} hosts, {} URIs reachable, {} RDF",
+        web.hosts,
+        truth.uris.len(),
+        truth.rdf.len()
+    );
+    let mut rows = Vec::new();
+    let mut csv = String::from("strategy,seed,dereference,rdf\n");
+    for &kind in kinds {
+        let seeds = match kind {
+            StrategyKind::Bfs | StrategyKind::Dfs | StrategyKind::Focused => 1,
+            _ => args.seeds.max(1),
+        };
+        let mut figs = Vec::new();
+        for seed in 1..=seeds {
+            let run = linked::run_once(
+                server.addr(),
+                web,
+                kind,
+                seed,
+                args.max_requests,
+                state_root,
+            )
+            .await?;
+            let f = linked::figures(&run.derefs, &truth, &run.stats);
+            errln!(
+                "  {:<8} seed {seed}: {} URIs, {} RDF, share@25 % {:.3} ({:.1} s)",
+                kind.name(),
+                f.derefs,
+                f.rdf,
+                f.share[1],
+                run.wall.as_secs_f64()
+            );
+            for (i, rdf) in run.derefs.iter().enumerate() {
+                csv.push_str(&format!(
+                    "{},{seed},{},{}\n",
+                    kind.name(),
+                    i + 1,
+                    u8::from(*rdf)
+                ));
+            }
+            figs.push(f);
+        }
+        rows.push(linked::summarise(kind, &figs));
+    }
+    let trace = args.out.join("linked.csv");
+    std::fs::write(&trace, csv).with_context(|| format!("writing {}", trace.display()))?;
+    let _ = server.shutdown().await;
+    Ok(linked::markdown_table(web, &truth, &rows))
 }
 
 /// Peak resident set size of this process, from /proc (Linux).

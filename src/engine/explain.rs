@@ -139,6 +139,10 @@ fn format_explain(
         }
         None => o.push_str("URL classifier: no predictions yet\n"),
     }
+    if strategy == StrategyKind::Ldcoc.name() {
+        linked_data_sections(&mut o, s, top);
+        return o;
+    }
     if s.top_actions.is_empty() {
         let _ = writeln!(o, "no actions (strategy {strategy} does not group links)");
         return o;
@@ -202,6 +206,47 @@ fn format_explain(
     o
 }
 
+/// `ldcoc`'s part: its classifier's strongest features and the pay-level
+/// domains (its round-robin's arms) that gave the most RDF.
+fn linked_data_sections(o: &mut String, s: &StrategyStats, top: usize) {
+    use std::fmt::Write as _;
+    if s.top_features.is_empty() {
+        o.push_str("strongest features: none trained yet\n");
+    } else {
+        o.push_str("strongest features (weight > 0 leans towards RDF, < 0 away from it):\n");
+        for f in s.top_features.iter().take(top) {
+            let _ = writeln!(o, "  {:>+8.3}  {}", f.weight, f.name);
+        }
+    }
+    if s.top_actions.is_empty() {
+        o.push_str("pay-level domains: none fetched yet\n");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "{} pay-level domains; those that gave the most RDF first:",
+        s.actions
+    );
+    let _ = writeln!(
+        o,
+        "{:>8} {:>8} {:>7} {:>7}  domain",
+        "fetched", "RDF", "share", "left"
+    );
+    for a in s.top_actions.iter().take(top) {
+        // `ldcoc` reports a PLD as an action: fetched as selections, the RDF share as its reward.
+        let rdf = (a.mean_reward * a.selections as f64).round() as u64;
+        let _ = writeln!(
+            o,
+            "{:>8} {:>8} {:>6.1}% {:>7}  {}",
+            a.selections,
+            rdf,
+            a.mean_reward * 100.0,
+            a.links_left,
+            a.tag_path
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +263,72 @@ mod tests {
             paths: 1,
             best_member: None,
         }
+    }
+
+    #[test]
+    fn explain_of_ldcoc_shows_features_and_the_plds_that_gave_rdf() {
+        let pld = |id, name: &str, fetched, rdf: u64| ActionReport {
+            id,
+            tag_path: name.to_string(),
+            links_seen: fetched,
+            selections: fetched,
+            mean_reward: rdf as f64 / fetched as f64,
+            links_left: 4,
+            paths: 1,
+            best_member: None,
+        };
+        let stats = StrategyStats {
+            classifier_predictions: 200,
+            classifier_correct: 180,
+            actions: 7,
+            capped_paths: 0,
+            top_actions: vec![pld(2, "lod002.test", 40, 30), pld(0, "lod000.test", 10, 5)],
+            top_features: vec![
+                crate::strategy::FeatureReport {
+                    name: "segment=resource".into(),
+                    weight: 2.5,
+                },
+                crate::strategy::FeatureReport {
+                    name: "predicate=http://xmlns.com/foaf/0.1/homepage".into(),
+                    weight: -1.25,
+                },
+            ],
+        };
+        let text = format_explain(
+            "lod",
+            "ldcoc",
+            &crate::store::JobCounters::default(),
+            &stats,
+            10,
+            &BTreeMap::new(),
+        );
+        assert!(
+            text.contains("90.0 % online accuracy over 200 predictions"),
+            "{text}"
+        );
+        assert!(text.contains("  +2.500  segment=resource"), "{text}");
+        assert!(
+            text.contains("  -1.250  predicate=http://xmlns.com/foaf/0.1/homepage"),
+            "{text}"
+        );
+        assert!(text.contains("7 pay-level domains"), "{text}");
+        let first = text
+            .lines()
+            .position(|l| l.ends_with("lod002.test"))
+            .unwrap();
+        let second = text
+            .lines()
+            .position(|l| l.ends_with("lod000.test"))
+            .unwrap();
+        assert!(first < second, "{text}");
+        assert!(
+            text.contains("      40       30   75.0%       4  lod002.test"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("tag path"),
+            "no tag-path table for ldcoc: {text}"
+        );
     }
 
     #[test]
@@ -240,6 +351,7 @@ mod tests {
             actions: 2,
             capped_paths: 0,
             top_actions: vec![first, action(7, &b)],
+            top_features: Vec::new(),
         };
         let mut examples = BTreeMap::new();
         examples.insert(

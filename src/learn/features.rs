@@ -59,6 +59,26 @@ impl Namespace {
         (self as u32).wrapping_mul(0x9e37_79b1)
     }
 
+    /// The name `forager explain` shows for a feature of this namespace.
+    fn label(self) -> &'static str {
+        match self {
+            Namespace::Bias => "bias",
+            Namespace::Bigram => "2-gram",
+            Namespace::Scheme => "scheme",
+            Namespace::Host => "host",
+            Namespace::Segment => "segment",
+            Namespace::Extension => "extension",
+            Namespace::QueryKey => "query-key",
+            Namespace::RefScheme => "referrer-scheme",
+            Namespace::RefHost => "referrer-host",
+            Namespace::RefSegment => "referrer-segment",
+            Namespace::RefExtension => "referrer-extension",
+            Namespace::RefQueryKey => "referrer-query-key",
+            Namespace::Predicate => "predicate",
+            Namespace::KnownType => "type",
+        }
+    }
+
     fn feature(self, bytes: &[u8]) -> u32 {
         if self == Namespace::Bigram {
             if let [a, b] = bytes {
@@ -177,47 +197,69 @@ impl UrlFeatures {
     pub fn of_linked_data(ctx: LinkContext<'_>) -> UrlFeatures {
         let mut ids = Vec::with_capacity(24);
         let mut set = IdSet::with_room(24 + ctx.predicates.len());
-        let mut push = |id: u32| {
+        linked_data_parts(ctx, &mut |ns, bytes| {
+            let id = ns.feature(bytes);
             if set.insert(id) {
                 ids.push(id);
             }
-        };
-        push(Namespace::Bias.feature(b""));
-        let own = [
-            Namespace::Scheme,
-            Namespace::Host,
-            Namespace::Segment,
-            Namespace::Extension,
-            Namespace::QueryKey,
-        ];
-        url_parts(ctx.url, own, &mut push);
-        if let Some(r) = ctx.referrer {
-            let theirs = [
-                Namespace::RefScheme,
-                Namespace::RefHost,
-                Namespace::RefSegment,
-                Namespace::RefExtension,
-                Namespace::RefQueryKey,
-            ];
-            url_parts(r, theirs, &mut push);
-        }
-        if let Some(t) = ctx.known_type {
-            push(Namespace::KnownType.feature(t.as_bytes()));
-        }
-        for p in ctx.predicates {
-            push(Namespace::Predicate.feature(p.as_bytes()));
-        }
+        });
         UrlFeatures { ids }
+    }
+
+    /// The features of [`UrlFeatures::of_linked_data`] with readable names
+    /// (`host=lod001.test`, `predicate=http://…#sameAs`), for `forager
+    /// explain`: ids are hashes, so a name can only be kept, not recovered.
+    pub fn linked_data_names(ctx: LinkContext<'_>) -> Vec<(u32, String)> {
+        let mut out: Vec<(u32, String)> = Vec::with_capacity(24);
+        linked_data_parts(ctx, &mut |ns, bytes| {
+            let id = ns.feature(bytes);
+            if !out.iter().any(|(i, _)| *i == id) {
+                out.push((
+                    id,
+                    format!("{}={}", ns.label(), String::from_utf8_lossy(bytes)),
+                ));
+            }
+        });
+        out
+    }
+}
+
+/// The parts of a link LDCOC learns from, each with its namespace, in order.
+fn linked_data_parts(ctx: LinkContext<'_>, push: &mut impl FnMut(Namespace, &[u8])) {
+    push(Namespace::Bias, b"");
+    let own = [
+        Namespace::Scheme,
+        Namespace::Host,
+        Namespace::Segment,
+        Namespace::Extension,
+        Namespace::QueryKey,
+    ];
+    url_parts(ctx.url, own, push);
+    if let Some(r) = ctx.referrer {
+        let theirs = [
+            Namespace::RefScheme,
+            Namespace::RefHost,
+            Namespace::RefSegment,
+            Namespace::RefExtension,
+            Namespace::RefQueryKey,
+        ];
+        url_parts(r, theirs, push);
+    }
+    if let Some(t) = ctx.known_type {
+        push(Namespace::KnownType, t.as_bytes());
+    }
+    for p in ctx.predicates {
+        push(Namespace::Predicate, p.as_bytes());
     }
 }
 
 /// Scheme, host, path segments, last extension and query keys of `url`,
-/// lower-cased, hashed in the given namespaces (in that order).
-fn url_parts(url: &Url, ns: [Namespace; 5], push: &mut impl FnMut(u32)) {
+/// lower-cased, in the given namespaces (in that order).
+fn url_parts(url: &Url, ns: [Namespace; 5], push: &mut impl FnMut(Namespace, &[u8])) {
     let [scheme, host_ns, segment_ns, ext_ns, query_ns] = ns;
-    push(scheme.feature(url.scheme().as_bytes()));
+    push(scheme, url.scheme().as_bytes());
     if let Some(host) = url.host_str() {
-        push(host_ns.feature(host.to_ascii_lowercase().as_bytes()));
+        push(host_ns, host.to_ascii_lowercase().as_bytes());
     }
     let path = url.path().to_ascii_lowercase();
     let mut last: &[u8] = b"";
@@ -226,17 +268,17 @@ fn url_parts(url: &Url, ns: [Namespace; 5], push: &mut impl FnMut(u32)) {
         .split(|&b| b == b'/')
         .filter(|s| !s.is_empty())
     {
-        push(segment_ns.feature(segment));
+        push(segment_ns, segment);
         last = segment;
     }
     if let Some(ext) = extension(last) {
-        push(ext_ns.feature(ext));
+        push(ext_ns, ext);
     }
     if let Some(query) = url.query() {
         for pair in query.split('&') {
             let key = pair.split('=').next().unwrap_or("");
             if !key.is_empty() {
-                push(query_ns.feature(key.to_ascii_lowercase().as_bytes()));
+                push(query_ns, key.to_ascii_lowercase().as_bytes());
             }
         }
     }
@@ -335,6 +377,18 @@ mod tests {
             predicates: &[],
         });
         assert!(alone.len() < f.len());
+        // The named features are the same ids, in the same order.
+        let named = UrlFeatures::linked_data_names(LinkContext {
+            url: &url,
+            known_type: Some("rdf"),
+            referrer: Some(&referrer),
+            predicates: &["http://www.w3.org/2002/07/owl#sameAs"],
+        });
+        let ids: Vec<u32> = named.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, f.ids());
+        let names: Vec<&str> = named.iter().map(|(_, n)| n.as_str()).collect();
+        assert!(names.contains(&"referrer-segment=france"), "{names:?}");
+        assert!(names.contains(&"predicate=http://www.w3.org/2002/07/owl#sameAs"));
     }
 
     #[test]

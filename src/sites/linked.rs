@@ -13,12 +13,14 @@
 //! - 4: a *web host*: HTML pages `/page/{j}` linking other pages, and now
 //!   and then a thing's URI.
 //!
-//! A description names its thing's type and label, five other things
-//! (`owl:sameAs`, `skos:related`, `ex:related`, `ex:next`, `ex:previous`), and eight URIs
-//! that are not RDF: a home page and a page (HTML), two pictures (no file
-//! extension) and a PDF (not read), and three `rdfs:seeAlso` to dead links
-//! (404). About a third of what a crawl
-//! reaches is RDF, as in the LDCOC paper's crawls (BFS fetched 30 % RDF). The web is a pure function of its
+//! A description (15 statements) names its thing's type, label and two
+//! other literals, three other things (`owl:sameAs`, `skos:related`, `ex:next`),
+//! and URIs that are not RDF, drawn from shared pools as things are: a home
+//! page and a page (HTML), two pictures (no file extension), a PDF (not
+//! read), and three `rdfs:seeAlso` to dead links (404). About a quarter of
+//! what a crawl reaches is RDF (the LDCOC paper's breadth-first crawls
+//! fetched 30 %). The web holds no RDFa: forager does not extract it yet (it comes
+//! with the structured-data extractor). The web is a pure function of its
 //! parameters, so its ground truth ([`LinkedWeb::walk`]) needs no crawl, and
 //! [`LinkedWeb::statements`] gives every statement a document holds.
 
@@ -33,14 +35,14 @@ const RDFS_LABEL: &str = "http://www.w3.org/2000/01/rdf-schema#label";
 const RDFS_SEE_ALSO: &str = "http://www.w3.org/2000/01/rdf-schema#seeAlso";
 const OWL_SAME_AS: &str = "http://www.w3.org/2002/07/owl#sameAs";
 const SKOS_RELATED: &str = "http://www.w3.org/2004/02/skos/core#related";
-const EX_RELATED: &str = "http://vocab.lod.test/related";
 const EX_NEXT: &str = "http://vocab.lod.test/next";
-const EX_PREVIOUS: &str = "http://vocab.lod.test/previous";
 const EX_THING: &str = "http://vocab.lod.test/Thing";
 const EX_DATASET: &str = "http://vocab.lod.test/dataset";
 const FOAF_HOMEPAGE: &str = "http://xmlns.com/foaf/0.1/homepage";
 const FOAF_PAGE: &str = "http://xmlns.com/foaf/0.1/page";
 const FOAF_DEPICTION: &str = "http://xmlns.com/foaf/0.1/depiction";
+const EX_COMMENT: &str = "http://vocab.lod.test/comment";
+const EX_MODIFIED: &str = "http://vocab.lod.test/modified";
 
 /// The parameters of a linked-data web; see the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,7 +181,7 @@ impl LinkedWeb {
                 Object::Literal(format!("Thing {j} of {host}")),
             ),
         ];
-        for p in [OWL_SAME_AS, SKOS_RELATED, EX_RELATED, EX_NEXT, EX_PREVIOUS] {
+        for p in [OWL_SAME_AS, SKOS_RELATED, EX_NEXT] {
             let (oi, oj) = self.random_thing(&mut rng);
             out.push((subject.clone(), p, Object::Iri(self.thing_uri(oi, oj))));
         }
@@ -193,24 +195,40 @@ impl LinkedWeb {
             FOAF_PAGE,
             Object::Iri(self.random_web_page(&mut rng)),
         ));
-        for k in 0..2 {
+        // Files and dead links are drawn from pools like things are, so
+        // that a crawl discovers them at the pace it discovers things (a
+        // breadth-first crawl's first quarter is then as RDF as the web).
+        for _ in 0..2 {
+            let (mi, mj) = self.random_thing(&mut rng);
             out.push((
                 subject.clone(),
                 FOAF_DEPICTION,
-                Object::Iri(format!("http://{host}/media/{j}-{k}")),
+                Object::Iri(format!("http://{}/media/{mj}", LinkedWeb::host_name(mi))),
             ));
         }
+        let (fi, fj) = self.random_thing(&mut rng);
         out.push((
             subject.clone(),
             EX_DATASET,
-            Object::Iri(format!("http://{host}/files/{j}.pdf")),
+            Object::Iri(format!(
+                "http://{}/files/{}.pdf",
+                LinkedWeb::host_name(fi),
+                fj / 2
+            )),
         ));
-        for k in 0..3 {
+        for _ in 0..3 {
+            let (gi, gj) = self.random_thing(&mut rng);
             out.push((
                 subject.clone(),
                 RDFS_SEE_ALSO,
-                Object::Iri(format!("http://{host}/gone/{j}-{k}")),
+                Object::Iri(format!("http://{}/gone/{gj}", LinkedWeb::host_name(gi))),
             ));
+        }
+        for (p, value) in [
+            (EX_COMMENT, format!("The {j}th thing described by {host}")),
+            (EX_MODIFIED, format!("2019-06-{:02}", 1 + j % 28)),
+        ] {
+            out.push((subject.clone(), p, Object::Literal(value)));
         }
         out
     }
@@ -419,14 +437,7 @@ impl Site for LinkedHost {
                 }
             }
         }
-        let numbered = |prefix: &str, suffix: &str| {
-            path.strip_prefix(prefix)
-                .and_then(|r| r.strip_suffix(suffix))
-                .and_then(|r| r.split_once('-'))
-                .and_then(|(j, k)| Some((j.parse::<usize>().ok()?, k.parse::<usize>().ok()?)))
-                .is_some_and(|(j, k)| j < web.per_host && k < 2)
-        };
-        if numbered("/media/", "") {
+        if number("/media/", "").is_some() {
             return SiteResponse::ok("image/png", &b"\x89PNG\r\n\x1a\n"[..]);
         }
         if number("/files/", ".pdf").is_some() {
@@ -543,11 +554,11 @@ pub(crate) mod tests {
             StatusCode::NOT_FOUND
         );
         assert_eq!(
-            get(&web, &format!("http://{host}/media/2-1"), true).content_type(),
+            get(&web, &format!("http://{host}/media/2"), true).content_type(),
             Some("image/png")
         );
         assert_eq!(
-            get(&web, &format!("http://{host}/media/2-2"), true).status,
+            get(&web, &format!("http://{host}/media/2-1"), true).status,
             StatusCode::NOT_FOUND
         );
         assert_eq!(

@@ -145,6 +145,17 @@ pub struct StrategyStats {
     pub capped_paths: u64,
     /// Best actions first (by mean reward, then selections); at most 20.
     pub top_actions: Vec<ActionReport>,
+    /// The classifier's strongest features, by absolute weight, for the
+    /// strategies that keep their names (`ldcoc`); at most 20.
+    #[serde(default)]
+    pub top_features: Vec<FeatureReport>,
+}
+
+/// One feature of a URL classifier and its weight (positive: towards a target).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FeatureReport {
+    pub name: String,
+    pub weight: f64,
 }
 
 impl StrategyStats {

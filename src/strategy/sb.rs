@@ -579,6 +579,7 @@ impl Strategy for SleepingBandit {
             actions: self.actions.len() as u64,
             capped_paths: self.actions.overflowed(),
             top_actions: ids.into_iter().map(|id| self.report(id)).collect(),
+            top_features: Vec::new(),
         }
     }
 }
