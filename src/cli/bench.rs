@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense) or
+    /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense, variants) or
     /// `dir:NAME=ROOT[:START_PAGE]`; repeatable (default: synthetic:small).
     #[arg(long = "site")]
     sites: Vec<String>,
@@ -94,7 +94,7 @@ fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
             .find(|p| p.name() == name)
             .with_context(|| {
                 format!(
-                    "unknown synthetic preset {name:?} (small, medium, large, deep, sparse, dense)"
+                    "unknown synthetic preset {name:?} (small, medium, large, deep, sparse, dense, variants)"
                 )
             })?;
         let seed: u64 = match parts.next() {
