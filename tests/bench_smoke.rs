@@ -41,9 +41,13 @@ fn bench_writes_table_traces_and_plot() {
     }
     let trace = std::fs::read_to_string(out.path().join("synthetic-small-sb-1.csv")).unwrap();
     let mut lines = trace.lines();
-    assert_eq!(lines.next(), Some("index,kind,bytes,target"));
-    let targets = lines.filter(|l| l.ends_with(",1")).count();
+    assert_eq!(lines.next(), Some("index,kind,bytes,target,neither"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let targets = rows.iter().filter(|r| r[3] == "1").count();
     assert_eq!(targets, 250);
+    // A request is a target or neither, never both; small has neither links (images, 4xx).
+    assert!(rows.iter().all(|r| !(r[3] == "1" && r[4] == "1")));
+    assert!(rows.iter().any(|r| r[4] == "1"));
     let svg = std::fs::read_to_string(out.path().join("synthetic-small.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("omniscient"));
 }

@@ -20,6 +20,8 @@ pub struct RunFigures {
     pub coverage: f64,
     /// Bytes of non-target responses fetched before 90 % of the target bytes.
     pub waste_bytes: Option<u64>,
+    /// Requests answered neither a page nor a target up to req@90 (`None` if never reached).
+    pub neither_before_90: Option<u64>,
     pub requests: u64,
     pub accuracy: Option<f64>,
     pub actions: u64,
@@ -36,12 +38,24 @@ pub fn figures(run: &RunResult, truth: &GroundTruth) -> RunFigures {
     let denominator = (truth.pages + total).max(1) as f64;
     let hits = target_request_indices(&run.trace);
     let mut req_at = [None; 3];
+    let mut neither_before_90 = None;
     for (slot, level) in req_at.iter_mut().zip(LEVELS) {
         let need = (level * total as f64).ceil() as usize;
-        if need == 0 {
-            *slot = Some(0.0);
-        } else if let Some(&idx) = hits.get(need - 1) {
+        let at = if need == 0 {
+            Some(0)
+        } else {
+            hits.get(need - 1).copied()
+        };
+        if let Some(idx) = at {
             *slot = Some(100.0 * idx as f64 / denominator);
+            if level == 0.9 {
+                neither_before_90 = Some(
+                    run.trace
+                        .iter()
+                        .filter(|r| r.neither && r.index <= idx)
+                        .count() as u64,
+                );
+            }
         }
     }
     let mut target_bytes = 0u64;
@@ -67,6 +81,7 @@ pub fn figures(run: &RunResult, truth: &GroundTruth) -> RunFigures {
             hits.len().min(total) as f64 / total as f64
         },
         waste_bytes,
+        neither_before_90,
         requests: run.counters.requests,
         accuracy: run.stats.classifier_accuracy(),
         actions: run.stats.actions,
@@ -125,6 +140,7 @@ pub struct StrategySummary {
     pub req_at: [Option<MeanStd>; 3],
     pub coverage: MeanStd,
     pub waste_mib: Option<MeanStd>,
+    pub neither_before_90: Option<MeanStd>,
     pub requests: MeanStd,
     pub accuracy: Option<MeanStd>,
     pub actions: MeanStd,
@@ -146,6 +162,7 @@ pub fn summarise(strategy: StrategyKind, figs: &[RunFigures]) -> StrategySummary
         req_at: [0, 1, 2].map(|i| col(&|f: &RunFigures| f.req_at[i])),
         coverage: col(&|f| Some(f.coverage * 100.0)).unwrap_or(zero),
         waste_mib: col(&|f| f.waste_bytes.map(|b| b as f64 / (1 << 20) as f64)),
+        neither_before_90: col(&|f| f.neither_before_90.map(|n| n as f64)),
         requests: col(&|f| Some(f.requests as f64)).unwrap_or(zero),
         accuracy: {
             let v: Vec<f64> = figs.iter().filter_map(|f| f.accuracy).collect();
@@ -170,14 +187,14 @@ pub fn markdown_table(site: &str, truth: &GroundTruth, rows: &[StrategySummary])
     );
     let _ = writeln!(
         out,
-        "| strategy | runs | req@50 % | req@80 % | req@90 % | coverage % | non-target MiB before 90 % target bytes | requests | classifier acc. % | actions |"
+        "| strategy | runs | req@50 % | req@80 % | req@90 % | coverage % | non-target MiB before 90 % target bytes | neither requests before req@90 | requests | classifier acc. % | actions |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
     let show = |m: Option<MeanStd>, d: usize| m.map_or("—".to_string(), |m| m.show(d));
     for r in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.strategy.name(),
             r.runs,
             show(r.req_at[0], 1),
@@ -185,6 +202,7 @@ pub fn markdown_table(site: &str, truth: &GroundTruth, rows: &[StrategySummary])
             show(r.req_at[2], 1),
             r.coverage.show(1),
             show(r.waste_mib, 1),
+            show(r.neither_before_90, 0),
             r.requests.show(0),
             show(r.accuracy, 1),
             r.actions.show(0),
@@ -193,7 +211,7 @@ pub fn markdown_table(site: &str, truth: &GroundTruth, rows: &[StrategySummary])
     let o = omniscient(truth);
     let _ = writeln!(
         out,
-        "| omniscient | — | {:.1} | {:.1} | {:.1} | 100 | 0 | {} | — | — |",
+        "| omniscient | — | {:.1} | {:.1} | {:.1} | 100 | 0 | 0 | {} | — | — |",
         o[0],
         o[1],
         o[2],
@@ -202,9 +220,9 @@ pub fn markdown_table(site: &str, truth: &GroundTruth, rows: &[StrategySummary])
     out
 }
 
-/// Write one run's trace as CSV (index,kind,bytes,target).
+/// Write one run's trace as CSV (index,kind,bytes,target,neither).
 pub fn write_trace_csv(path: &Path, trace: &[TraceRow]) -> anyhow::Result<()> {
-    let mut out = String::from("index,kind,bytes,target\n");
+    let mut out = String::from("index,kind,bytes,target,neither\n");
     for r in trace {
         let kind = match r.kind {
             crate::engine::RequestKind::Get => "GET",
@@ -212,11 +230,12 @@ pub fn write_trace_csv(path: &Path, trace: &[TraceRow]) -> anyhow::Result<()> {
         };
         let _ = writeln!(
             out,
-            "{},{},{},{}",
+            "{},{},{},{},{}",
             r.index,
             kind,
             r.bytes,
-            u8::from(r.target)
+            u8::from(r.target),
+            u8::from(r.neither)
         );
     }
     std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
@@ -305,6 +324,8 @@ mod tests {
                     kind: RequestKind::Get,
                     bytes,
                     target,
+                    // Empty responses that are not targets: the neither answers.
+                    neither: bytes == 0 && !target,
                 })
                 .collect(),
             counters: JobCounters {
@@ -335,6 +356,21 @@ mod tests {
         assert_eq!(f.coverage, 1.0);
         // 90 % of 100 target bytes = 9 targets, found by request 18: 9 pages of 10 bytes before.
         assert_eq!(f.waste_bytes, Some(90));
+        assert_eq!(f.neither_before_90, Some(0));
+    }
+
+    #[test]
+    fn neither_answers_are_counted_up_to_req_at_90() {
+        // Targets at 3, 6, …, 30; every third request from 2 on is neither (2, 5, 8, …).
+        let trace = (1..=40)
+            .map(|i| (i, if i % 3 == 2 { 0 } else { 10 }, i % 3 == 0 && i <= 30))
+            .collect();
+        let f = figures(&run(trace), &truth(10, 10, 100));
+        // 9th target at request 27: neither answers at 2, 5, …, 26 = 9 of them.
+        assert_eq!(f.req_at[2], Some(135.0));
+        assert_eq!(f.neither_before_90, Some(9));
+        let never = figures(&run(vec![(1, 0, false)]), &truth(1, 4, 20));
+        assert_eq!(never.neither_before_90, None);
     }
 
     #[test]

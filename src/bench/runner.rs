@@ -10,7 +10,7 @@ use super::groundtruth::{self, GroundTruth, WalkOptions};
 use crate::config::{JobSpec, TargetsSpec};
 use crate::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, RequestKind, Runner};
 use crate::fetch::FetchConfig;
-use crate::mime::Preset as MimePreset;
+use crate::mime::{Label, Preset as MimePreset};
 use crate::sites::server::Site;
 use crate::sites::synthetic::{Preset, SyntheticSite};
 use crate::store::JobCounters;
@@ -105,6 +105,8 @@ pub struct TraceRow {
     pub bytes: u64,
     /// This request saved a new target.
     pub target: bool,
+    /// Its answer was neither a page nor a target: a 2xx of another type, or a 4xx.
+    pub neither: bool,
 }
 
 /// What one run produced.
@@ -140,6 +142,8 @@ impl CrawlObserver for TraceObserver {
             kind: e.kind,
             bytes: e.bytes,
             target: e.saved_target,
+            neither: e.label == Some(Label::Neither)
+                || e.status.is_some_and(|s| (400..500).contains(&s)),
         });
     }
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense),
+    /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense, variants),
     /// `dir:NAME=ROOT[:START_PAGE]`, or `linked[:HOSTS[:PER_HOST[:SEED]]]` (a web of
     /// linked data, default linked:100:30:1, measured with a linked-data job);
     /// repeatable (default: synthetic:small). Or, alone, a
@@ -144,7 +144,7 @@ fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
             .find(|p| p.name() == name)
             .with_context(|| {
                 format!(
-                    "unknown synthetic preset {name:?} (small, medium, large, deep, sparse, dense)"
+                    "unknown synthetic preset {name:?} (small, medium, large, deep, sparse, dense, variants)"
                 )
             })?;
         let seed: u64 = match parts.next() {

@@ -4,7 +4,8 @@
 //! Owns: tag-path vectors ([`tagpath`]), action clustering ([`actions`]), the
 //! AUER sleeping bandit ([`bandit`]), hashed URL features ([`features`]),
 //! FTRL-proximal ([`ftrl`]), the online URL classifier ([`classifier`]), the
-//! MIME Bloom filters ([`mime_filter`]) and early stopping ([`early_stop`]).
+//! MIME Bloom filters ([`mime_filter`]), the neither-pattern statistics
+//! ([`neither`]) and early stopping ([`early_stop`]).
 //!
 //! Must not touch: the network, the disk, the clock, threads or global state.
 //! Every learner is `Serialize + Deserialize` (through
@@ -20,6 +21,7 @@ pub mod features;
 pub mod ftrl;
 pub mod hash;
 pub mod mime_filter;
+pub mod neither;
 pub mod tagpath;
 
 pub use actions::{ActionConfig, ActionId, ActionIndex, Assignment};
@@ -31,4 +33,5 @@ pub use early_stop::{EarlyStop, EarlyStopConfig};
 pub use features::{LinkContext, UrlFeatures};
 pub use ftrl::{FtrlConfig, FtrlModel};
 pub use mime_filter::{BloomLayout, DirtyChunk, MimeFilterConfig, MimeFilterError, MimeFilters};
+pub use neither::{NeitherCounts, NeitherDecision, NeitherPatternConfig, NeitherPatterns};
 pub use tagpath::{PathVectorizer, SparseEntry, SparseVector};

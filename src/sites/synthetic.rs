@@ -96,6 +96,13 @@ pub struct SyntheticParams {
     pub calendar_trap: bool,
     /// "Print" links to `/print/…`, which robots.txt disallows.
     pub print_links: bool,
+    /// On every page, links to variants of the page that are neither HTML
+    /// nor a target, among the navigation and footer links (issue #18, the
+    /// Sphinx pattern): "View source" (`/_source/N.txt`, `text/plain`) in the
+    /// footer, and one of "Raw" (`/_raw/N.rst`, `text/x-rst`, footer),
+    /// "Print preview" (`/_preview/N`, an extension-less `image/png`,
+    /// breadcrumb) or "Edit" (`/_edit/N`, a 404, breadcrumb).
+    pub variant_links: bool,
 }
 
 /// Named parameter sets.
@@ -113,16 +120,20 @@ pub enum Preset {
     Sparse,
     /// ~5 k pages, 60 % targets.
     Dense,
+    /// ~1.5 k pages, 15 % targets, and two links per page to source, raw,
+    /// print-preview or broken variants of the page ([`SyntheticParams::variant_links`]).
+    Variants,
 }
 
 impl Preset {
-    pub const ALL: [Preset; 6] = [
+    pub const ALL: [Preset; 7] = [
         Preset::Small,
         Preset::Medium,
         Preset::Large,
         Preset::Deep,
         Preset::Sparse,
         Preset::Dense,
+        Preset::Variants,
     ];
 
     pub fn name(self) -> &'static str {
@@ -133,6 +144,7 @@ impl Preset {
             Preset::Deep => "deep",
             Preset::Sparse => "sparse",
             Preset::Dense => "dense",
+            Preset::Variants => "variants",
         }
     }
 
@@ -156,6 +168,7 @@ impl Preset {
             near_duplicates: true,
             calendar_trap: true,
             print_links: true,
+            variant_links: false,
         };
         match self {
             Preset::Small => base,
@@ -207,6 +220,14 @@ impl Preset {
                 per_page: 20,
                 ..base
             },
+            // Shaped like the Sphinx site of issue #18 (1 130 pages, 176
+            // targets, a `_sources/*.txt` link on every page).
+            Preset::Variants => SyntheticParams {
+                pages: 1_500,
+                target_density: 0.15,
+                variant_links: true,
+                ..base
+            },
         }
     }
 }
@@ -220,7 +241,7 @@ impl FromStr for Preset {
             .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 anyhow::anyhow!(
-                    "unknown synthetic preset {s:?}: expected one of small, medium, large, deep, sparse, dense"
+                    "unknown synthetic preset {s:?}: expected one of small, medium, large, deep, sparse, dense, variants"
                 )
             })
     }
@@ -614,14 +635,52 @@ enum Sort {
 enum Route {
     Robots,
     Css,
-    Page { gid: u64, sort: Option<Sort> },
+    Page {
+        gid: u64,
+        sort: Option<Sort>,
+    },
     Target(u64),
-    Redirect { r: u64, hop: u64 },
+    Redirect {
+        r: u64,
+        hop: u64,
+    },
     Image(u64),
     Source(u64),
+    /// A variant of page `gid` ([`SyntheticParams::variant_links`]).
+    Variant {
+        gid: u64,
+        kind: Variant,
+    },
     Print(u64),
-    Calendar { year: u32, month: u32 },
+    Calendar {
+        year: u32,
+        month: u32,
+    },
     Error(StatusCode),
+}
+
+/// What a variant link of a page serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    /// `/_source/N.txt`, `text/plain`: on every page.
+    Source,
+    /// `/_raw/N.rst`, `text/x-rst`.
+    Raw,
+    /// `/_preview/N`, `image/png` without an extension.
+    Preview,
+    /// `/_edit/N`: not served (404).
+    Edit,
+}
+
+impl Variant {
+    fn path(self, gid: u64) -> String {
+        match self {
+            Variant::Source => format!("/_source/{gid}.txt"),
+            Variant::Raw => format!("/_raw/{gid}.rst"),
+            Variant::Preview => format!("/_preview/{gid}"),
+            Variant::Edit => format!("/_edit/{gid}"),
+        }
+    }
 }
 
 /// A generated website; see the module documentation.
@@ -1121,6 +1180,20 @@ impl SyntheticSite {
                 };
                 return self.has_source_link(gid).then_some(Route::Source(gid));
             }
+            Some(prefix @ ("_source" | "_raw" | "_preview"))
+                if segs.len() == 2 && query.is_none() && self.params.variant_links =>
+            {
+                let (number, kind) = match prefix {
+                    "_source" => (segs[1].strip_suffix(".txt")?, Variant::Source),
+                    "_raw" => (segs[1].strip_suffix(".rst")?, Variant::Raw),
+                    _ => (segs[1], Variant::Preview),
+                };
+                let gid: u64 = number.parse().ok()?;
+                return (gid < self.canonical_pages
+                    && self.variants_of(gid).contains(&kind)
+                    && exact(Some(kind.path(gid))))
+                .then_some(Route::Variant { gid, kind });
+            }
             Some("print") if segs.len() == 2 && query.is_none() && self.params.print_links => {
                 let gid: u64 = segs[1].parse().ok()?;
                 return (self.has_print_link(gid) && exact(Some(format!("/print/{gid}"))))
@@ -1230,6 +1303,16 @@ impl SyntheticSite {
                 if self.sections[sec].style == UrlStyle::Docs)
     }
 
+    /// The variant links of page `gid`: its source, and one more chosen by the seed.
+    fn variants_of(&self, gid: u64) -> [Variant; 2] {
+        let second = match hash(self.params.seed, &[0x7A, gid]) % 3 {
+            0 => Variant::Raw,
+            1 => Variant::Preview,
+            _ => Variant::Edit,
+        };
+        [Variant::Source, second]
+    }
+
     fn has_print_link(&self, gid: u64) -> bool {
         self.params.print_links
             && matches!(self.kind_of(gid), Some(PageKind::Item { sec, .. }) if !self.sections[sec].data)
@@ -1269,7 +1352,7 @@ impl SyntheticSite {
         };
         let look = &LOOKS[sec.map_or(0, |s| self.sections[s].look)];
         w.head(&title, sec);
-        w.breadcrumb(sec, &title);
+        w.breadcrumb(sec, &title, Some(gid));
         w.out.push_str(look.wrapper_open);
         w.out.push_str(look.main_open);
         let _ = write!(w.out, "<h1 class=\"page-title\">{title}</h1>");
@@ -1295,7 +1378,7 @@ impl SyntheticSite {
             w.out.push_str(look.related_close);
         }
         w.out.push_str(look.wrapper_close);
-        w.footer(gid);
+        w.footer(gid, true);
         Some(w.out)
     }
 
@@ -1422,7 +1505,7 @@ impl SyntheticSite {
             }
         }
         w.out.push_str("</ul></main></div>");
-        w.footer(u64::from(year) * 12 + u64::from(month));
+        w.footer(u64::from(year) * 12 + u64::from(month), false);
         w.out
     }
 
@@ -1494,6 +1577,35 @@ impl Site for SyntheticSite {
                     text.push_str("\n\n");
                 }
                 SiteResponse::ok("text/plain", text)
+            }
+            Route::Variant { gid, kind } => {
+                let mut rng = Rng::new(self.params.seed, &[0x7B, gid]);
+                let mut text = String::with_capacity(4096);
+                let title = title_case(&self.stem(0x71, gid, 4));
+                match kind {
+                    Variant::Source => {
+                        let _ = write!(text, "{title}\n\n");
+                        for _ in 0..6 {
+                            paragraph(&mut text, &mut rng);
+                            text.push_str("\n\n");
+                        }
+                        SiteResponse::ok("text/plain", text)
+                    }
+                    Variant::Raw => {
+                        let _ = write!(text, "{title}\n{}\n\n", "=".repeat(title.len()));
+                        for _ in 0..6 {
+                            paragraph(&mut text, &mut rng);
+                            text.push_str("\n\n");
+                        }
+                        SiteResponse::ok("text/x-rst", text)
+                    }
+                    Variant::Preview | Variant::Edit => {
+                        let mut png = PNG_1X1.to_vec();
+                        let size = 2048 + rng.below(8192) as usize;
+                        fill_random(&mut png, size, &mut rng);
+                        SiteResponse::ok("image/png", png)
+                    }
+                }
             }
             Route::Print(gid) => match self.print_page(gid) {
                 Some(html) => SiteResponse::html(html),
@@ -1578,7 +1690,8 @@ impl PageWriter<'_> {
         self.out.push_str("</li></ul></nav></header>\n");
     }
 
-    fn breadcrumb(&mut self, sec: Option<usize>, title: &str) {
+    /// `variants_of`: the page whose print-preview or edit link, if any, sits in the trail.
+    fn breadcrumb(&mut self, sec: Option<usize>, title: &str, variants_of: Option<u64>) {
         self.out
             .push_str("<nav aria-label=\"breadcrumb\"><ol class=\"breadcrumb\"><li>");
         self.link("/", None, "Home");
@@ -1590,13 +1703,36 @@ impl PageWriter<'_> {
             self.link(&href, None, &site.sections[s].title);
             self.out.push_str("</li>");
         }
+        if let Some(gid) = variants_of.filter(|_| self.site.params.variant_links) {
+            for kind in self.site.variants_of(gid) {
+                let text = match kind {
+                    Variant::Preview => "Print preview",
+                    Variant::Edit => "Edit this page",
+                    Variant::Source | Variant::Raw => continue,
+                };
+                self.out.push_str("<li>");
+                self.link(&kind.path(gid), None, text);
+                self.out.push_str("</li>");
+            }
+        }
         let _ = writeln!(self.out, "<li class=\"active\">{title}</li></ol></nav>");
     }
 
-    fn footer(&mut self, gid: u64) {
+    /// `variants`: `gid` is a page whose source and raw links belong here.
+    fn footer(&mut self, gid: u64, variants: bool) {
         let site = self.site;
         self.out
             .push_str("\n<footer class=\"site-footer\"><div class=\"footer-links\">");
+        if variants && site.params.variant_links {
+            for kind in site.variants_of(gid) {
+                let text = match kind {
+                    Variant::Source => "View page source",
+                    Variant::Raw => "Raw",
+                    Variant::Preview | Variant::Edit => continue,
+                };
+                self.link(&kind.path(gid), None, text);
+            }
+        }
         self.link("/about", None, "About us");
         self.link("/legal", None, "Legal notice");
         let contact = if site.params.near_duplicates {
@@ -2212,8 +2348,9 @@ mod tests {
         for (url, status) in &gt.errors {
             let path = Url::parse(url).unwrap().path().to_string();
             let expected = ["/archive/", "/api/", "/restricted/", "/gone/"];
+            let edit = site.params.variant_links && path.starts_with("/_edit/");
             assert!(
-                expected.iter().any(|p| path.starts_with(p)),
+                edit || expected.iter().any(|p| path.starts_with(p)),
                 "unexpected error {status} for {url}"
             );
         }
@@ -2256,6 +2393,68 @@ mod tests {
                 "no .{ext} target"
             );
         }
+    }
+
+    #[test]
+    fn variants_preset_links_every_page_to_two_variants_that_are_neither() {
+        let site = SyntheticSite::preset(Preset::Variants, 4).unwrap();
+        let gt = ground_truth(&site);
+        check_against_plan(&site, &gt);
+        assert!(
+            (gt.target_density() - 0.15).abs() < 0.005,
+            "{}",
+            gt.target_density()
+        );
+        // A source link per canonical page and a second variant, 1/3 of them broken.
+        let edits = gt.errors.keys().filter(|u| u.contains("/_edit/")).count() as u64;
+        let served = gt.neither as u64;
+        assert!(served >= site.canonical_pages, "{served} neither answers");
+        assert!(
+            edits > site.canonical_pages / 5 && edits < site.canonical_pages / 2,
+            "{edits} edit links of {} pages",
+            site.canonical_pages
+        );
+        // Each kind is served with its type, on the page's own variants only.
+        let gid = (1..site.canonical_pages)
+            .find(|&g| site.variants_of(g)[1] == Variant::Raw)
+            .unwrap();
+        let home = body_text(get(&site, &site.page_path(gid).unwrap()));
+        for (kind, mime) in [
+            (Variant::Source, "text/plain"),
+            (Variant::Raw, "text/x-rst"),
+        ] {
+            let path = kind.path(gid);
+            assert!(home.contains(&format!("href=\"{path}\"")), "{path} linked");
+            let resp = get(&site, &path);
+            assert_eq!(resp.status, StatusCode::OK);
+            assert!(
+                resp.content_type().is_some_and(|c| c.starts_with(mime)),
+                "{path}"
+            );
+        }
+        assert_eq!(
+            get(&site, &Variant::Preview.path(gid)).status,
+            StatusCode::NOT_FOUND
+        );
+        let gid = (1..site.canonical_pages)
+            .find(|&g| site.variants_of(g)[1] == Variant::Preview)
+            .unwrap();
+        let resp = get(&site, &Variant::Preview.path(gid));
+        assert!(resp
+            .content_type()
+            .is_some_and(|c| c.starts_with("image/png")));
+        assert_eq!(
+            get(&site, &format!("{}?x=1", Variant::Source.path(gid))).status,
+            StatusCode::NOT_FOUND
+        );
+        // The other presets have none.
+        let small = SyntheticSite::preset(Preset::Small, 4).unwrap();
+        assert_eq!(
+            get(&small, &Variant::Source.path(3)).status,
+            StatusCode::NOT_FOUND
+        );
+        let page = body_text(get(&small, &small.page_path(3).unwrap()));
+        assert!(!page.contains("/_source/") && !page.contains("/_edit/"));
     }
 
     #[test]

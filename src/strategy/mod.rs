@@ -66,16 +66,20 @@ pub enum StrategyKind {
     Dfs,
     Random,
     Ldcoc,
+    /// sb without its neither patterns (sb before issue #18), to measure them.
+    #[serde(rename = "sb-binary")]
+    SbBinary,
 }
 
 impl StrategyKind {
-    pub const ALL: [StrategyKind; 6] = [
+    pub const ALL: [StrategyKind; 7] = [
         StrategyKind::Sb,
         StrategyKind::Focused,
         StrategyKind::Bfs,
         StrategyKind::Dfs,
         StrategyKind::Random,
         StrategyKind::Ldcoc,
+        StrategyKind::SbBinary,
     ];
 
     pub fn name(self) -> &'static str {
@@ -86,6 +90,7 @@ impl StrategyKind {
             StrategyKind::Dfs => "dfs",
             StrategyKind::Random => "random",
             StrategyKind::Ldcoc => "ldcoc",
+            StrategyKind::SbBinary => "sb-binary",
         }
     }
 
@@ -102,6 +107,7 @@ impl StrategyKind {
             StrategyKind::Dfs => Box::new(Dfs::default()),
             StrategyKind::Random => Box::new(RandomOrder::new(seed)),
             StrategyKind::Ldcoc => Box::new(Ldcoc::new(seed)),
+            StrategyKind::SbBinary => Box::new(SleepingBandit::binary(seed)),
         }
     }
 }
