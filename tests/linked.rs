@@ -249,3 +249,74 @@ async fn ldcoc_fetches_a_larger_share_of_rdf_than_bfs() {
     assert!(share["ldcoc"] > share["bfs"] * 1.3, "{share:?}");
     let _ = server.shutdown().await;
 }
+
+/// A linked-data job reads RDFa from HTML through the structured-data
+/// extractor: a page with one RDFa statement is a target (a linked-data
+/// response is relevant when it yields a triple), its statement goes to
+/// `data.nq.gz` in the page's graph, and a page without any is not saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rdfa_pages_are_linked_data_too() {
+    use forager::sites::server::{Site, SiteRequest, SiteResponse};
+    use std::sync::Arc;
+
+    const HOST: &str = "people.test";
+    struct People;
+    impl Site for People {
+        fn respond(&self, req: &SiteRequest) -> SiteResponse {
+            match req.path_and_query().as_str() {
+                "/" => SiteResponse::ok(
+                    "text/turtle",
+                    "<http://people.test/ann> <http://xmlns.com/foaf/0.1/knows> <http://people.test/bob> .\n",
+                ),
+                "/ann" => SiteResponse::html(
+                    r#"<html><body><div vocab="http://xmlns.com/foaf/0.1/" resource="http://people.test/ann#me" typeof="Person"><a href="/">home</a></div></body></html>"#,
+                ),
+                "/bob" => SiteResponse::html("<html><body>no data here</body></html>"),
+                _ => SiteResponse::not_found(),
+            }
+        }
+    }
+    let sites: Vec<(String, Arc<dyn Site>)> = vec![(HOST.to_string(), Arc::new(People))];
+    let server = SiteServer::start(sites).await.expect("start the site");
+    let dir = tempfile::tempdir().unwrap();
+    let job = JobFile::new("people")
+        .seed(format!("http://{HOST}/"))
+        .scope("any")
+        .strategy("bfs")
+        .delay("10ms")
+        .no_early_stop()
+        .set("targets", "preset", "\"linked-data\"")
+        .write(dir.path());
+    let state = dir.path().join("state");
+    let out = Crawl::new(&job, &state)
+        .allow_private()
+        .resolve(HOST, server.port())
+        .output()
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let targets = state.join("targets/people");
+    let saved: BTreeSet<String> = manifest_by_final_url(&targets).into_keys().collect();
+    let want: BTreeSet<String> = ["/", "/ann"]
+        .iter()
+        .map(|p| format!("http://{HOST}{p}"))
+        .collect();
+    assert_eq!(saved, want);
+    let got: BTreeSet<String> = nquads::read_statements(&targets)
+        .expect("read data.nq.gz")
+        .into_iter()
+        .collect();
+    let want: BTreeSet<String> = [
+        "<http://people.test/ann> <http://xmlns.com/foaf/0.1/knows> <http://people.test/bob> <http://people.test/> .",
+        "<http://people.test/ann> <http://www.w3.org/ns/rdfa#usesVocabulary> <http://xmlns.com/foaf/0.1/> <http://people.test/ann> .",
+        "<http://people.test/ann#me> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://xmlns.com/foaf/0.1/Person> <http://people.test/ann> .",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(got, want);
+    let _ = server.shutdown().await;
+}

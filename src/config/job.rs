@@ -585,7 +585,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         Some(n) => read_rdf_follow(r, &t.child("rdf_follow"), n),
         None => Some(Follow::default()),
     };
-    let structured = read_structured(r, t, preset);
+    let structured = read_structured(r, t, preset, rdf);
     let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
         preset?,
         mime?,
@@ -661,13 +661,18 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
 }
 
 /// `structured_data` (default: all four syntaxes under preset `structured`,
-/// none otherwise), `min_statements` and `max_statements`; the two counts
-/// need `structured_data`, and the cap must leave room for the threshold.
+/// RDFa in a linked-data job, none otherwise), `min_statements` and
+/// `max_statements`; the two counts need `structured_data`, and the cap must
+/// leave room for the threshold.
 fn read_structured(
     r: &mut Reader<'_>,
     t: &Table<'_>,
     preset: Option<Preset>,
+    rdf: Option<bool>,
 ) -> Option<Option<StructuredTargets>> {
+    // Linked data reads RDFa from HTML, and one statement makes a document
+    // relevant (LDCOC's measure: a response that yields a triple).
+    let linked = rdf == Some(true) && t.get("structured_data").is_none();
     let syntaxes = match t.get("structured_data") {
         Some(n) => r.strings_with(&t.child("structured_data"), n, |s| {
             if STRUCTURED_SYNTAXES.contains(&s) {
@@ -683,6 +688,7 @@ fn read_structured(
         None if preset == Some(Preset::Structured) => {
             Some(STRUCTURED_SYNTAXES.iter().map(|s| s.to_string()).collect())
         }
+        None if linked => Some(vec!["rdfa".to_string()]),
         None => Some(Vec::new()),
     };
     let min = match t.get("min_statements") {
@@ -712,7 +718,7 @@ fn read_structured(
         }
         return (min.is_none() && max.is_none()).then_some(None);
     }
-    let min_statements = min.unwrap_or(DEFAULT_MIN_STATEMENTS);
+    let min_statements = min.unwrap_or(if linked { 1 } else { DEFAULT_MIN_STATEMENTS });
     let max_statements = max.unwrap_or(DEFAULT_MAX_STATEMENTS as u64);
     if max_statements < min_statements {
         let field = t.child("max_statements");

@@ -1374,3 +1374,25 @@ fn structured_data_errors_name_file_line_and_field() {
         "jobs.d/x.toml:6: targets.max_statements: 10 is under targets.min_statements (20): no page could be relevant"
     );
 }
+
+#[test]
+fn linked_data_jobs_read_rdfa_and_one_statement_is_relevant() {
+    let s = job(&format!("{HEAD}[targets]\npreset = \"linked-data\"\n"))
+        .targets
+        .structured
+        .expect("RDFa of a linked-data job");
+    assert!(s.options.rdfa);
+    assert!(!s.options.json_ld && !s.options.microdata && !s.options.microformats);
+    assert_eq!(s.min_statements, 1);
+    let rdf_only = job(&format!("{HEAD}[targets]\npreset = \"none\"\nrdf = true\n"));
+    assert_eq!(rdf_only.targets.structured, Some(s));
+    // The job's own choice wins.
+    let own = job(&format!(
+        "{HEAD}[targets]\npreset = \"linked-data\"\nstructured_data = [\"json-ld\"]\n"
+    ))
+    .targets
+    .structured
+    .expect("its own");
+    assert!(own.options.json_ld && !own.options.rdfa);
+    assert_eq!(own.min_statements, 6);
+}
