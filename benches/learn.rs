@@ -200,6 +200,7 @@ impl Pages {
             links,
             base: Url::parse(SEED).expect("seed URL parses"),
             structured_data: false,
+            structured: None,
             cut: None,
             rejected: RejectCounts::default(),
         }
