@@ -136,3 +136,136 @@ async fn relevant_pages_are_saved_with_their_statements() {
     }
     let _ = server.shutdown().await;
 }
+
+/// A web of `hosts` hosts: each has a home page linking to `pages` item pages
+/// and to every other home; item pages link to the next item and to another
+/// host's home. Items of the first `rich` hosts carry a product in JSON-LD
+/// (6 statements: relevant), the others are plain.
+struct Web {
+    host: usize,
+    hosts: usize,
+    pages: usize,
+    rich: usize,
+}
+
+impl Web {
+    fn name(i: usize) -> String {
+        format!("h{i}.test")
+    }
+
+    fn relevant_urls(pages: usize, rich: usize) -> Vec<String> {
+        let mut v: Vec<String> = (0..rich)
+            .flat_map(|h| (0..pages).map(move |p| format!("http://{}/item/{p}", Web::name(h))))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Site for Web {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path_and_query();
+        let others: String = (0..self.hosts)
+            .filter(|&h| h != self.host)
+            .map(|h| format!("<a href=\"http://{}/\">other</a>", Web::name(h)))
+            .collect();
+        if path == "/" {
+            let items: String = (0..self.pages)
+                .map(|p| format!("<a href=\"/item/{p}\">item</a>"))
+                .collect();
+            return SiteResponse::html(format!("<html><body>{items}{others}</body></html>"));
+        }
+        let Some(p) = path
+            .strip_prefix("/item/")
+            .and_then(|p| p.parse::<usize>().ok())
+            .filter(|&p| p < self.pages)
+        else {
+            return SiteResponse::not_found();
+        };
+        let next = format!("<a href=\"/item/{}\">next</a>", (p + 1) % self.pages);
+        let away = format!(
+            "<a href=\"http://{}/\">away</a>",
+            Web::name((self.host + p + 1) % self.hosts)
+        );
+        let data = if self.host < self.rich {
+            format!(
+                r#"<script type="application/ld+json">{{"@context": "https://schema.org",
+ "@type": "Product", "name": "Item {p}", "offers": {{"@type": "Offer", "price": "{p}",
+ "priceCurrency": "EUR"}}}}</script>"#
+            )
+        } else {
+            String::new()
+        };
+        SiteResponse::html(format!(
+            "<html><head>{data}</head><body>{next}{away}</body></html>"
+        ))
+    }
+}
+
+/// Issue #14 item 3: an `anthelion` job over several hosts harvests every
+/// relevant page, and `forager explain` shows its hosts' success rates and
+/// its classifier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthelion_harvests_the_relevant_pages_of_a_multi_host_web() {
+    let (hosts, pages, rich) = (5, 12, 2);
+    let sites: Vec<(String, Arc<dyn Site>)> = (0..hosts)
+        .map(|host| {
+            let site: Arc<dyn Site> = Arc::new(Web {
+                host,
+                hosts,
+                pages,
+                rich,
+            });
+            (Web::name(host), site)
+        })
+        .collect();
+    let server = SiteServer::start(sites).await.expect("start the web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = "web-anthelion";
+    let job = JobFile::new(name)
+        .seed(format!("http://{}/", Web::name(hosts - 1)))
+        .scope("any")
+        .strategy("anthelion")
+        .delay("5ms")
+        .no_early_stop()
+        .set("targets", "preset", "\"structured\"")
+        .set("politeness", "max_in_flight", 4)
+        .write(dir.path());
+    let state = dir.path().join("state");
+    let mut crawl = Crawl::new(&job, &state).allow_private();
+    for h in 0..hosts {
+        crawl = crawl.resolve(&Web::name(h), server.port());
+    }
+    let out = crawl.output().await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let by_url = manifest_by_final_url(&state.join("targets").join(name));
+    assert_eq!(
+        by_url.keys().cloned().collect::<Vec<_>>(),
+        Web::relevant_urls(pages, rich)
+    );
+
+    let explain = tokio::process::Command::new(common::crawl::forager())
+        .args(["explain", name, "--state-dir"])
+        .arg(&state)
+        .output()
+        .await
+        .expect("run forager explain");
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(explain.status.success(), "{text}");
+    assert!(text.contains("online accuracy over"), "{text}");
+    // The best host first: a rich one, 12 relevant of its 13 pages.
+    let first = text
+        .lines()
+        .find(|l| l.contains(".test"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        (first.contains("h0.test") || first.contains("h1.test")) && first.contains("0.923"),
+        "{text}"
+    );
+    let _ = server.shutdown().await;
+}

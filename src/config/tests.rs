@@ -544,7 +544,7 @@ fn choices_list_the_alternatives() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}strategy = \"SB\"\n")),
-        "jobs.d/x.toml:3: strategy: unknown value \"SB\" (expected one of: sb, focused, bfs, dfs, random, ldcoc, sb-binary)"
+        "jobs.d/x.toml:3: strategy: unknown value \"SB\" (expected one of: sb, focused, bfs, dfs, random, ldcoc, anthelion, sb-binary)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npreset = \"stats\"\n")),

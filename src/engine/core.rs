@@ -762,6 +762,11 @@ impl JobCore {
         true
     }
 
+    /// Tell the strategy whether a fetched page was relevant (see [`Strategy::page_relevance`]).
+    pub fn page_relevance(&mut self, link: &Link, url: &Url, relevant: bool) {
+        self.strategy.page_relevance(link, url, relevant);
+    }
+
     /// Feed the strategy a label observed on a real response.
     pub fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
         self.strategy.observe(link, label, source);

@@ -1110,7 +1110,11 @@ impl<'a> Runner<'a> {
                     Ok((mut links, body)) => {
                         self.note_cut(&url, &links, body_cut);
                         let data = links.structured.take();
-                        if self.is_relevant(data.as_ref()) {
+                        let relevant = self.is_relevant(data.as_ref());
+                        if self.spec.targets.structured.is_some() {
+                            self.core().page_relevance(link, &url, relevant);
+                        }
+                        if relevant {
                             if let Some(data) = &data {
                                 self.save_structured_page(
                                     link,

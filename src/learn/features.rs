@@ -51,6 +51,10 @@ enum Namespace {
     RefQueryKey,
     Predicate,
     KnownType,
+    // Anthelion's features (`UrlFeatures::of_anthelion`).
+    Token,
+    ParentRelevant,
+    ParentNotRelevant,
 }
 
 impl Namespace {
@@ -335,6 +339,74 @@ fn extension(segment: &[u8]) -> Option<&[u8]> {
     .then_some(ext)
 }
 
+/// What Anthelion's classifier knows of the page a link was found on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParentRelevance {
+    Relevant,
+    NotRelevant,
+    /// A seed, or a parent whose relevance is no longer remembered.
+    Unknown,
+}
+
+/// The one token every number of a URL becomes (Anthelion: `/page/17` and
+/// `/page/18` say the same thing).
+const NUMBER_TOKEN: &str = "#num";
+/// Tokens shorter than this are dropped (Anthelion's rule: `id`, `en`, `p`
+/// carry noise rather than meaning).
+const MIN_TOKEN_LEN: usize = 3;
+
+/// Anthelion's URL tokens: the lower-cased URL split on every
+/// non-alphanumeric character, tokens under 3 characters dropped, a token of
+/// digits only replaced by one number token. Duplicates are kept here (the
+/// features deduplicate). The short-token rule comes first, so `12` is dropped
+/// and `2014` becomes the number token.
+pub fn anthelion_tokens(url: &Url) -> Vec<String> {
+    url.as_str()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| t.len() >= MIN_TOKEN_LEN)
+        .map(|t| {
+            if t.bytes().all(|b| b.is_ascii_digit()) {
+                NUMBER_TOKEN.to_string()
+            } else {
+                t.to_ascii_lowercase()
+            }
+        })
+        .collect()
+}
+
+impl UrlFeatures {
+    /// Anthelion's link features (Meusel et al., CIKM 2014, §4): the hashed
+    /// URL tokens of [`anthelion_tokens`], one flag for a relevant parent or
+    /// one for a parent that was not (each set at most once: the reference
+    /// code sets the "not relevant" one twice, which doubles its weight's
+    /// step size for no reason), and a bias feature — a departure: the
+    /// paper's classifier has no intercept, but FTRL without one has to learn
+    /// the base rate in every token's weight.
+    pub fn of_anthelion(url: &Url, parent: ParentRelevance) -> UrlFeatures {
+        let mut ids = vec![Namespace::Bias.feature(b"")];
+        ids.extend(
+            anthelion_tokens(url)
+                .iter()
+                .map(|t| Namespace::Token.feature(t.as_bytes())),
+        );
+        match parent {
+            ParentRelevance::Relevant => ids.push(Namespace::ParentRelevant.feature(b"")),
+            ParentRelevance::NotRelevant => ids.push(Namespace::ParentNotRelevant.feature(b"")),
+            ParentRelevance::Unknown => {}
+        }
+        UrlFeatures::from_ids(ids)
+    }
+
+    /// The id of Anthelion's parent flag (tests, explain).
+    pub fn anthelion_parent_flag(relevant: bool) -> u32 {
+        if relevant {
+            Namespace::ParentRelevant.feature(b"")
+        } else {
+            Namespace::ParentNotRelevant.feature(b"")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,5 +526,39 @@ mod tests {
         );
         let c = UrlFeatures::from_ids(vec![5, 3, 5, u32::MAX]);
         assert_eq!(c.ids(), &[5, 3, u32::MAX % FEATURE_SPACE]);
+    }
+    #[test]
+    fn anthelion_tokens_split_drop_short_and_merge_numbers() {
+        let url =
+            Url::parse("https://Shop.example.org/en/p/Product-2014_12?id=7&colour=Red").unwrap();
+        assert_eq!(
+            anthelion_tokens(&url),
+            vec!["https", "shop", "example", "org", "product", "#num", "colour", "red"]
+        );
+    }
+
+    #[test]
+    fn anthelion_parent_flags_are_set_once_and_exclusive() {
+        let url = Url::parse("http://a.test/item/page").unwrap();
+        let yes = UrlFeatures::anthelion_parent_flag(true);
+        let no = UrlFeatures::anthelion_parent_flag(false);
+        assert_ne!(yes, no);
+        let count = |f: &UrlFeatures, id| f.ids().iter().filter(|&&i| i == id).count();
+        let r = UrlFeatures::of_anthelion(&url, ParentRelevance::Relevant);
+        let n = UrlFeatures::of_anthelion(&url, ParentRelevance::NotRelevant);
+        let u = UrlFeatures::of_anthelion(&url, ParentRelevance::Unknown);
+        assert_eq!((count(&r, yes), count(&r, no)), (1, 0));
+        assert_eq!((count(&n, yes), count(&n, no)), (0, 1));
+        assert_eq!((count(&u, yes), count(&u, no)), (0, 0));
+        // bias + http, a.test → "test", item, page: the same tokens in all three.
+        assert_eq!(u.len(), 5);
+        assert_eq!(r.len(), 6);
+        // Numbers are one token: two URLs differing only in a number have the same features.
+        let a = Url::parse("http://a.test/item/1234").unwrap();
+        let b = Url::parse("http://a.test/item/98765").unwrap();
+        assert_eq!(
+            UrlFeatures::of_anthelion(&a, ParentRelevance::Unknown),
+            UrlFeatures::of_anthelion(&b, ParentRelevance::Unknown)
+        );
     }
 }

@@ -30,7 +30,7 @@ pub use classifier::{
     ClassifierConfig, NeitherConfig, OnlineAccuracy, Prediction, UrlClassifier, Verdict,
 };
 pub use early_stop::{EarlyStop, EarlyStopConfig};
-pub use features::{LinkContext, UrlFeatures};
+pub use features::{anthelion_tokens, LinkContext, ParentRelevance, UrlFeatures};
 pub use ftrl::{FtrlConfig, FtrlModel};
 pub use mime_filter::{BloomLayout, DirtyChunk, MimeFilterConfig, MimeFilterError, MimeFilters};
 pub use neither::{NeitherCounts, NeitherDecision, NeitherPatternConfig, NeitherPatterns};

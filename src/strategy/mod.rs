@@ -17,11 +17,13 @@
 //!    [`Strategy::observe`] (free training data), and the number of new,
 //!    verified targets found on a fetched page to [`Strategy::reward`].
 
+mod anthelion;
 mod baseline;
 mod focused;
 mod ldcoc;
 mod sb;
 
+pub use anthelion::{Anthelion, AnthelionConfig};
 pub use baseline::{Bfs, Dfs, RandomOrder};
 pub use focused::Focused;
 pub use ldcoc::{Ldcoc, LdcocConfig};
@@ -66,19 +68,21 @@ pub enum StrategyKind {
     Dfs,
     Random,
     Ldcoc,
+    Anthelion,
     /// sb without its neither patterns (sb before issue #18), to measure them.
     #[serde(rename = "sb-binary")]
     SbBinary,
 }
 
 impl StrategyKind {
-    pub const ALL: [StrategyKind; 7] = [
+    pub const ALL: [StrategyKind; 8] = [
         StrategyKind::Sb,
         StrategyKind::Focused,
         StrategyKind::Bfs,
         StrategyKind::Dfs,
         StrategyKind::Random,
         StrategyKind::Ldcoc,
+        StrategyKind::Anthelion,
         StrategyKind::SbBinary,
     ];
 
@@ -90,6 +94,7 @@ impl StrategyKind {
             StrategyKind::Dfs => "dfs",
             StrategyKind::Random => "random",
             StrategyKind::Ldcoc => "ldcoc",
+            StrategyKind::Anthelion => "anthelion",
             StrategyKind::SbBinary => "sb-binary",
         }
     }
@@ -107,6 +112,7 @@ impl StrategyKind {
             StrategyKind::Dfs => Box::new(Dfs::default()),
             StrategyKind::Random => Box::new(RandomOrder::new(seed)),
             StrategyKind::Ldcoc => Box::new(Ldcoc::new(seed)),
+            StrategyKind::Anthelion => Box::new(Anthelion::new(seed)),
             StrategyKind::SbBinary => Box::new(SleepingBandit::binary(seed)),
         }
     }
@@ -218,6 +224,11 @@ pub trait Strategy: Send {
 
     /// The page popped with `key` was fetched and yielded `reward` new verified targets.
     fn reward(&mut self, _key: QueueKey, _reward: u32) {}
+
+    /// A fetched HTML page of a structured-data job, `link` fetched as `url`
+    /// (after redirects), is relevant (saved as a target) or not. Told before
+    /// the page's links are triaged, so a strategy can use it for them.
+    fn page_relevance(&mut self, _link: &Link, _url: &url::Url, _relevant: bool) {}
 
     /// Everything the strategy has learned (not its queues), encoded by the store codec.
     fn save(&self) -> Vec<u8>;

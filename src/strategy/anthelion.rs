@@ -1,0 +1,711 @@
+//! `anthelion`: the structured-data crawler of Meusel, Mika and Blanco
+//! (CIKM 2014, "Focused crawling for structured data", §3–§5).
+//!
+//! Two levels of choice. The arms of a bandit are hosts: a host's score is
+//! its smoothed success rate, (relevant + 1) / (fetched + 2) — the mean of a
+//! Beta(1, 1) posterior (Laplace smoothing). The paper scores a host by its
+//! raw share of relevant pages; smoothed, a host never fetched scores 0.5
+//! (tried before a host known to be poor, after one known to be good), and a
+//! host with one relevant page of one does not outrank one with 90 of 100.
+//! The bandit is λ-greedy with the paper's best decay, λ_t = λ·m/(t + m),
+//! λ = 0.5, m = 10 000, t the number of choices made: with probability λ_t a
+//! uniformly random ready host, else the ready host with the best score —
+//! the best one (the reference code keeps the *last* host with a positive
+//! score, a bug), ties to the host seen first.
+//!
+//! Within the chosen host, the link an online FTRL-proximal classifier rates
+//! most likely relevant goes first (ties to the lowest id), from Anthelion's
+//! features ([`UrlFeatures::of_anthelion`]): URL tokens and whether the page
+//! the link was found on was relevant. A link is scored once, when found
+//! (as `focused` does; the paper re-scores nothing either). The classifier
+//! is trained on every fetched HTML page: relevant if the job saved it as a
+//! structured-data target, not relevant otherwise. The engine tells the page's
+//! relevance through [`Strategy::page_relevance`] *before* its links are
+//! triaged, so that the links carry their parent's flag (the reward comes
+//! only when the step settles, after its links were queued).
+//!
+//! Departures, all for bounded memory against hostile input: the relevance of
+//! fetched pages is remembered for the last [`RECENT_PAGES`] pages only (a
+//! link found on a page older than that, and a seed, has neither flag), and
+//! at most [`MAX_HOSTS`] hosts are arms of their own — further hosts share
+//! one arm. Every queued link is a frontier entry; nothing else grows with
+//! the crawl.
+
+use super::{ActionReport, Strategy, StrategyKind, StrategyStats, Triage};
+use crate::codec::{self, CodecError};
+use crate::learn::hash::fingerprint64;
+use crate::learn::{FtrlConfig, FtrlModel, ParentRelevance, UrlFeatures};
+use crate::link::{Link, LinkId, QueueKey};
+use crate::mime::Label;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use url::Url;
+
+/// Fetched pages whose relevance is remembered for their links' parent flag.
+pub const RECENT_PAGES: usize = 4096;
+/// Hosts with an arm of their own; the others share the last arm.
+pub const MAX_HOSTS: usize = 100_000;
+/// Priority of a seed within its host (above any probability).
+const SEED_SCORE: f32 = 2.0;
+
+/// Tuning of `anthelion` (the paper's best values).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnthelionConfig {
+    /// λ: the initial probability of a random host.
+    pub lambda: f64,
+    /// m: how slowly λ_t decays.
+    pub decay: f64,
+    pub ftrl: FtrlConfig,
+}
+
+impl Default for AnthelionConfig {
+    fn default() -> Self {
+        AnthelionConfig {
+            lambda: 0.5,
+            decay: 10_000.0,
+            ftrl: FtrlConfig::default(),
+        }
+    }
+}
+
+impl AnthelionConfig {
+    /// λ_t after `t` choices.
+    pub fn lambda_at(&self, t: u64) -> f64 {
+        self.lambda * self.decay / (t as f64 + self.decay)
+    }
+}
+
+/// One host: an arm.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Host {
+    /// Its name (the host name the engine's readiness is asked about); empty
+    /// for the shared arm of hosts past [`MAX_HOSTS`].
+    name: String,
+    /// HTML pages fetched from it, and how many were relevant.
+    fetched: u64,
+    relevant: u64,
+}
+
+impl Host {
+    fn score(&self) -> f64 {
+        (self.relevant as f64 + 1.0) / (self.fetched as f64 + 2.0)
+    }
+}
+
+/// A queued link: greatest = highest score, then lowest id.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    score: f32,
+    id: LinkId,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then(other.id.cmp(&self.id))
+    }
+}
+
+/// What `save` keeps: everything learned and the RNG (the queues come back
+/// through `push` with their keys).
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    model: Vec<u8>,
+    rng: Xoshiro256PlusPlus,
+    hosts: Vec<Host>,
+    choices: u64,
+    recent: Vec<(u64, bool)>,
+    predictions: u64,
+    correct: u64,
+}
+
+/// The Anthelion strategy. See the module documentation.
+pub struct Anthelion {
+    config: AnthelionConfig,
+    model: FtrlModel,
+    rng: Xoshiro256PlusPlus,
+    hosts: Vec<Host>,
+    slot_of: HashMap<String, u32>,
+    queues: HashMap<u32, BinaryHeap<Entry>>,
+    /// Hosts with queued links, in slot order (deterministic iteration).
+    waiting: BTreeSet<u32>,
+    len: usize,
+    /// Host choices made so far: the t of λ_t.
+    choices: u64,
+    /// Relevance of the last fetched pages by URL hash, oldest first.
+    recent: VecDeque<(u64, bool)>,
+    recent_map: HashMap<u64, bool>,
+    predictions: u64,
+    correct: u64,
+}
+
+impl Anthelion {
+    pub fn new(seed: u64) -> Self {
+        Self::with_config(seed, AnthelionConfig::default())
+    }
+
+    pub fn with_config(seed: u64, config: AnthelionConfig) -> Self {
+        Anthelion {
+            config,
+            model: FtrlModel::new(config.ftrl),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            hosts: Vec::new(),
+            slot_of: HashMap::new(),
+            queues: HashMap::new(),
+            waiting: BTreeSet::new(),
+            len: 0,
+            choices: 0,
+            recent: VecDeque::new(),
+            recent_map: HashMap::new(),
+            predictions: 0,
+            correct: 0,
+        }
+    }
+
+    fn slot(&mut self, url: &Url) -> u32 {
+        let name = url.host_str().unwrap_or_default();
+        if let Some(&slot) = self.slot_of.get(name) {
+            return slot;
+        }
+        if self.hosts.len() < MAX_HOSTS {
+            let slot = self.hosts.len() as u32;
+            self.hosts.push(Host {
+                name: name.to_string(),
+                ..Host::default()
+            });
+            self.slot_of.insert(name.to_string(), slot);
+            return slot;
+        }
+        // The shared arm of the hosts past the cap (created once, never named).
+        if self.hosts.len() == MAX_HOSTS {
+            self.hosts.push(Host::default());
+        }
+        MAX_HOSTS as u32
+    }
+
+    fn url_key(url: &Url) -> u64 {
+        fingerprint64(url.as_str().as_bytes())
+    }
+
+    fn parent_of(&self, link: &Link) -> ParentRelevance {
+        match link
+            .referrer
+            .as_ref()
+            .and_then(|r| self.recent_map.get(&Self::url_key(r)))
+        {
+            Some(true) => ParentRelevance::Relevant,
+            Some(false) => ParentRelevance::NotRelevant,
+            None => ParentRelevance::Unknown,
+        }
+    }
+
+    fn remember(&mut self, url: &Url, relevant: bool) {
+        let key = Self::url_key(url);
+        if self.recent_map.insert(key, relevant).is_none() {
+            self.recent.push_back((key, relevant));
+        } else if let Some(e) = self.recent.iter_mut().rev().find(|e| e.0 == key) {
+            e.1 = relevant;
+        }
+        while self.recent.len() > RECENT_PAGES {
+            if let Some((old, _)) = self.recent.pop_front() {
+                self.recent_map.remove(&old);
+            }
+        }
+    }
+
+    /// The host to serve next among those with queued links: see the module
+    /// documentation. With none ready, the best of all (the engine holds its
+    /// link until the host is ready).
+    fn choose(&mut self, host_ready: &dyn Fn(&str) -> bool) -> Option<u32> {
+        let ready: Vec<u32> = self
+            .waiting
+            .iter()
+            .copied()
+            .filter(|&s| {
+                self.hosts
+                    .get(s as usize)
+                    .is_none_or(|h| h.name.is_empty() || host_ready(&h.name))
+            })
+            .collect();
+        let candidates: Vec<u32> = if ready.is_empty() {
+            self.waiting.iter().copied().collect()
+        } else {
+            ready
+        };
+        if candidates.is_empty() {
+            return None;
+        }
+        let lambda = self.config.lambda_at(self.choices);
+        self.choices += 1;
+        // One draw per choice whatever the outcome, so a restored run draws alike.
+        let explore = self.rng.random::<f64>() < lambda;
+        if explore {
+            let i = self.rng.random_range(0..candidates.len());
+            return Some(candidates[i]);
+        }
+        let score = |s: u32| self.hosts.get(s as usize).map_or(0.5, Host::score);
+        let mut best = candidates[0];
+        for &s in &candidates[1..] {
+            if score(s) > score(best) {
+                best = s;
+            }
+        }
+        Some(best)
+    }
+}
+
+impl Strategy for Anthelion {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::Anthelion
+    }
+
+    fn triage(&mut self, link: &Link, known: Option<Label>) -> Triage {
+        match known {
+            // A target file the MIME filters already know: its reward goes to this page.
+            Some(Label::Target) if link.referrer.is_some() => return Triage::FetchNow,
+            Some(Label::Neither) => return Triage::Drop,
+            _ => {}
+        }
+        let slot = self.slot(&link.url);
+        let score = if link.referrer.is_none() {
+            SEED_SCORE
+        } else {
+            let features = UrlFeatures::of_anthelion(&link.url, self.parent_of(link));
+            self.model.predict(&features) as f32
+        };
+        Triage::Enqueue(QueueKey { slot, score })
+    }
+
+    fn push(&mut self, id: LinkId, key: QueueKey) {
+        self.queues.entry(key.slot).or_default().push(Entry {
+            score: key.score,
+            id,
+        });
+        self.waiting.insert(key.slot);
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
+        self.pop_ready(&|_| true)
+    }
+
+    fn pop_ready(&mut self, host_ready: &dyn Fn(&str) -> bool) -> Option<(LinkId, QueueKey)> {
+        let slot = self.choose(host_ready)?;
+        let queue = self.queues.get_mut(&slot)?;
+        let entry = queue.pop()?;
+        if queue.is_empty() {
+            self.queues.remove(&slot);
+            self.waiting.remove(&slot);
+        }
+        self.len -= 1;
+        Some((
+            entry.id,
+            QueueKey {
+                slot,
+                score: entry.score,
+            },
+        ))
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn page_relevance(&mut self, link: &Link, url: &Url, relevant: bool) {
+        let slot = self.slot(&link.url);
+        if let Some(h) = self.hosts.get_mut(slot as usize) {
+            h.fetched += 1;
+            h.relevant += u64::from(relevant);
+        }
+        let features = UrlFeatures::of_anthelion(&link.url, self.parent_of(link));
+        let p = self.model.predict(&features);
+        self.predictions += 1;
+        self.correct += u64::from((p >= 0.5) == relevant);
+        self.model.train(&features, relevant, 1.0);
+        self.remember(&link.url, relevant);
+        if url != &link.url {
+            // Links found on a redirected page name the final URL as their referrer.
+            self.remember(url, relevant);
+        }
+    }
+
+    fn save(&self) -> Vec<u8> {
+        codec::encode(&Saved {
+            model: codec::encode(&self.model),
+            rng: self.rng.clone(),
+            hosts: self.hosts.clone(),
+            choices: self.choices,
+            recent: self.recent.iter().copied().collect(),
+            predictions: self.predictions,
+            correct: self.correct,
+        })
+    }
+
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), CodecError> {
+        let saved: Saved = codec::decode(bytes)?;
+        let mut model: FtrlModel = codec::decode(&saved.model)?;
+        model.set_config(self.config.ftrl);
+        self.model = model;
+        self.rng = saved.rng;
+        self.hosts = saved.hosts;
+        self.hosts.truncate(MAX_HOSTS + 1);
+        self.slot_of = self
+            .hosts
+            .iter()
+            .enumerate()
+            .take(MAX_HOSTS)
+            .map(|(i, h)| (h.name.clone(), i as u32))
+            .collect();
+        self.choices = saved.choices;
+        self.recent = saved.recent.into_iter().collect();
+        while self.recent.len() > RECENT_PAGES {
+            self.recent.pop_front();
+        }
+        self.recent_map = self.recent.iter().copied().collect();
+        self.predictions = saved.predictions;
+        self.correct = saved.correct;
+        self.queues.clear();
+        self.waiting.clear();
+        self.len = 0;
+        Ok(())
+    }
+
+    fn stats(&self) -> StrategyStats {
+        // The hosts with the best smoothed success rate, as explain's "actions".
+        let mut best: Vec<(u32, &Host)> = self
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (i as u32, h))
+            .filter(|(_, h)| h.fetched > 0)
+            .collect();
+        best.sort_by(|a, b| b.1.score().total_cmp(&a.1.score()).then(a.0.cmp(&b.0)));
+        let top_actions = best
+            .into_iter()
+            .take(20)
+            .map(|(slot, h)| ActionReport {
+                id: slot,
+                tag_path: if h.name.is_empty() {
+                    "(other hosts)".to_string()
+                } else {
+                    h.name.clone()
+                },
+                links_seen: h.fetched,
+                selections: h.fetched,
+                mean_reward: h.relevant as f64 / h.fetched as f64,
+                links_left: self.queues.get(&slot).map_or(0, |q| q.len() as u64),
+                paths: 1,
+                best_member: None,
+            })
+            .collect();
+        StrategyStats {
+            classifier_predictions: self.predictions,
+            classifier_correct: self.correct,
+            actions: self.hosts.len() as u64,
+            capped_paths: 0,
+            top_actions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::TagPath;
+
+    fn link(url: &str, from: &str) -> Link {
+        Link {
+            url: Url::parse(url).unwrap(),
+            tag_path: TagPath::new("/html/body/a"),
+            anchor: String::new(),
+            depth: 1,
+            referrer: Some(Url::parse(from).unwrap()),
+            pattern_run: 0,
+        }
+    }
+
+    fn fetched(s: &mut Anthelion, url: &str, from: &str, relevant: bool) {
+        let l = link(url, from);
+        s.page_relevance(&l, &l.url, relevant);
+    }
+
+    fn queue(s: &mut Anthelion, l: &Link, id: u64) {
+        match s.triage(l, Some(Label::Html)) {
+            Triage::Enqueue(key) => s.push(LinkId(id), key),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn lambda_decays_as_in_the_paper() {
+        let c = AnthelionConfig::default();
+        assert_eq!(c.lambda_at(0), 0.5);
+        assert_eq!(c.lambda_at(10_000), 0.25);
+        assert!((c.lambda_at(90_000) - 0.05).abs() < 1e-12);
+        assert!(c.lambda_at(1_000_000) < c.lambda_at(999_999));
+    }
+
+    #[test]
+    fn the_best_host_is_chosen_not_the_last_positive_one() {
+        // No exploration: only the greedy choice is tested.
+        let mut s = Anthelion::with_config(
+            1,
+            AnthelionConfig {
+                lambda: 0.0,
+                ..Default::default()
+            },
+        );
+        // good: 9 of 10 relevant; fair: 1 of 10; poor: 0 of 10. "fair" comes last
+        // in slot order and has a positive score: the reference code would take it.
+        for (host, hits) in [("poor.test", 0), ("good.test", 9), ("fair.test", 1)] {
+            for i in 0..10 {
+                fetched(
+                    &mut s,
+                    &format!("http://{host}/p{i}"),
+                    "http://x.test/",
+                    i < hits,
+                );
+            }
+        }
+        let mut id = 0;
+        for host in ["poor.test", "good.test", "fair.test"] {
+            for i in 0..2 {
+                queue(
+                    &mut s,
+                    &link(&format!("http://{host}/q{i}"), "http://x.test/"),
+                    id,
+                );
+                id += 1;
+            }
+        }
+        let slot_of = |s: &Anthelion, host: &str| s.slot_of[host];
+        let hosts: Vec<u32> = std::iter::from_fn(|| s.pop().map(|(_, k)| k.slot)).collect();
+        let (p, g, f) = (
+            slot_of(&s, "poor.test"),
+            slot_of(&s, "good.test"),
+            slot_of(&s, "fair.test"),
+        );
+        assert_eq!(hosts, vec![g, g, f, f, p, p]);
+        // A host that is not ready is skipped; with none ready, the best of all.
+        queue(&mut s, &link("http://good.test/r", "http://x.test/"), 10);
+        queue(&mut s, &link("http://fair.test/r", "http://x.test/"), 11);
+        assert_eq!(s.pop_ready(&|h| h != "good.test").unwrap().0, LinkId(11));
+        queue(&mut s, &link("http://fair.test/r2", "http://x.test/"), 12);
+        assert_eq!(s.pop_ready(&|_| false).unwrap().0, LinkId(10));
+    }
+
+    #[test]
+    fn exploration_picks_random_ready_hosts_at_rate_lambda() {
+        // λ = 1 and (practically) no decay: every choice is random; both hosts get picked.
+        let mut s = Anthelion::with_config(
+            5,
+            AnthelionConfig {
+                lambda: 1.0,
+                decay: 1e15,
+                ..Default::default()
+            },
+        );
+        for i in 0..20 {
+            fetched(
+                &mut s,
+                &format!("http://good.test/p{i}"),
+                "http://x.test/",
+                true,
+            );
+        }
+        for i in 0..100 {
+            let host = if i % 2 == 0 {
+                "good.test"
+            } else {
+                "other.test"
+            };
+            queue(
+                &mut s,
+                &link(&format!("http://{host}/q{i}"), "http://x.test/"),
+                i,
+            );
+        }
+        let first: Vec<u32> = (0..20).map(|_| s.pop().unwrap().1.slot).collect();
+        let other = s.slot_of["other.test"];
+        let n = first.iter().filter(|&&h| h == other).count();
+        assert!(
+            (3..=17).contains(&n),
+            "{n} of 20 random choices went to the other host"
+        );
+    }
+
+    #[test]
+    fn within_a_host_the_classifier_orders_links() {
+        let mut s = Anthelion::new(3);
+        for i in 0..200 {
+            fetched(
+                &mut s,
+                &format!("http://shop.test/product/{i}"),
+                "http://shop.test/",
+                true,
+            );
+            fetched(
+                &mut s,
+                &format!("http://shop.test/blog/{i}"),
+                "http://shop.test/",
+                false,
+            );
+        }
+        let from = "http://shop.test/";
+        queue(&mut s, &link("http://shop.test/blog/9001", from), 0);
+        queue(&mut s, &link("http://shop.test/product/9002", from), 1);
+        queue(&mut s, &link("http://shop.test/blog/9003", from), 2);
+        queue(&mut s, &link("http://shop.test/product/9004", from), 3);
+        let order: Vec<u64> = std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect();
+        assert_eq!(order, vec![1, 3, 0, 2]);
+        let stats = s.stats();
+        assert!(
+            stats.classifier_accuracy().is_some_and(|a| a > 0.9),
+            "{stats:?}"
+        );
+        assert_eq!(stats.top_actions[0].tag_path, "shop.test");
+        assert_eq!(stats.top_actions[0].mean_reward, 0.5);
+    }
+
+    #[test]
+    fn links_carry_their_parents_relevance() {
+        let mut s = Anthelion::new(4);
+        // Relevant pages link to relevant pages, whatever their URL.
+        for i in 0..300 {
+            let hub_rel = format!("http://a.test/hub/{}", i % 2);
+            fetched(&mut s, &hub_rel, "http://a.test/", i % 2 == 0);
+        }
+        for i in 0..300 {
+            let parent = format!("http://a.test/hub/{}", i % 2);
+            fetched(
+                &mut s,
+                &format!("http://a.test/item/{i}"),
+                &parent,
+                i % 2 == 0,
+            );
+        }
+        let yes = s.model.weight(UrlFeatures::anthelion_parent_flag(true));
+        let no = s.model.weight(UrlFeatures::anthelion_parent_flag(false));
+        assert!(yes > 0.0 && no < 0.0, "weights {yes} {no}");
+        queue(
+            &mut s,
+            &link("http://a.test/item/x1", "http://a.test/hub/1"),
+            0,
+        );
+        queue(
+            &mut s,
+            &link("http://a.test/item/x2", "http://a.test/hub/0"),
+            1,
+        );
+        queue(
+            &mut s,
+            &link("http://a.test/item/x3", "http://unknown.test/"),
+            2,
+        );
+        let order: Vec<u64> = std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect();
+        assert_eq!(order, vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn memory_of_pages_and_hosts_is_bounded() {
+        let mut s = Anthelion::new(1);
+        for i in 0..(RECENT_PAGES + 500) {
+            fetched(
+                &mut s,
+                &format!("http://a.test/{i}"),
+                "http://a.test/",
+                false,
+            );
+        }
+        assert_eq!(s.recent.len(), RECENT_PAGES);
+        assert_eq!(s.recent_map.len(), RECENT_PAGES);
+        assert_eq!(s.hosts.len(), 1);
+    }
+
+    #[test]
+    fn resumes_exactly_after_restore() {
+        let mut a = Anthelion::new(11);
+        let mut frontier: Vec<(LinkId, QueueKey)> = Vec::new();
+        for i in 0..80u64 {
+            let host = format!("h{}.test", i % 7);
+            fetched(
+                &mut a,
+                &format!("http://{host}/p/{i}"),
+                "http://x.test/",
+                i % 3 == 0,
+            );
+            let l = link(
+                &format!("http://{host}/q/{i}"),
+                &format!("http://{host}/p/{i}"),
+            );
+            if let Triage::Enqueue(key) = a.triage(&l, None) {
+                a.push(LinkId(i), key);
+                frontier.push((LinkId(i), key));
+            }
+        }
+        for _ in 0..5 {
+            let (id, _) = a.pop().unwrap();
+            frontier.retain(|(i, _)| *i != id);
+        }
+        let saved = a.save();
+        let mut b = Anthelion::new(999);
+        b.restore(&saved).unwrap();
+        for (id, key) in &frontier {
+            b.push(*id, *key);
+        }
+        assert_eq!(b.save(), saved);
+        let mut popped = 0;
+        loop {
+            let (x, y) = (a.pop(), b.pop());
+            assert_eq!(x.map(|p| p.0), y.map(|p| p.0));
+            if x.is_none() {
+                break;
+            }
+            popped += 1;
+        }
+        assert_eq!(popped, 75);
+        let l = link("http://h1.test/q/new", "http://h1.test/p/1");
+        assert_eq!(a.triage(&l, None), b.triage(&l, None));
+        assert_eq!(a.save(), b.save());
+    }
+
+    #[test]
+    fn restore_rejects_garbage() {
+        let mut s = Anthelion::new(1);
+        assert!(s.restore(b"not a saved strategy").is_err());
+        assert!(s.restore(&[]).is_err());
+        let saved = Anthelion::new(2).save();
+        assert!(s.restore(&saved[..saved.len() / 2]).is_err());
+    }
+
+    #[test]
+    fn same_seed_same_decisions() {
+        let run = |seed| {
+            let mut s = Anthelion::new(seed);
+            for i in 0..60u64 {
+                queue(
+                    &mut s,
+                    &link(&format!("http://h{}.test/{i}", i % 5), "http://x.test/"),
+                    i,
+                );
+            }
+            std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect::<Vec<_>>()
+        };
+        assert_eq!(run(8), run(8));
+    }
+}
