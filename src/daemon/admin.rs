@@ -52,7 +52,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{oneshot, watch, Semaphore};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -434,6 +434,10 @@ struct Connections {
     open: BTreeMap<u64, oneshot::Sender<()>>,
 }
 
+fn lock_connections(c: &Mutex<Connections>) -> std::sync::MutexGuard<'_, Connections> {
+    c.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Serve until `shutdown` resolves.
 pub fn serve(
     listener: TcpListener,
@@ -444,6 +448,7 @@ pub fn serve(
     let app = router(shared, guard);
     tokio::spawn(async move {
         let connections = Arc::new(Mutex::new(Connections::default()));
+        let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         let (stopping_tx, stopping) = watch::channel(false);
         let warned = Arc::new(AtomicBool::new(false));
         tokio::pin!(shutdown);
@@ -461,13 +466,17 @@ pub fn serve(
                     continue;
                 }
             };
-            let (close_tx, close) = oneshot::channel();
-            let id = {
-                let mut c = connections.lock().unwrap_or_else(|p| p.into_inner());
-                if c.open.len() >= MAX_CONNECTIONS {
+            // A permit per open connection, returned when its socket is dropped:
+            // at the cap the loop waits for the oldest to be gone, so the
+            // descriptors held never outrun the cap, however slowly the closed
+            // connections' tasks get to run on a loaded machine.
+            let permit = match permits.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
                     // The oldest is the likeliest to be stuck: a real client asks and goes.
-                    if let Some((_, oldest)) = c.open.pop_first() {
-                        let _ = oldest.send(());
+                    let oldest = lock_connections(&connections).open.pop_first();
+                    if let Some((_, close_oldest)) = oldest {
+                        let _ = close_oldest.send(());
                     }
                     if !warned.swap(true, Ordering::Relaxed) {
                         warn!(
@@ -475,7 +484,18 @@ pub fn serve(
                             "admin API: connection cap reached; closing the oldest connections"
                         );
                     }
+                    tokio::select! {
+                        () = &mut shutdown => break,
+                        permit = permits.clone().acquire_owned() => match permit {
+                            Ok(permit) => permit,
+                            Err(_) => break,
+                        },
+                    }
                 }
+            };
+            let (close_tx, close) = oneshot::channel();
+            let id = {
+                let mut c = lock_connections(&connections);
                 let id = c.next;
                 c.next += 1;
                 c.open.insert(id, close_tx);
@@ -486,11 +506,8 @@ pub fn serve(
             let stopping = stopping.clone();
             tokio::spawn(async move {
                 serve_connection(stream, app, close, stopping).await;
-                connections
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .open
-                    .remove(&id);
+                lock_connections(&connections).open.remove(&id);
+                drop(permit);
             });
         }
         let _ = stopping_tx.send(true);
