@@ -151,7 +151,7 @@ struct Driver {
 #[derive(Debug)]
 enum Unit {
     Popped,
-    Ask(Link),
+    Ask(Box<Link>),
 }
 
 /// What a unit did: its requests and targets (for its step's reward) and
@@ -595,7 +595,7 @@ impl<'a> Runner<'a> {
         if let Some((lane, p)) = ready {
             driver.lanes.start(&lane);
             if p.ask {
-                return Ok(Some((p.id, lane, Unit::Ask(p.entry.link))));
+                return Ok(Some((p.id, lane, Unit::Ask(Box::new(p.entry.link)))));
             }
             self.core().begin_step(p.id, p.key, Some(p.entry));
             driver.open_steps.insert(p.id, (StepTally::default(), 1));
@@ -684,7 +684,7 @@ impl<'a> Runner<'a> {
         let first = match unit {
             Unit::Popped => self.core().popped(id).map(|p| p.entry.link.clone()),
             Unit::Ask(link) => {
-                let link = self.ask(id, link, &mut out.tally).await?;
+                let link = self.ask(id, *link, &mut out.tally).await?;
                 self.log_skipped();
                 link
             }
