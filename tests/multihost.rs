@@ -176,3 +176,69 @@ async fn seeds_added_to_a_finished_job_are_crawled() {
     assert_eq!(harvested(&state, "grow"), both);
     let _ = server.shutdown().await;
 }
+
+/// sb's warm-up asks a HEAD of every link of the seed page. Those HEADs are
+/// requests on their own hosts' lanes, not one long step: while the seed
+/// host answers its HEADs one delay apart, other hosts are served. (Before,
+/// the seed's step asked them one by one, and no request reached another
+/// host until the seed host's last HEAD: 1 request/s over 1 000 hosts.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sb_warm_up_heads_do_not_hold_the_other_hosts() {
+    let mut web = Web::new(4);
+    web.pages_per_host = 30;
+    let server = serve(&web).await;
+    let dir = tempfile::tempdir().unwrap();
+    let job = job("sb").delay("20ms").write(dir.path());
+    let state = dir.path().join("state");
+    let out = crawl(&job, &state, &web, server.port()).output().await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut log = server.log();
+    log.sort_by_key(|r| r.at);
+    let seed_host = Web::host_name(0);
+    let seed_page_heads: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.host == seed_host && r.method == "HEAD" && r.path_and_query.starts_with("/p/")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        seed_page_heads.len(),
+        web.pages_per_host,
+        "sb warms up with a HEAD for each page the seed links to"
+    );
+    let last_seed_head = seed_page_heads[seed_page_heads.len() - 1];
+    let first_elsewhere = log
+        .iter()
+        .position(|r| r.host != seed_host && r.path_and_query != "/robots.txt")
+        .expect("requests to other hosts");
+    assert!(
+        first_elsewhere < last_seed_head,
+        "the first request to another host (#{first_elsewhere}) waited for the seed host's \
+         last warm-up HEAD (#{last_seed_head})"
+    );
+    // Served meanwhile: more than the few HEADs of the seed's cross-host links.
+    let elsewhere_during = log[..last_seed_head]
+        .iter()
+        .filter(|r| r.host != seed_host && r.path_and_query != "/robots.txt")
+        .count();
+    assert!(
+        elsewhere_during > 2,
+        "{elsewhere_during} requests to other hosts during the seed host's warm-up HEADs"
+    );
+    let expected: BTreeSet<String> = web.targets().into_iter().collect();
+    assert_eq!(harvested(&state, "web-sb"), expected);
+    for i in 0..web.hosts {
+        let host = Web::host_name(i);
+        assert!(server.max_in_flight(&host) <= 1, "{host}: two in flight");
+        if let Some(gap) = min_start_gap(&log, &host) {
+            assert!(gap >= Duration::from_millis(20), "{host}: {gap:?} apart");
+        }
+    }
+    let _ = server.shutdown().await;
+}

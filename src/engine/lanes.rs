@@ -16,12 +16,16 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-/// A popped link waiting for its lane.
+/// Work waiting for its lane: a popped link, or a link to ask with HEAD.
 #[derive(Debug)]
 pub struct Parked {
+    /// The popped link's id; for a HEAD, the step that found the link.
     pub id: LinkId,
     pub key: QueueKey,
     pub entry: FrontierEntry,
+    /// A HEAD to ask for a link of step `id` (unsettled in the core, not
+    /// popped from the frontier): it goes back through the core, not `unpop`.
+    pub ask: bool,
 }
 
 /// When a lane could take a request: now, after a wait, or when a request
@@ -155,6 +159,32 @@ impl Lanes {
         None
     }
 
+    /// The first waiting item that `wanted` accepts, of the lowest id, on
+    /// a lane with no step of the job, ready or not (a job past its budget
+    /// finishes the HEADs of its open steps, which then send nothing).
+    /// A scan of every lane: for the end of a job only.
+    pub fn take_any(&mut self, wanted: impl Fn(&Parked) -> bool) -> Option<(String, Parked)> {
+        let (lane, at) = self
+            .queues
+            .iter()
+            .filter(|(lane, _)| !self.is_busy(lane))
+            .flat_map(|(lane, q)| {
+                q.iter()
+                    .enumerate()
+                    .filter(|(_, p)| wanted(p))
+                    .map(move |(i, p)| (p.id, lane, i))
+            })
+            .min()
+            .map(|(_, lane, i)| (lane.clone(), i))?;
+        let queue = self.queues.get_mut(&lane)?;
+        let taken = queue.remove(at)?;
+        if queue.is_empty() {
+            self.queues.remove(&lane);
+        }
+        self.parked -= 1;
+        Some((lane, taken))
+    }
+
     /// How long until the soonest lane timer, if any.
     pub fn next_wake(&self, now: Instant) -> Option<Duration> {
         self.timers
@@ -183,6 +213,7 @@ mod tests {
     fn parked(id: u64, host: &str) -> Parked {
         let url = Url::parse(&format!("http://{host}/{id}")).expect("test URL");
         Parked {
+            ask: false,
             id: LinkId(id),
             key: QueueKey::default(),
             entry: FrontierEntry {

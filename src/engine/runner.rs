@@ -1,10 +1,13 @@
 //! One job's crawl loop: a thin async driver around [`JobCore`].
 //!
-//! The driver keeps up to `max_in_flight` *steps* under way. A step is one
-//! link popped from the frontier: fetch it (robots.txt, redirects by hand),
-//! read its links or save it, ask HEADs, fetch the links the strategy wants
-//! now, then settle with the number of targets it found (the reward). Steps
-//! share the core behind a mutex that is never held across an await, so every
+//! The driver keeps up to `max_in_flight` *units* of work under way. A step
+//! is one link popped from the frontier: fetch it (robots.txt, redirects by
+//! hand), read its links or save it, ask HEADs, fetch the links the strategy
+//! wants now, then settle with the number of targets it found (the reward).
+//! With more than one in flight, the HEADs a step's page asks for are units
+//! of their own, each on its host's lane like a popped link (then the fetch
+//! its answer wants); the step settles when its last unit ends. Units share
+//! the core behind a mutex that is never held across an await, so every
 //! decision about links is the core's, made in the order answers arrive.
 //!
 //! Politeness: a step starts only when its link's politeness key is ready —
@@ -25,14 +28,14 @@ use crate::config::JobSpec;
 use crate::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use crate::extract::{self, ExtractLimits, PageLinks, UrlRules};
 use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules, RobotsStatus};
-use crate::link::{Link, LinkId, TagPath};
+use crate::link::{Link, LinkId, QueueKey, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
 use crate::output::crawl_log::{CrawlLog, Event, LogLine, SkipReason};
 use crate::output::TargetDir;
-use crate::store::{JobCounters, ManifestRow, StopReason};
+use crate::store::{FrontierEntry, JobCounters, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, StrategyStats};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{watch, Notify};
@@ -131,8 +134,33 @@ struct Driver {
     last_checkpoint: Instant,
     /// `manifest.jsonl` missed rows (a failed append): rewrite it from the store.
     manifest_stale: bool,
-    /// Popped links waiting for their politeness key, and the keys in use.
+    /// Popped links and HEADs to ask waiting for their politeness key, and
+    /// the keys in use.
     lanes: Lanes,
+    /// Steps with work still under way or parked (their own fetch, HEADs
+    /// they asked for): what they found so far, and how many units are left.
+    /// A step settles when its last unit ends.
+    open_steps: HashMap<LinkId, (StepTally, usize)>,
+}
+
+/// One unit of a step's work, run on one politeness key: the step's popped
+/// link, or a HEAD for a link its page gave (then the fetch the answer asks
+/// for). With more than one step in flight, a step's HEADs are units of
+/// their own, scheduled on their hosts' lanes like popped links, so that a
+/// page with 200 links to ask does not hold the job for 200 delays while
+/// other hosts wait (issue #12: sb made 1 request/s over 1 000 hosts).
+#[derive(Debug)]
+enum Unit {
+    Popped,
+    Ask(Box<Link>),
+}
+
+/// What a unit did: its requests and targets (for its step's reward) and
+/// the links it left to ask with HEAD, as units of their own.
+#[derive(Debug, Default)]
+struct UnitOutcome {
+    tally: StepTally,
+    asks: Vec<Link>,
 }
 
 /// Runs one job: restore, loop, checkpoint.
@@ -153,10 +181,10 @@ pub struct Runner<'a> {
     /// `targets/<job>/crawl.log`, unless `[output] crawl_log = false` (or it cannot be opened).
     crawl_log: Mutex<Option<CrawlLog>>,
     /// Told when a step puts links in the frontier, so that the driver starts
-    /// steps for them at once rather than when some step ends: a step may
-    /// last long (sb's warm-up HEADs wait for their host's delay one by one),
-    /// and a job over 1 000 hosts with one step under way made one request
-    /// per second while its frontier held the whole first page.
+    /// steps for them at once rather than when some unit ends: a unit may
+    /// last long (a page's fetch-now links wait for their host's delay one
+    /// by one), and a job over 1 000 hosts with one step under way made one
+    /// request per second while its frontier held the whole first page.
     frontier_grew: Notify,
 }
 
@@ -237,6 +265,7 @@ impl<'a> Runner<'a> {
                 last_checkpoint: Instant::now(),
                 manifest_stale: false,
                 lanes: Lanes::default(),
+                open_steps: HashMap::new(),
             }),
             crawl_log: Mutex::new(None),
             frontier_grew: Notify::new(),
@@ -444,22 +473,22 @@ impl<'a> Runner<'a> {
                 break Ok(None);
             }
             let halt = self.core().should_stop(self.spec);
-            if halt.is_none() {
-                while steps.len() < self.max_in_flight {
-                    match self.next_step() {
-                        Ok(Some((id, host_key))) => {
-                            steps.push(async move {
-                                let r = self.step(id).await;
-                                (id, host_key, r)
-                            });
-                        }
-                        Ok(None) => break,
-                        Err(e) => return self.unwind(steps, Err(e)),
+            // Past a halt no step begins, but the HEADs of steps under way
+            // still run (past the budget without a request), so they settle.
+            while steps.len() < self.max_in_flight {
+                match self.next_unit(halt.is_none()) {
+                    Ok(Some((id, host_key, unit))) => {
+                        steps.push(async move {
+                            let r = self.unit(id, unit).await;
+                            (id, host_key, r)
+                        });
                     }
+                    Ok(None) => break,
+                    Err(e) => return self.unwind(steps, Err(e)),
                 }
             }
             if steps.is_empty() {
-                if let Some(r) = halt {
+                if let (Some(r), 0) = (halt, lock(&self.driver).open_steps.len()) {
                     break Ok(Some(r));
                 }
                 if lock(&self.driver).lanes.parked() == 0 {
@@ -474,7 +503,7 @@ impl<'a> Runner<'a> {
                 Some((id, host_key, r)) = steps.next(), if !steps.is_empty() => {
                     self.release_key(&host_key);
                     match r {
-                        Ok(tally) => self.core().settle_step(id, tally),
+                        Ok(outcome) => self.unit_done(id, outcome),
                         Err(e) => break Err(e),
                     }
                 }
@@ -501,25 +530,81 @@ impl<'a> Runner<'a> {
         result: Result<Option<StopReason>, EngineError>,
     ) -> Result<Option<StopReason>, EngineError> {
         drop(steps);
-        let parked = lock(&self.driver).lanes.drain();
+        let parked = {
+            let mut driver = lock(&self.driver);
+            driver.open_steps.clear();
+            driver.lanes.drain()
+        };
         let mut core = self.core();
+        // Links waiting to be asked are unsettled links of their steps: this
+        // puts them back into the frontier with the steps' popped links.
         core.abandon_all();
-        for p in parked {
+        for p in parked.into_iter().filter(|p| !p.ask) {
             core.unpop(p.id, p.key, Some(p.entry));
         }
         result
     }
 
-    /// The next link whose politeness key is ready, its step begun: a parked
-    /// one first, else the strategy's choice (parking those that must wait).
-    fn next_step(&self) -> Result<Option<(LinkId, String)>, EngineError> {
+    /// A unit of step `id` ended: count what it did, park the HEADs it left
+    /// to ask, and settle the step when nothing of it is left.
+    fn unit_done(&self, id: LinkId, outcome: UnitOutcome) {
+        let now = Instant::now();
+        let readiness = |p: &Parked| self.readiness(&p.entry.link.url);
+        let mut driver = lock(&self.driver);
+        let Some((tally, left)) = driver.open_steps.get_mut(&id) else {
+            debug_assert!(false, "a unit of {id}, which is not open, ended");
+            return;
+        };
+        tally.targets += outcome.tally.targets;
+        tally.requests += outcome.tally.requests;
+        *left = *left - 1 + outcome.asks.len();
+        if *left == 0 {
+            let tally = *tally;
+            driver.open_steps.remove(&id);
+            drop(driver);
+            self.core().settle_step(id, tally);
+            return;
+        }
+        for link in outcome.asks {
+            let lane = self.host_key(&link.url);
+            let entry = FrontierEntry {
+                link,
+                key: QueueKey::default(),
+            };
+            let parked = Parked {
+                id,
+                key: QueueKey::default(),
+                entry,
+                ask: true,
+            };
+            driver.lanes.park(lane, parked, now, readiness);
+        }
+    }
+
+    /// The next unit whose politeness key is ready: a parked one first (a
+    /// HEAD to ask, or a popped link whose step then begins), else — when
+    /// `pop` — the strategy's choice (parking those that must wait).
+    fn next_unit(&self, pop: bool) -> Result<Option<(LinkId, String, Unit)>, EngineError> {
         let mut driver = lock(&self.driver);
         let now = Instant::now();
         let readiness = |p: &Parked| self.readiness(&p.entry.link.url);
-        if let Some((lane, p)) = driver.lanes.take_ready(now, readiness) {
+        let ready = if pop {
+            driver.lanes.take_ready(now, readiness)
+        } else {
+            // Halted: only the HEADs of open steps go on, so that they settle.
+            driver.lanes.take_any(|p| p.ask)
+        };
+        if let Some((lane, p)) = ready {
             driver.lanes.start(&lane);
+            if p.ask {
+                return Ok(Some((p.id, lane, Unit::Ask(Box::new(p.entry.link)))));
+            }
             self.core().begin_step(p.id, p.key, Some(p.entry));
-            return Ok(Some((p.id, lane)));
+            driver.open_steps.insert(p.id, (StepTally::default(), 1));
+            return Ok(Some((p.id, lane, Unit::Popped)));
+        }
+        if !pop {
+            return Ok(None);
         }
         let limit = park_limit(self.max_in_flight);
         while driver.lanes.parked() < limit {
@@ -558,11 +643,16 @@ impl<'a> Runner<'a> {
             if driver.lanes.is_free(&lane) && self.readiness(&entry.link.url) == Readiness::Now {
                 driver.lanes.start(&lane);
                 self.core().begin_step(id, key, Some(entry));
-                return Ok(Some((id, lane)));
+                driver.open_steps.insert(id, (StepTally::default(), 1));
+                return Ok(Some((id, lane, Unit::Popped)));
             }
-            driver
-                .lanes
-                .park(lane, Parked { id, key, entry }, now, readiness);
+            let parked = Parked {
+                id,
+                key,
+                entry,
+                ask: false,
+            };
+            driver.lanes.park(lane, parked, now, readiness);
         }
         Ok(None)
     }
@@ -587,25 +677,33 @@ impl<'a> Runner<'a> {
             .finish(host_key, Instant::now(), readiness);
     }
 
-    /// One step: fetch the popped link, handle its page's links, fetch the
-    /// links the strategy wants now. Returns what it found, for the reward.
-    async fn step(&self, id: LinkId) -> Result<StepTally, EngineError> {
-        let mut tally = StepTally::default();
-        let Some(first) = self.core().popped(id).map(|p| p.entry.link.clone()) else {
-            return Ok(tally);
+    /// One unit of step `id`: fetch its popped link (or ask a HEAD and
+    /// fetch the link if the answer says so), handle a page's links, fetch
+    /// the links the strategy wants now. Returns what it found, for the
+    /// reward, and the HEADs left to ask.
+    async fn unit(&self, id: LinkId, unit: Unit) -> Result<UnitOutcome, EngineError> {
+        let mut out = UnitOutcome::default();
+        let first = match unit {
+            Unit::Popped => self.core().popped(id).map(|p| p.entry.link.clone()),
+            Unit::Ask(link) => {
+                let link = self.ask(id, *link, &mut out.tally).await?;
+                self.log_skipped();
+                link
+            }
         };
-        let mut work = vec![first];
+        let tally = &mut out.tally;
+        let mut work: Vec<Link> = first.into_iter().collect();
         while let Some(link) = work.pop() {
             if self.core().budget_exhausted(self.spec).is_some() {
                 // Keep what could not be fetched: it stays in the frontier for a larger budget.
                 self.core().keep_for_later(link);
                 continue;
             }
-            match self.get(id, &link, &mut tally).await? {
+            match self.get(id, &link, tally).await? {
                 Fetched::Page { url, links } => {
                     self.core().fetched(&link.url);
                     let now = self
-                        .admit_links(id, &link, &url, *links, &mut tally)
+                        .admit_links(id, &link, &url, *links, tally, &mut out.asks)
                         .await?;
                     // A page is settled once its links are admitted, not before.
                     self.core().settle_link(&url);
@@ -625,7 +723,36 @@ impl<'a> Runner<'a> {
             }
             self.core().settle_link(&link.url);
         }
-        Ok(tally)
+        Ok(out)
+    }
+
+    /// Ask a HEAD for a link of step `step` and triage it by the answer;
+    /// the link back when the strategy wants it fetched now.
+    async fn ask(
+        &self,
+        step: LinkId,
+        link: Link,
+        tally: &mut StepTally,
+    ) -> Result<Option<Link>, EngineError> {
+        let mut next = Admitted::AskHead(link);
+        loop {
+            match next {
+                Admitted::FetchNow(link) => return Ok(Some(link)),
+                Admitted::AskHead(link) => {
+                    // The budget bounds HEADs too: past it, the link waits unasked.
+                    let answer = if self.core().budget_exhausted(self.spec).is_some() {
+                        HeadAnswer::Unknown
+                    } else {
+                        self.head(&link, tally).await?
+                    };
+                    next = self.core().after_head(step, link, answer, self.spec);
+                    if next == Admitted::Queued {
+                        self.frontier_grew.notify_one();
+                    }
+                }
+                Admitted::Queued | Admitted::Dropped => return Ok(None),
+            }
+        }
     }
 
     /// A fetch failed for a reason that may pass: back to the frontier, or given up.
@@ -644,8 +771,11 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Triage every new in-scope link of a page (asking HEADs the strategy
-    /// wants); returns the links to fetch now.
+    /// Triage every new in-scope link of a page; returns the links to fetch
+    /// now. The links the strategy wants asked with HEAD go to `asks` when
+    /// the job keeps several steps in flight (units of their own); with one,
+    /// nothing else could run meanwhile, and they are asked here in page
+    /// order, as the sequential crawl always did.
     async fn admit_links(
         &self,
         step: LinkId,
@@ -653,6 +783,7 @@ impl<'a> Runner<'a> {
         page_url: &Url,
         found: PageLinks,
         tally: &mut StepTally,
+        asks: &mut Vec<Link>,
     ) -> Result<Vec<Link>, EngineError> {
         let known = |url: &Url| self.known_label(url);
         let admitted = self
@@ -661,27 +792,15 @@ impl<'a> Runner<'a> {
         self.frontier_grew.notify_one();
         let mut fetch_now = Vec::new();
         for a in admitted {
-            let mut next = a;
-            loop {
-                match next {
-                    Admitted::FetchNow(link) => {
+            match a {
+                Admitted::FetchNow(link) => fetch_now.push(link),
+                Admitted::AskHead(link) if self.max_in_flight > 1 => asks.push(link),
+                Admitted::AskHead(link) => {
+                    if let Some(link) = self.ask(step, link, tally).await? {
                         fetch_now.push(link);
-                        break;
                     }
-                    Admitted::AskHead(link) => {
-                        // The budget bounds HEADs too: past it, the link waits unasked.
-                        let answer = if self.core().budget_exhausted(self.spec).is_some() {
-                            HeadAnswer::Unknown
-                        } else {
-                            self.head(&link, tally).await?
-                        };
-                        next = self.core().after_head(step, link, answer, self.spec);
-                        if next == Admitted::Queued {
-                            self.frontier_grew.notify_one();
-                        }
-                    }
-                    Admitted::Queued | Admitted::Dropped => break,
                 }
+                Admitted::Queued | Admitted::Dropped => {}
             }
         }
         self.log_skipped();
