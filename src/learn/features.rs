@@ -80,6 +80,9 @@ impl Namespace {
             Namespace::RefQueryKey => "referrer-query-key",
             Namespace::Predicate => "predicate",
             Namespace::KnownType => "type",
+            Namespace::Token => "token",
+            Namespace::ParentRelevant => "parent-relevant",
+            Namespace::ParentNotRelevant => "parent-not-relevant",
         }
     }
 

@@ -419,6 +419,7 @@ impl Strategy for Anthelion {
             actions: self.hosts.len() as u64,
             capped_paths: 0,
             top_actions,
+            top_features: Vec::new(),
         }
     }
 }
