@@ -16,3 +16,4 @@ pub mod linked;
 pub mod multihost;
 pub mod report;
 pub mod runner;
+pub mod structured;

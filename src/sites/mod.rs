@@ -17,6 +17,7 @@ pub mod directory;
 pub mod fixture;
 pub mod linked;
 pub mod server;
+pub mod structured;
 pub mod synthetic;
 pub mod web;
 
