@@ -90,17 +90,20 @@ pub fn ground_truth(web: &StructuredWeb, min_statements: u64) -> anyhow::Result<
     Ok(truth)
 }
 
-/// Records, for each HTML page a run fetched, whether it was relevant.
+/// Records the HTML pages a run fetched, in order. The engine reports a page
+/// before it extracts it (its event cannot tell whether it was saved), so
+/// relevance is read from the ground truth, which ran the same extractor;
+/// [`StructuredRun::targets`] (the engine's count) checks the two agree.
 #[derive(Default)]
 struct PageObserver {
-    pages: Vec<bool>,
+    pages: Vec<Url>,
 }
 
 impl CrawlObserver for PageObserver {
     fn request(&mut self, e: &RequestEvent<'_>) {
         // Every page of the web is HTML; robots.txt (404 here) is not a page.
         if e.kind == RequestKind::Get && e.url.path() != "/robots.txt" && e.status == Some(200) {
-            self.pages.push(e.saved_target);
+            self.pages.push(e.url.clone());
         }
     }
 }
@@ -110,9 +113,11 @@ impl CrawlObserver for PageObserver {
 pub struct StructuredRun {
     pub strategy: StrategyKind,
     pub seed: u64,
-    /// Per HTML page fetched, in order: relevant or not.
-    pub pages: Vec<bool>,
+    /// The HTML pages fetched, in order.
+    pub pages: Vec<Url>,
     pub requests: u64,
+    /// Targets the engine saved (relevant pages, by its own extraction).
+    pub targets: u64,
     pub stats: StrategyStats,
     pub wall: Duration,
 }
@@ -129,6 +134,16 @@ pub struct StructuredFigures {
     pub relevant: usize,
     pub fetched: usize,
     pub accuracy: Option<f64>,
+}
+
+impl StructuredRun {
+    /// Per page fetched, whether the ground truth calls it relevant.
+    pub fn relevance(&self, truth: &StructuredTruth) -> Vec<bool> {
+        self.pages
+            .iter()
+            .map(|u| truth.relevant.contains(u.as_str()))
+            .collect()
+    }
 }
 
 pub fn figures(
@@ -225,6 +240,7 @@ pub async fn run_once(
         seed,
         pages: observer.pages,
         requests: outcome.counters.requests,
+        targets: outcome.counters.targets,
         stats: outcome.stats,
         wall: started.elapsed(),
     })

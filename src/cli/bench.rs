@@ -515,7 +515,16 @@ async fn bench_structured(
                 state_root,
             )
             .await?;
-            let f = structured::figures(&run.pages, &truth, &run.stats);
+            let hits = run.relevance(&truth);
+            let f = structured::figures(&hits, &truth, &run.stats);
+            // The engine's own count of relevant pages must be the truth's.
+            anyhow::ensure!(
+                run.targets == f.relevant as u64,
+                "{} seed {seed}: the engine saved {} relevant pages, the ground truth counts {} among those fetched",
+                kind.name(),
+                run.targets,
+                f.relevant
+            );
             errln!(
                 "  {:<9} seed {seed}: {} pages, {} relevant, share@25 % {:.3} ({:.1} s)",
                 kind.name(),
@@ -524,7 +533,7 @@ async fn bench_structured(
                 f.share[1],
                 run.wall.as_secs_f64()
             );
-            for (i, hit) in run.pages.iter().enumerate() {
+            for (i, hit) in hits.iter().enumerate() {
                 csv.push_str(&format!(
                     "{},{seed},{},{}\n",
                     kind.name(),
