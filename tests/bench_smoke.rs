@@ -218,3 +218,62 @@ fn bench_measures_a_linked_web() {
         .count();
     assert_eq!(bfs_rdf as u64, rdf);
 }
+
+/// The structured-data benchmark end to end on a tiny web: the table, and a
+/// complete bfs crawl that harvests every relevant page of the ground truth
+/// (the engine's own count is checked against the truth by the bench).
+#[test]
+fn bench_measures_a_structured_web() {
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args([
+            "bench",
+            "--site",
+            "structured:12:6:3",
+            "--strategies",
+            "sb,bfs",
+        ])
+        .args(["--seeds", "2", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    let header = table
+        .lines()
+        .find(|l| l.starts_with("**structured web** — 12 hosts"))
+        .unwrap_or_else(|| panic!("no structured web in {table}"));
+    // "… P pages, R relevant (…)"
+    let words: Vec<&str> = header.split_whitespace().collect();
+    let relevant: u64 = words[words.iter().position(|w| *w == "relevant").unwrap() - 1]
+        .parse()
+        .unwrap();
+    assert!(relevant > 0, "{header}");
+    assert!(table.contains("| sb | 2 |"), "{table}");
+    let bfs = table
+        .lines()
+        .find(|l| l.starts_with("| bfs | 1 |"))
+        .unwrap();
+    // Column 8: relevant pages harvested, all of them.
+    assert_eq!(
+        bfs.split('|').nth(8).unwrap().trim(),
+        relevant.to_string(),
+        "{bfs}"
+    );
+    let trace = std::fs::read_to_string(out.path().join("structured.csv")).unwrap();
+    let bfs_hits = trace
+        .lines()
+        .filter(|l| l.starts_with("bfs,1,") && l.ends_with(",1"))
+        .count();
+    assert_eq!(bfs_hits as u64, relevant);
+    let bad = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(["bench", "--site", "structured:12:x"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a number"));
+}

@@ -4,7 +4,8 @@
 //! [`crate::sites`] ([`runner`]), the ground truth of a site computed by
 //! walking it in memory ([`groundtruth`]), the tables and plots of a run
 //! ([`report`]), one job over a web of many hosts measured from the server's
-//! log ([`multihost`]), the linked-data benchmark ([`linked`]), and the
+//! log ([`multihost`]), the linked-data benchmark ([`linked`]), the structured-data benchmark
+//! ([`structured`]), and the
 //! daemon load benchmark ([`daemon_load`]).
 //!
 //! Must not touch: the network beyond 127.0.0.1. It sits above the engine and
@@ -16,3 +17,4 @@ pub mod linked;
 pub mod multihost;
 pub mod report;
 pub mod runner;
+pub mod structured;

@@ -5,9 +5,11 @@ use crate::bench::linked;
 use crate::bench::multihost;
 use crate::bench::report::{self, RunFigures};
 use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
+use crate::bench::structured;
 use crate::sites::directory::DirectorySite;
 use crate::sites::linked::LinkedWeb;
 use crate::sites::server::{Site, SiteServer};
+use crate::sites::structured::StructuredWeb;
 use crate::sites::synthetic::Preset;
 use crate::sites::web::Web;
 use crate::strategy::StrategyKind;
@@ -23,7 +25,10 @@ use std::time::{Duration, Instant};
 pub struct BenchArgs {
     /// A site: `synthetic:PRESET[:SEED]` (small, medium, large, deep, sparse, dense, variants),
     /// `dir:NAME=ROOT[:START_PAGE]`, or `linked[:HOSTS[:PER_HOST[:SEED]]]` (a web of
-    /// linked data, default linked:100:30:1, measured with a linked-data job);
+    /// linked data, default linked:100:30:1, measured with a linked-data job), or
+    /// `structured[:HOSTS[:PAGES_PER_HOST[:SEED]]]` (a web of hosts of which a few embed
+    /// JSON-LD, microdata or RDFa, default structured:150:30:1, measured with a
+    /// structured-data job: relevant share of the HTML fetched at budgets of the web);
     /// repeatable (default: synthetic:small). Or, alone, a
     /// web of many hosts, `web:HOSTS[:PAGES[:LATENCY]]` (e.g. web:1000; PAGES per host,
     /// default 200; LATENCY added to every answer, e.g. 50ms): multi-host mode, one job
@@ -36,14 +41,11 @@ pub struct BenchArgs {
     /// A file of `NAME ROOT START_PAGE` lines, as printed by shared/corpora/get-corpora.sh.
     #[arg(long)]
     corpora: Option<PathBuf>,
-    /// Strategies to compare.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "sb,focused,bfs,dfs,random"
-    )]
+    /// Strategies to compare (default sb,focused,bfs,dfs,random; on a structured web
+    /// anthelion,sb,focused,bfs,random, without anthelion where this build lacks it).
+    #[arg(long, value_delimiter = ',')]
     strategies: Vec<String>,
-    /// Runs (seeds 1..=N) per randomised strategy (sb, random, ldcoc); bfs, dfs and focused
+    /// Runs (seeds 1..=N) per randomised strategy (sb, random, ldcoc, …); bfs, dfs and focused
     /// run once, except in multi-host mode, where every strategy runs N times.
     #[arg(long, default_value_t = 5)]
     seeds: u64,
@@ -135,6 +137,40 @@ fn parse_linked(spec: &str) -> anyhow::Result<Option<LinkedWeb>> {
     )))
 }
 
+/// `structured[:HOSTS[:PAGES_PER_HOST[:SEED]]]`: a web of structured data; `None`
+/// for another kind of site.
+fn parse_structured(spec: &str) -> anyhow::Result<Option<StructuredWeb>> {
+    const FORM: &str = "structured[:HOSTS[:PAGES_PER_HOST[:SEED]]]";
+    let Some(rest) = spec.strip_prefix("structured") else {
+        return Ok(None);
+    };
+    let mut values = [150u64, 30, 1];
+    if !rest.is_empty() {
+        let Some(rest) = rest.strip_prefix(':') else {
+            bail!("unknown site {spec:?}: expected {FORM}");
+        };
+        let parts: Vec<&str> = rest.split(':').collect();
+        if parts.len() > 3 {
+            bail!("{spec:?}: expected {FORM}");
+        }
+        for (slot, part) in values.iter_mut().zip(parts) {
+            *slot = part
+                .parse()
+                .with_context(|| format!("{spec:?}: {part:?} is not a number (expected {FORM})"))?;
+        }
+    }
+    let [hosts, per_host, seed] = values;
+    anyhow::ensure!(
+        (6..=10_000).contains(&hosts) && (1..=10_000).contains(&per_host),
+        "{spec:?}: a structured web has 6 to 10000 hosts of 1 to 10000 pages"
+    );
+    Ok(Some(StructuredWeb::new(
+        hosts as usize,
+        per_host as usize,
+        seed,
+    )))
+}
+
 fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
     if let Some(rest) = spec.strip_prefix("synthetic:") {
         let mut parts = rest.split(':');
@@ -163,8 +199,8 @@ fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
         };
         return corpus_site(name, Path::new(root), start);
     }
-    if spec.starts_with("linked") {
-        bail!("{spec:?}: a linked web is only measured by `forager bench` itself (not --cpu, --daemon-load or serve-site)");
+    if spec.starts_with("linked") || spec.starts_with("structured") {
+        bail!("{spec:?}: a linked or structured web is only measured by `forager bench` itself (not --cpu, --daemon-load or serve-site)");
     }
     bail!(
         "unknown site {spec:?}: expected synthetic:PRESET[:SEED], dir:NAME=ROOT[:START] or \
@@ -206,7 +242,16 @@ fn parse_corpora(path: &Path) -> anyhow::Result<Vec<BenchSite>> {
     Ok(sites)
 }
 
+/// The default of --strategies.
+const DEFAULT_STRATEGIES: &[&str] = &["sb", "focused", "bfs", "dfs", "random"];
+
 fn strategies(names: &[String]) -> anyhow::Result<Vec<StrategyKind>> {
+    if names.is_empty() {
+        return Ok(DEFAULT_STRATEGIES
+            .iter()
+            .filter_map(|n| StrategyKind::parse(n))
+            .collect());
+    }
     names
         .iter()
         .map(|n| StrategyKind::parse(n.trim()).with_context(|| format!("unknown strategy {n:?}")))
@@ -229,7 +274,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let mut sites: Vec<BenchSite> = Vec::new();
     let mut webs: Vec<LinkedWeb> = Vec::new();
+    let mut structured_webs: Vec<StructuredWeb> = Vec::new();
     for spec in &args.sites {
+        if let Some(web) = parse_structured(spec)? {
+            if args.cpu {
+                bail!("--cpu measures a site, not a structured web ({spec:?})");
+            }
+            structured_webs.push(web);
+            continue;
+        }
         match parse_linked(spec)? {
             Some(web) if !args.cpu => webs.push(web),
             Some(_) => bail!("--cpu measures a site, not a linked web ({spec:?})"),
@@ -239,7 +292,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(c) = &args.corpora {
         sites.extend(parse_corpora(c)?);
     }
-    if sites.is_empty() && webs.is_empty() {
+    if sites.is_empty() && webs.is_empty() && structured_webs.is_empty() {
         sites.push(parse_site("synthetic:small")?);
     }
     let kinds = strategies(&args.strategies)?;
@@ -263,6 +316,22 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     for web in &webs {
         let table = rt.block_on(bench_linked(web, &kinds, &args, &state_root))?;
+        outln!("{table}");
+        markdown.push_str(&table);
+        markdown.push('\n');
+    }
+    // Anthelion's own comparison, by name so that the strategy works here
+    // once it is built in.
+    let structured_kinds = if args.strategies.is_empty() {
+        ["anthelion", "sb", "focused", "bfs", "random"]
+            .iter()
+            .filter_map(|n| StrategyKind::parse(n))
+            .collect()
+    } else {
+        kinds.clone()
+    };
+    for web in &structured_webs {
+        let table = rt.block_on(bench_structured(web, &structured_kinds, &args, &state_root))?;
         outln!("{table}");
         markdown.push_str(&table);
         markdown.push('\n');
@@ -403,6 +472,83 @@ async fn bench_linked(
     std::fs::write(&trace, csv).with_context(|| format!("writing {}", trace.display()))?;
     let _ = server.shutdown().await;
     Ok(linked::markdown_table(web, &truth, &rows))
+}
+
+/// Every strategy on a structured web (`bench::structured`): the relevant
+/// share of the HTML fetched at budgets of the web, and the pages needed for
+/// 50 % / 90 % of its relevant pages.
+async fn bench_structured(
+    web: &StructuredWeb,
+    kinds: &[StrategyKind],
+    args: &BenchArgs,
+    state_root: &Path,
+) -> anyhow::Result<String> {
+    let server = SiteServer::start(web.sites()).await?;
+    let truth = {
+        let web = *web;
+        tokio::task::spawn_blocking(move || {
+            structured::ground_truth(&web, crate::config::DEFAULT_MIN_STATEMENTS)
+        })
+        .await??
+    };
+    errln!(
+        "structured web: {} hosts, {} pages reachable, {} relevant",
+        web.hosts,
+        truth.pages.len(),
+        truth.relevant.len()
+    );
+    let mut rows = Vec::new();
+    let mut csv = String::from("strategy,seed,page,relevant\n");
+    for &kind in kinds {
+        let seeds = match kind {
+            StrategyKind::Bfs | StrategyKind::Dfs | StrategyKind::Focused => 1,
+            _ => args.seeds.max(1),
+        };
+        let mut figs = Vec::new();
+        for seed in 1..=seeds {
+            let run = structured::run_once(
+                server.addr(),
+                web,
+                kind,
+                seed,
+                args.max_requests,
+                state_root,
+            )
+            .await?;
+            let hits = run.relevance(&truth);
+            let f = structured::figures(&hits, &truth, &run.stats);
+            // The engine's own count of relevant pages must be the truth's.
+            anyhow::ensure!(
+                run.targets == f.relevant as u64,
+                "{} seed {seed}: the engine saved {} relevant pages, the ground truth counts {} among those fetched",
+                kind.name(),
+                run.targets,
+                f.relevant
+            );
+            errln!(
+                "  {:<9} seed {seed}: {} pages, {} relevant, share@25 % {:.3} ({:.1} s)",
+                kind.name(),
+                f.fetched,
+                f.relevant,
+                f.share[1],
+                run.wall.as_secs_f64()
+            );
+            for (i, hit) in hits.iter().enumerate() {
+                csv.push_str(&format!(
+                    "{},{seed},{},{}\n",
+                    kind.name(),
+                    i + 1,
+                    u8::from(*hit)
+                ));
+            }
+            figs.push(f);
+        }
+        rows.push(structured::summarise(kind, &figs));
+    }
+    let trace = args.out.join("structured.csv");
+    std::fs::write(&trace, csv).with_context(|| format!("writing {}", trace.display()))?;
+    let _ = server.shutdown().await;
+    Ok(structured::markdown_table(web, &truth, &rows))
 }
 
 /// Peak resident set size of this process, from /proc (Linux).

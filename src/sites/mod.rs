@@ -4,8 +4,9 @@
 //! once under made-up host names ([`server`]), and the site kinds it serves —
 //! a folder on disk ([`directory`]), a deterministic generated site of any size
 //! ([`synthetic`]), the small hand-made site of the end-to-end test
-//! ([`fixture`]), a web of many small hosts for cross-host jobs ([`web`]), and a web of
-//! linked data served by content negotiation ([`linked`]).
+//! ([`fixture`]), a web of many small hosts for cross-host jobs ([`web`]), a web of
+//! linked data served by content negotiation ([`linked`]), and a web of hosts
+//! of which a few embed structured data ([`structured`]).
 //!
 //! Must not touch: anything of the crawl (engine, store, strategies) or the
 //! network beyond 127.0.0.1. This is the bottom of the crate: a site is plain
@@ -17,6 +18,7 @@ pub mod directory;
 pub mod fixture;
 pub mod linked;
 pub mod server;
+pub mod structured;
 pub mod synthetic;
 pub mod web;
 
