@@ -11,20 +11,16 @@
 //! follows the response that caused it).
 
 use super::report::MeanStd;
-use crate::config::JobSpec;
-use crate::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, RequestKind, Runner};
+use crate::engine::{CrawlObserver, RequestEvent, RequestKind, Runner};
 use crate::extract::ScopeKind;
-use crate::fetch::FetchConfig;
 use crate::mime::Preset;
 use crate::sites::linked::{LinkedTruth, LinkedWeb};
 use crate::strategy::{StrategyKind, StrategyStats};
-use anyhow::Context;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use url::Url;
 
 /// Budgets, as shares of the web's URIs, at which the RDF share is reported.
 pub const BUDGETS: [f64; 3] = [0.10, 0.25, 0.50];
@@ -134,30 +130,9 @@ pub async fn run_once(
     state_root: &Path,
 ) -> anyhow::Result<LinkedRun> {
     let name = format!("linked-{}-{seed}", strategy.name());
-    let state_dir = state_root.join(&name);
-    if state_dir.exists() {
-        std::fs::remove_dir_all(&state_dir)
-            .with_context(|| format!("clearing {}", state_dir.display()))?;
-    }
-    let resolve = (0..web.hosts)
-        .map(|i| (LinkedWeb::host_name(i), server))
-        .collect();
-    let engine = Engine::open(EngineConfig {
-        state_dir,
-        fetch: FetchConfig {
-            allow_private: true,
-            resolve,
-            ..FetchConfig::default()
-        },
-        checkpoint_interval: Duration::from_secs(5),
-        cache_bytes: 32 << 20,
-    })?;
-    let seeds = web
-        .seeds()
-        .iter()
-        .map(|s| Url::parse(s).with_context(|| format!("seed {s}")))
-        .collect::<anyhow::Result<Vec<Url>>>()?;
-    let mut spec = JobSpec::new(&name, seeds);
+    let hosts = (0..web.hosts).map(LinkedWeb::host_name);
+    let (engine, mut spec) =
+        super::runner::web_engine(state_root, &name, hosts, server, &web.seeds())?;
     spec.scope = ScopeKind::Any;
     spec.strategy = strategy;
     spec.seed = seed;
@@ -271,6 +246,7 @@ pub fn markdown_table(web: &LinkedWeb, truth: &LinkedTruth, rows: &[LinkedSummar
 #[cfg(test)]
 mod tests {
     use super::*;
+    use url::Url;
 
     fn truth(uris: usize, rdf: usize) -> LinkedTruth {
         LinkedTruth {

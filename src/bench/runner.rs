@@ -215,6 +215,38 @@ pub fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// A fresh engine in `state_root/NAME` whose `hosts` all resolve to the
+/// loopback `server`, and the spec of a job named `name` over `seeds`: the
+/// set-up the benchmarks over webs of many hosts share.
+pub(crate) fn web_engine(
+    state_root: &Path,
+    name: &str,
+    hosts: impl Iterator<Item = String>,
+    server: SocketAddr,
+    seeds: &[String],
+) -> anyhow::Result<(Engine, JobSpec)> {
+    let state_dir = state_root.join(name);
+    if state_dir.exists() {
+        std::fs::remove_dir_all(&state_dir)
+            .with_context(|| format!("clearing {}", state_dir.display()))?;
+    }
+    let engine = Engine::open(EngineConfig {
+        state_dir,
+        fetch: FetchConfig {
+            allow_private: true,
+            resolve: hosts.map(|h| (h, server)).collect(),
+            ..FetchConfig::default()
+        },
+        checkpoint_interval: Duration::from_secs(5),
+        cache_bytes: 32 << 20,
+    })?;
+    let seeds = seeds
+        .iter()
+        .map(|s| Url::parse(s).with_context(|| format!("seed {s}")))
+        .collect::<anyhow::Result<Vec<Url>>>()?;
+    Ok((engine, JobSpec::new(name, seeds)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,11 +11,10 @@
 //! generator meant its markup to be.
 
 use super::report::MeanStd;
-use crate::config::{JobSpec, StructuredTargets, DEFAULT_MIN_STATEMENTS};
-use crate::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, RequestKind, Runner};
+use crate::config::{StructuredTargets, DEFAULT_MIN_STATEMENTS};
+use crate::engine::{CrawlObserver, RequestEvent, RequestKind, Runner};
 use crate::extract::structured::StructuredOptions;
 use crate::extract::{extract_links, ExtractLimits, ScopeKind};
-use crate::fetch::FetchConfig;
 use crate::mime::Preset;
 use crate::sites::server::{Site, SiteRequest};
 use crate::sites::structured::StructuredWeb;
@@ -193,30 +192,9 @@ pub async fn run_once(
     state_root: &Path,
 ) -> anyhow::Result<StructuredRun> {
     let name = format!("structured-{}-{seed}", strategy.name());
-    let state_dir = state_root.join(&name);
-    if state_dir.exists() {
-        std::fs::remove_dir_all(&state_dir)
-            .with_context(|| format!("clearing {}", state_dir.display()))?;
-    }
-    let resolve = (0..web.hosts)
-        .map(|i| (StructuredWeb::host_name(i), server))
-        .collect();
-    let engine = Engine::open(EngineConfig {
-        state_dir,
-        fetch: FetchConfig {
-            allow_private: true,
-            resolve,
-            ..FetchConfig::default()
-        },
-        checkpoint_interval: Duration::from_secs(5),
-        cache_bytes: 32 << 20,
-    })?;
-    let seeds = web
-        .seeds()
-        .iter()
-        .map(|s| Url::parse(s).with_context(|| format!("seed {s}")))
-        .collect::<anyhow::Result<Vec<Url>>>()?;
-    let mut spec = JobSpec::new(&name, seeds);
+    let hosts = (0..web.hosts).map(StructuredWeb::host_name);
+    let (engine, mut spec) =
+        super::runner::web_engine(state_root, &name, hosts, server, &web.seeds())?;
     spec.scope = ScopeKind::Any;
     spec.strategy = strategy;
     spec.seed = seed;
