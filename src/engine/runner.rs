@@ -381,6 +381,34 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
+    /// Archive a saved target's exchange as WARC when the job asks for it,
+    /// with what forager knew of the link that led to it.
+    fn archive(
+        &self,
+        link: &Link,
+        url: &Url,
+        exchange: Option<&crate::exchange::ExchangeHead>,
+        saved: &crate::output::SavedTarget,
+        truncated: bool,
+    ) -> std::io::Result<()> {
+        let Some(head) = exchange else {
+            return Ok(());
+        };
+        let meta = crate::output::warc::Metadata {
+            via: link.referrer.as_ref().map(|u| u.to_string()),
+            tag_path: Some(link.tag_path.to_string()),
+            label: Some("target".to_string()),
+        };
+        self.out.archive_target(
+            &self.spec.output,
+            url.as_str(),
+            head,
+            saved,
+            truncated,
+            &meta,
+        )
+    }
+
     /// Crawl until the job finishes or `stop` turns true; checkpoint on the way out.
     pub async fn run(self, mut stop: watch::Receiver<bool>) -> Result<JobOutcome, EngineError> {
         let started = Instant::now();
@@ -1383,23 +1411,8 @@ impl<'a> Runner<'a> {
         let exchange = self.spec.output.warc.then(|| resp.exchange_head());
         drop(resp);
         let saved = file.finish().map_err(out_err)?;
-        if let Some(head) = &exchange {
-            let meta = crate::output::warc::Metadata {
-                via: link.referrer.as_ref().map(|u| u.to_string()),
-                tag_path: Some(link.tag_path.to_string()),
-                label: Some("target".to_string()),
-            };
-            self.out
-                .archive_target(
-                    &self.spec.output,
-                    url.as_str(),
-                    head,
-                    &saved,
-                    truncated,
-                    &meta,
-                )
-                .map_err(out_err)?;
-        }
+        self.archive(link, &url, exchange.as_ref(), &saved, truncated)
+            .map_err(out_err)?;
         self.core().counters.bytes += saved.bytes;
         self.core().counters.target_bytes += saved.bytes;
         self.core().counters.targets += 1;

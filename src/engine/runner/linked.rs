@@ -140,23 +140,8 @@ impl Runner<'_> {
             return Err(out_err(e));
         }
         let saved = file.finish().map_err(out_err)?;
-        if let Some(head) = &exchange {
-            let meta = crate::output::warc::Metadata {
-                via: link.referrer.as_ref().map(|u| u.to_string()),
-                tag_path: Some(link.tag_path.to_string()),
-                label: Some("target".to_string()),
-            };
-            self.out
-                .archive_target(
-                    &self.spec.output,
-                    url.as_str(),
-                    head,
-                    &saved,
-                    body.truncated,
-                    &meta,
-                )
-                .map_err(out_err)?;
-        }
+        self.archive(link, &url, exchange.as_ref(), &saved, body.truncated)
+            .map_err(out_err)?;
         {
             let mut core = self.core();
             core.counters.target_bytes += saved.bytes;
