@@ -143,6 +143,10 @@ fn format_explain(
         linked_data_sections(&mut o, s, top);
         return o;
     }
+    if strategy == StrategyKind::Anthelion.name() {
+        structured_data_sections(&mut o, s, top);
+        return o;
+    }
     if s.top_actions.is_empty() {
         let _ = writeln!(o, "no actions (strategy {strategy} does not group links)");
         return o;
@@ -247,6 +251,48 @@ fn linked_data_sections(o: &mut String, s: &StrategyStats, top: usize) {
     }
 }
 
+/// `anthelion`'s part: the hosts (its bandit's arms) that gave the most
+/// relevant pages, with the score the bandit ranks them by.
+fn structured_data_sections(o: &mut String, s: &StrategyStats, top: usize) {
+    use std::fmt::Write as _;
+    if s.top_actions.is_empty() {
+        o.push_str("hosts: none fetched yet\n");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "{} hosts; those that gave the most pages with structured data first:",
+        s.actions
+    );
+    o.push_str(
+        "  fetched   HTML pages fetched from the host\n\
+         \x20 relevant  of those, pages with enough structured data to be saved\n\
+         \x20 score     (relevant + 1) / (fetched + 2): how the crawler ranks the host\n\
+         \x20           when it picks where to go next (an untried host scores 0.500)\n\
+         \x20 left      links of the host still waiting in the frontier\n",
+    );
+    let _ = writeln!(
+        o,
+        "{:>8} {:>8} {:>7} {:>7} {:>7}  host",
+        "fetched", "relevant", "share", "score", "left"
+    );
+    for a in s.top_actions.iter().take(top) {
+        // `anthelion` reports a host as an action: fetched as selections, the relevant share as its reward.
+        let relevant = (a.mean_reward * a.selections as f64).round() as u64;
+        let score = (relevant as f64 + 1.0) / (a.selections as f64 + 2.0);
+        let _ = writeln!(
+            o,
+            "{:>8} {:>8} {:>6.1}% {:>7.3} {:>7}  {}",
+            a.selections,
+            relevant,
+            a.mean_reward * 100.0,
+            score,
+            a.links_left,
+            a.tag_path
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +375,52 @@ mod tests {
             !text.contains("tag path"),
             "no tag-path table for ldcoc: {text}"
         );
+    }
+
+    #[test]
+    fn explain_of_anthelion_names_the_hosts_that_gave_the_most_relevant_pages() {
+        let host = |id, name: &str, fetched, relevant: u64| ActionReport {
+            id,
+            tag_path: name.to_string(),
+            links_seen: fetched,
+            selections: fetched,
+            mean_reward: relevant as f64 / fetched as f64,
+            links_left: 2,
+            paths: 1,
+            best_member: None,
+        };
+        let stats = StrategyStats {
+            classifier_predictions: 100,
+            classifier_correct: 80,
+            actions: 9,
+            capped_paths: 0,
+            top_actions: vec![host(1, "shop.test", 38, 30), host(4, "news.test", 10, 3)],
+            top_features: Vec::new(),
+        };
+        let text = format_explain(
+            "sd",
+            "anthelion",
+            &crate::store::JobCounters::default(),
+            &stats,
+            10,
+            &BTreeMap::new(),
+        );
+        assert!(
+            text.contains("80.0 % online accuracy over 100 predictions"),
+            "{text}"
+        );
+        assert!(
+            text.contains("9 hosts; those that gave the most pages with structured data first"),
+            "{text}"
+        );
+        // 30 relevant of 38: share 78.9 %, score 31 / 40.
+        assert!(
+            text.contains("      38       30   78.9%   0.775       2  shop.test"),
+            "{text}"
+        );
+        let at = |h: &str| text.lines().position(|l| l.ends_with(h)).unwrap();
+        assert!(at("shop.test") < at("news.test"), "{text}");
+        assert!(!text.contains("tag path"), "no tag-path table: {text}");
     }
 
     #[test]
