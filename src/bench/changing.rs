@@ -179,14 +179,19 @@ fn job_name(policy: Policy, seed: u64) -> String {
     format!("changing-{}-{seed}", policy.name())
 }
 
-/// A real duration as the job file writes it, to the millisecond.
+/// A real duration as the job file writes it, rounded up to the millisecond
+/// (a delay rounded down would let the crawl exceed its budget).
 fn duration_text(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
+    format!("{}ms", d.as_micros().div_ceil(1000).max(1))
 }
 
 /// The real length of `sim_seconds` when a simulated day lasts `real_day`.
 fn real_span(real_day: Duration, sim_seconds: i64) -> Duration {
-    real_day.mul_f64(sim_seconds.max(0) as f64 / DAY as f64)
+    // In integers: a float product can fall a hair short (a simulated hour
+    // of a 24 s day must be 1000ms, not 999ms, which the job file refuses).
+    let sim = u128::try_from(sim_seconds.max(0)).unwrap_or(0);
+    let nanos = real_day.as_nanos() * sim / DAY as u128;
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
 /// The continuous job of one run: the whole site, the budget as a delay.
@@ -753,6 +758,18 @@ fn run_line(r: &RunFigures) -> String {
     )
 }
 
+/// The last lines of a crawl's output, for an error (the work folder may be removed).
+fn log_tail(path: &Path) -> String {
+    const LINES: usize = 8;
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(LINES)..].join("\n")
+        }
+        Err(e) => format!("(cannot read {}: {e})", path.display()),
+    }
+}
+
 /// One continuous crawl of a fresh site for `days` simulated days.
 async fn run_one(opts: &ChangingOptions, policy: Policy, seed: u64) -> anyhow::Result<RunFigures> {
     let name = job_name(policy, seed);
@@ -796,14 +813,17 @@ async fn run_one(opts: &ChangingOptions, policy: Policy, seed: u64) -> anyhow::R
             let _ = server.shutdown().await;
             bail!(
                 "the {name} crawl ended by itself ({status}) before its {} simulated days: \
-                 a continuous job never finishes; see {}",
+                 a continuous job never finishes; its last words:\n{}",
                 opts.days,
-                log_path.display()
+                log_tail(&log_path)
             );
         }
-        None => stop_child(&mut child, pid)
-            .await
-            .with_context(|| format!("stopping the {name} crawl; see {}", log_path.display()))?,
+        None => stop_child(&mut child, pid).await.with_context(|| {
+            format!(
+                "stopping the {name} crawl; its last words:\n{}",
+                log_tail(&log_path)
+            )
+        })?,
     }
     let records = server.log();
     let _ = server.shutdown().await;
@@ -910,6 +930,12 @@ mod tests {
         assert_eq!(revisit["max"].as_str(), Some("336000ms"));
         assert_eq!(job["politeness"]["delay"].as_str(), Some("200ms"));
         assert_eq!(job["budget"]["requests"].as_integer(), Some(0));
+        // The shortest day: revisit.min is exactly the 1s the job file accepts.
+        let mut shortest = options();
+        shortest.real_day = MIN_REAL_DAY;
+        let job: toml::Table = toml::from_str(&job_file_text(&shortest, Policy::Fixed, 1)).unwrap();
+        assert_eq!(job["revisit"]["min"].as_str(), Some("1000ms"));
+        assert_eq!(duration_text(Duration::from_micros(3_428_571)), "3429ms");
         for d in ["2000ms", "336000ms", "200ms"] {
             assert!(crate::config::parse_duration(d).is_ok());
         }

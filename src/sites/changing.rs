@@ -493,7 +493,7 @@ impl ChangingSite {
              <header><img src=\"/img/logo.png\" alt=\"logo\"></header>"
         );
         self.nav(&mut out);
-        let _ = write!(out, "<main><h1>{title}</h1>{main}</main></body></html>\n");
+        let _ = writeln!(out, "<main><h1>{title}</h1>{main}</main></body></html>");
         out
     }
 
