@@ -81,5 +81,10 @@ async fn a_one_shot_crawl_harvests_the_whole_history_and_the_figures_agree() {
         Some(f.server_requests as u64),
         "{stdout}"
     );
+    // The whole site was walked: every URL it has, once or more, but the
+    // logo, whose extension the job's default `block_ext` skips.
+    let distinct: std::collections::HashSet<&str> = log.iter().map(|r| r.path.as_str()).collect();
+    assert!(!distinct.contains("/img/logo.png"));
+    assert_eq!(distinct.len() + 1, site.urls_at(SimTime(0)), "{distinct:?}");
     server.shutdown().await.unwrap();
 }

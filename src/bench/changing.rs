@@ -522,6 +522,8 @@ pub struct Setting {
     pub budget_per_day: u64,
     pub real_day: Duration,
     pub delay: Duration,
+    /// URLs of the first run's site at time 0: the first full pass.
+    pub first_pass: usize,
 }
 
 fn show(v: Option<MeanStd>, digits: usize) -> String {
@@ -538,8 +540,8 @@ pub fn markdown(setting: &Setting, runs: &[RunFigures], policies: &[Policy]) -> 
         out,
         "**changing:{}:{}** — {} sections publishing {:.2} to {:.3} files a simulated day, \
          {} simulated days of {} each, a budget of {} requests a simulated day \
-         (politeness delay {}); measured from day {WARMUP_DAYS} to day {}: {} new files \
-         published, {} revisions in place\n",
+         (politeness delay {}), a first full pass of {} requests; measured from day \
+         {WARMUP_DAYS} to day {}: {} new files published, {} revisions in place\n",
         p.sections,
         p.seed,
         p.sections,
@@ -549,6 +551,7 @@ pub fn markdown(setting: &Setting, runs: &[RunFigures], policies: &[Policy]) -> 
         humantime::format_duration(setting.real_day),
         setting.budget_per_day,
         humantime::format_duration(setting.delay),
+        setting.first_pass,
         setting.days,
         show(published, 1),
         show(revisions, 1),
@@ -714,6 +717,16 @@ async fn run_in(opts: &ChangingOptions, progress: &mut dyn FnMut(&str)) -> anyho
         )),
         opts.work_dir.display()
     ));
+    // The window starts after the first simulated day: the first pass must fit in it.
+    let first_pass = ChangingSite::new(opts.params_for(1), SimClock::starting_now(opts.real_day))
+        .urls_at(SimTime(0));
+    if first_pass as u64 > opts.budget_per_day {
+        progress(&format!(
+            "warning: the site's first full pass ({first_pass} requests) exceeds a day's \
+             budget ({}): the measured window starts before the first pass ends",
+            opts.budget_per_day
+        ));
+    }
     let mut runs = Vec::new();
     let mut csv = String::from(csv_header());
     for seed in 1..=opts.seeds {
@@ -730,6 +743,7 @@ async fn run_in(opts: &ChangingOptions, progress: &mut dyn FnMut(&str)) -> anyho
         budget_per_day: opts.budget_per_day,
         real_day: opts.real_day,
         delay: opts.delay(),
+        first_pass,
     };
     let text = markdown(&setting, &runs, &opts.policies);
     let csv_path = opts.out.join("changing.csv");
@@ -1078,12 +1092,14 @@ mod tests {
             budget_per_day: 240,
             real_day: Duration::from_secs(48),
             delay: Duration::from_millis(200),
+            first_pass: 265,
         };
         let text = markdown(&setting, &runs, &Policy::ALL);
         assert!(
             text.starts_with("**changing:8:1** — 8 sections publishing 8.00 to 0.06"),
             "{text}"
         );
+        assert!(text.contains("a first full pass of 265 requests"), "{text}");
         assert!(text.contains("100.0 ± 0.0 new files published"), "{text}");
         assert!(
             text.contains(

@@ -394,6 +394,18 @@ impl ChangingSite {
             .max(1)
     }
 
+    /// Distinct URLs of the site at `t`, robots.txt and the logo included:
+    /// what a first full pass costs (one less for a job whose `block_ext`
+    /// skips the logo, as the default does).
+    pub fn urls_at(&self, t: SimTime) -> usize {
+        // Home, the plain pages, the logo and robots.txt.
+        let fixed = 1 + PLAIN_PAGES.len() + 1 + 1;
+        fixed
+            + (0..self.sections.len())
+                .map(|s| 1 + self.listing_pages(s, t) + self.visible(s, t).len())
+                .sum::<usize>()
+    }
+
     /// When the site's plain pages were written: the start of its history.
     fn origin(&self) -> SimTime {
         SimTime(-i64::from(self.params.history_days) * DAY)
