@@ -277,3 +277,110 @@ fn bench_measures_a_structured_web() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a number"));
 }
+
+/// The revisit benchmark end to end on a small changing site over two
+/// simulated days of 24 s: one continuous job per policy through the real
+/// `forager crawl`. Checks the report's invariants, not its figures: every
+/// share is a share, every harvested file really was published (and served),
+/// the budget held, and the server's log counts the requests the crawler does.
+#[test]
+fn bench_changing_runs_continuous_jobs_and_its_figures_hold_together() {
+    let out = tempfile::tempdir().unwrap();
+    let budget = 1000;
+    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
+        .args(["bench", "--site", "changing:3:1", "--seeds", "1"])
+        .args(["--days", "2", "--day", "24s", "--budget"])
+        .arg(budget.to_string())
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let report = std::fs::read_to_string(out.path().join("changing.md")).unwrap();
+    assert!(
+        report.starts_with("**changing:3:1** — 3 sections publishing 8.00 to 2.000 files"),
+        "{report}"
+    );
+    for policy in ["learned", "adaptive", "fixed"] {
+        assert!(
+            report.contains(&format!("| {policy} | 1 |")),
+            "no {policy} row in {report}"
+        );
+    }
+    assert!(
+        report.contains("Checks: 0 of 3 runs over the budget")
+            && report.contains(
+                "; 0 manifest rows naming no file the server served; 0 runs whose request count"
+            ),
+        "{report}"
+    );
+    let csv = std::fs::read_to_string(out.path().join("changing.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    let col = |row: &[&str], name: &str| -> String {
+        let i = header.iter().position(|h| *h == name).unwrap();
+        row[i].to_string()
+    };
+    let num = |row: &[&str], name: &str| -> u64 { col(row, name).parse().unwrap() };
+    for row in &rows {
+        // Three sections at 8, 4 and 2 files a day publish on the measured day.
+        assert!(num(row, "published") > 0, "{csv}");
+        assert!(num(row, "found") <= num(row, "published"), "{csv}");
+        if let Ok(share) = col(row, "share").parse::<f64>() {
+            assert!((0.0..=1.0).contains(&share), "{csv}");
+        }
+        if let Ok(delay) = col(row, "mean_delay_hours").parse::<f64>() {
+            assert!(delay >= 0.0, "{csv}");
+        }
+        assert!(
+            num(row, "revisions_caught") <= num(row, "revisions"),
+            "{csv}"
+        );
+        assert!(num(row, "not_modified") <= num(row, "requests"), "{csv}");
+        assert!(num(row, "busiest_day") <= budget + 1, "{csv}");
+        // Every file the manifest holds was published and served.
+        assert_eq!(num(row, "unpublished"), 0, "{csv}");
+        // A file found in the window is new to the job: its row says so.
+        assert!(num(row, "rows_new") >= num(row, "found"), "{csv}");
+        assert_eq!(
+            num(row, "server_requests"),
+            num(row, "crawler_requests"),
+            "{csv}"
+        );
+    }
+}
+
+#[test]
+fn bench_changing_runs_alone_and_checks_its_settings() {
+    for (args, says) in [
+        (
+            &["--site", "changing", "--site", "synthetic:small"][..],
+            "runs the revisit measurement on its own",
+        ),
+        (&["--site", "changing:0"], "1 to 20 sections"),
+        (
+            &["--site", "changing", "--days", "1"],
+            "--days must be more than 1",
+        ),
+        (
+            &["--site", "changing", "--day", "5s"],
+            "--day must be at least 24s",
+        ),
+        (
+            &["--site", "changing", "--policies", "often"],
+            "unknown revisit policy",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_forager"))
+            .arg("bench")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

@@ -5,12 +5,14 @@
 //! walking it in memory ([`groundtruth`]), the tables and plots of a run
 //! ([`report`]), one job over a web of many hosts measured from the server's
 //! log ([`multihost`]), the linked-data benchmark ([`linked`]), the structured-data benchmark
-//! ([`structured`]), and the
+//! ([`structured`]), continuous jobs over a site that changes over simulated
+//! days ([`changing`]), and the
 //! daemon load benchmark ([`daemon_load`]).
 //!
 //! Must not touch: the network beyond 127.0.0.1. It sits above the engine and
 //! the daemon it measures, and below the CLI.
 
+pub mod changing;
 pub mod daemon_load;
 pub mod groundtruth;
 pub mod linked;

@@ -1,5 +1,6 @@
 //! `forager bench`, `forager demo` and the hidden `forager serve-site`.
 
+use crate::bench::changing;
 use crate::bench::daemon_load;
 use crate::bench::linked;
 use crate::bench::multihost;
@@ -35,7 +36,12 @@ pub struct BenchArgs {
     /// (scope any, politeness per host, --delay) over every host for --warmup then
     /// --duration per strategy and seed; reports requests/s, CPU per request, peak RSS
     /// and, from the server's log, the most requests in flight on one host and the
-    /// smallest gap between two requests to one host (mean ± std over --seeds).
+    /// smallest gap between two requests to one host (mean ± std over --seeds). Or, alone,
+    /// `changing[:SECTIONS[:SEED]]` (default changing:8:1): a site that publishes and revises
+    /// files over simulated days, crawled by one continuous job per revisit policy
+    /// (--policies) for --days simulated days of --day each at --budget requests a day;
+    /// reports new files found, mean delay from publication to harvest and requests per
+    /// new file (mean ± std over --seeds).
     #[arg(long = "site")]
     sites: Vec<String>,
     /// A file of `NAME ROOT START_PAGE` lines, as printed by shared/corpora/get-corpora.sh.
@@ -91,9 +97,24 @@ pub struct BenchArgs {
     /// Daemon load: the daemon's checkpoint_interval.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     checkpoint_interval: Duration,
-    /// Daemon load and multi-host: keep the work folder (job files, config, state, logs).
+    /// Daemon load, multi-host and changing site: keep the work folder (job files, config,
+    /// state, logs).
     #[arg(long)]
     keep: bool,
+    /// Changing site: simulated days per run (the first one, the first full pass, is not measured).
+    #[arg(long, default_value_t = 7)]
+    days: u32,
+    /// Changing site: requests per simulated day, enforced as the job's politeness delay
+    /// (--day / --budget) and checked from the server's log.
+    #[arg(long, default_value_t = 400)]
+    budget: u64,
+    /// Changing site: the real length of a simulated day (at least 24s, so that the
+    /// job's revisit.min of a simulated hour is at least 1s).
+    #[arg(long, default_value = "24s", value_parser = humantime::parse_duration)]
+    day: Duration,
+    /// Changing site: the revisit policies compared (default learned,adaptive,fixed).
+    #[arg(long, value_delimiter = ',')]
+    policies: Vec<String>,
 }
 
 #[derive(Args)]
@@ -199,8 +220,9 @@ fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
         };
         return corpus_site(name, Path::new(root), start);
     }
-    if spec.starts_with("linked") || spec.starts_with("structured") {
-        bail!("{spec:?}: a linked or structured web is only measured by `forager bench` itself (not --cpu, --daemon-load or serve-site)");
+    if spec.starts_with("linked") || spec.starts_with("structured") || spec.starts_with("changing")
+    {
+        bail!("{spec:?}: a linked, structured or changing site is only measured by `forager bench` itself (not --cpu, --daemon-load or serve-site)");
     }
     bail!(
         "unknown site {spec:?}: expected synthetic:PRESET[:SEED], dir:NAME=ROOT[:START] or \
@@ -268,6 +290,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if args.daemon_load {
         return daemon_load(&args);
+    }
+    if let Some(params) = changing_site(&args)? {
+        return changing(&args, params);
     }
     if let Some(web) = multihost_web(&args)? {
         return multihost(&args, web);
@@ -671,6 +696,71 @@ fn multihost_web(args: &BenchArgs) -> anyhow::Result<Option<Web>> {
         );
     }
     Ok(Some(web))
+}
+
+/// The changing site, when `--site changing…` asks for it (alone).
+fn changing_site(
+    args: &BenchArgs,
+) -> anyhow::Result<Option<crate::sites::changing::ChangingParams>> {
+    let mut found = Vec::new();
+    for s in &args.sites {
+        if let Some(p) = changing::parse_changing(s)? {
+            found.push(p);
+        }
+    }
+    let Some(&params) = found.first() else {
+        return Ok(None);
+    };
+    if args.sites.len() > 1 || args.corpora.is_some() || args.cpu {
+        bail!(
+            "--site changing… runs the revisit measurement on its own: give no other --site, \
+             --corpora or --cpu"
+        );
+    }
+    Ok(Some(params))
+}
+
+/// `bench --site changing…`: one continuous job per revisit policy and seed.
+fn changing(
+    args: &BenchArgs,
+    params: crate::sites::changing::ChangingParams,
+) -> anyhow::Result<ExitCode> {
+    let policies = if args.policies.is_empty() {
+        changing::Policy::ALL.to_vec()
+    } else {
+        args.policies
+            .iter()
+            .map(|n| {
+                changing::Policy::parse(n.trim()).with_context(|| {
+                    format!("unknown revisit policy {n:?} (learned, adaptive, fixed)")
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?
+    };
+    let options = changing::ChangingOptions {
+        exe: std::env::current_exe().context("locating the forager binary")?,
+        params,
+        policies,
+        seeds: args.seeds,
+        days: args.days,
+        budget_per_day: args.budget,
+        real_day: args.day,
+        work_dir: std::env::temp_dir().join(format!("forager-changing-{}", std::process::id())),
+        keep: args.keep,
+        out: args.out.clone(),
+    };
+    let rt = runtime()?;
+    let text = rt.block_on(changing::run(&options, &mut |line| errln!("{line}")))?;
+    out!("{text}");
+    errln!(
+        "report saved to {}; one row per run in {}",
+        options.out.join("changing.md").display(),
+        options.out.join("changing.csv").display()
+    );
+    if args.keep {
+        errln!("work folder kept: {}", options.work_dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `bench --site web:…`: one job over a web of many hosts.

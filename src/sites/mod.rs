@@ -5,8 +5,9 @@
 //! a folder on disk ([`directory`]), a deterministic generated site of any size
 //! ([`synthetic`]), the small hand-made site of the end-to-end test
 //! ([`fixture`]), a web of many small hosts for cross-host jobs ([`web`]), a web of
-//! linked data served by content negotiation ([`linked`]), and a web of hosts
-//! of which a few embed structured data ([`structured`]).
+//! linked data served by content negotiation ([`linked`]), a web of hosts
+//! of which a few embed structured data ([`structured`]), and a site that
+//! publishes and revises files over simulated days ([`changing`]).
 //!
 //! Must not touch: anything of the crawl (engine, store, strategies) or the
 //! network beyond 127.0.0.1. This is the bottom of the crate: a site is plain
@@ -14,6 +15,7 @@
 //! HTTP server and the benchmark's in-memory ground-truth walk, and both
 //! always see the same website.
 
+pub mod changing;
 pub mod directory;
 pub mod fixture;
 pub mod linked;

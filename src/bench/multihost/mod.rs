@@ -347,7 +347,7 @@ async fn run_one(
 
 /// SIGINT, as Ctrl-C: the crawler finishes the requests in flight,
 /// checkpoints and exits 0. Killed if it takes longer than [`EXIT_TIMEOUT`].
-async fn stop(child: &mut tokio::process::Child, pid: u32) -> anyhow::Result<()> {
+pub(crate) async fn stop(child: &mut tokio::process::Child, pid: u32) -> anyhow::Result<()> {
     let pid = libc::pid_t::try_from(pid).context("crawler pid")?;
     // SAFETY: kill(2) on the pid of our own child, which has not been reaped
     // (try_wait saw it running and nothing else waits for it).
