@@ -315,12 +315,23 @@ async fn anthelion_killed_mid_crawl_keeps_every_statement_once() {
     }
     let targets = state.join("targets").join(name);
     let mut harvested_between_kills = Vec::new();
-    for round in 0..5u64 {
+    for round in 0..5usize {
+        // Kill after the server has answered a few more requests, never after
+        // a fixed sleep: a slow start on a loaded machine must not turn the
+        // kills into kills before the first request.
+        let served_before = server.log().len();
         let mut child = run.command().spawn().expect("spawn forager");
-        tokio::time::sleep(Duration::from_millis(300 + 150 * round)).await;
-        let pid = child.id().expect("running") as i32;
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        for _ in 0..3000 {
+            let exited = child.try_wait().ok().flatten().is_some();
+            if exited || server.log().len() >= served_before + 10 + 8 * round {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if let Some(pid) = child.id() {
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
         let _ = child.wait().await;
         harvested_between_kills.push(manifest_by_final_url(&targets).len());
     }
