@@ -32,7 +32,7 @@
 //! Links that are neither (beyond the paper, issue #18, [`NeitherPatterns`]):
 //! before the classifier is asked, a link whose URL pattern (directory,
 //! extension, query shape) has answered neither — another type, or a 4xx —
-//! with p ≥ 0.9 is put in a *waiting* queue ([`WAITING_SLOT`]) served only
+//! with p ≥ 0.8 is put in a *waiting* queue ([`WAITING_SLOT`]) served only
 //! when no action has a link left: it is never dropped, so coverage stays
 //! whole, but it costs nothing before the rest of the site is crawled. An
 //! ε-sample of them goes through the usual triage and its answer counts 1/ε
@@ -47,11 +47,13 @@
 //! targets on `_sources/*.txt` (DESIGN.md "Beyond the paper"). Measured on
 //! `synthetic:variants` against `sb-binary` ([`SleepingBandit::binary`], sb
 //! without it, kept to measure it), 5 seeds: neither requests before req@90
-//! 340 → 118, req@90 64.3 → 51.6 %; on small, deep, sparse, dense, sklearn
-//! and twisted req@90 moved by less than one standard deviation (5 seeds).
+//! 340 → 26, req@90 64.3 → 45.2 % (deciding queued links again alone: 340 →
+//! 58, 64.3 → 48.0 %); on small, deep, sparse, dense, sklearn and twisted
+//! req@90 is equal or lower (within one standard deviation, twisted 16.7 →
+//! 15.1 %).
 //!
 //! Saved: the action index, the bandit statistics (actions and members), the
-//! classifier, the neither patterns and the RNG; not the queues, which the engine pushes back in id
+//! classifier, the neither patterns, the suspects and the RNG; not the queues, which the engine pushes back in id
 //! order after a restore. Each member's links are kept in id order and the
 //! queue key names the member, so the restored queues are the saved ones and a
 //! resumed crawl takes the decisions of an uninterrupted one.
