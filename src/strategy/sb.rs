@@ -348,7 +348,8 @@ pub struct SleepingBandit {
     /// Links made to wait were rewarded 0 when they left their action: the
     /// reward of their fetch, which comes under the action's key, is not
     /// counted again (per key, how many such fetches are under way; not saved,
-    /// a restore pushes them back).
+    /// a restore pushes them back). Should another link of the same key settle
+    /// first, its reward is the one not counted: rewards are not tied to links.
     prepaid: BTreeMap<ActionKey, u32>,
     len: usize,
     /// `Sb`, or `SbBinary` without the neither patterns.
