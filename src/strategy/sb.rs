@@ -32,21 +32,28 @@
 //! Links that are neither (beyond the paper, issue #18, [`NeitherPatterns`]):
 //! before the classifier is asked, a link whose URL pattern (directory,
 //! extension, query shape) has answered neither — another type, or a 4xx —
-//! with p ≥ 0.9 is put in a *waiting* queue ([`WAITING_SLOT`]) served only
+//! with p ≥ 0.8 is put in a *waiting* queue ([`WAITING_SLOT`]) served only
 //! when no action has a link left: it is never dropped, so coverage stays
 //! whole, but it costs nothing before the rest of the site is crawled. An
 //! ε-sample of them goes through the usual triage and its answer counts 1/ε
-//! (LDCOC), so a pattern that turns out to hold pages is released. The
+//! (LDCOC), so a pattern that turns out to hold pages is released. Links
+//! queued under an action while their pattern was still unknown (or mostly
+//! neither) are remembered as *suspects* and decided again when popped: if
+//! their pattern is neither by then, they move to the waiting queue and the
+//! action that chose them is rewarded 0 for each (a restore keeps them
+//! waiting: the suspects are saved). The
 //! classifier is not touched: a 3-class model cost sklearn's accuracy 85 %.
 //! Why: on a Sphinx site sb spent a third of its requests before 90 % of the
 //! targets on `_sources/*.txt` (DESIGN.md "Beyond the paper"). Measured on
 //! `synthetic:variants` against `sb-binary` ([`SleepingBandit::binary`], sb
 //! without it, kept to measure it), 5 seeds: neither requests before req@90
-//! 340 → 118, req@90 64.3 → 51.6 %; on small, deep, sparse, dense, sklearn
-//! and twisted req@90 moved by less than one standard deviation (5 seeds).
+//! 340 → 26, req@90 64.3 → 45.2 % (deciding queued links again alone: 340 →
+//! 58, 64.3 → 48.0 %); on small, deep, sparse, dense, sklearn and twisted
+//! req@90 is equal or lower (within one standard deviation, twisted 16.7 →
+//! 15.1 %).
 //!
 //! Saved: the action index, the bandit statistics (actions and members), the
-//! classifier, the neither patterns and the RNG; not the queues, which the engine pushes back in id
+//! classifier, the neither patterns, the suspects and the RNG; not the queues, which the engine pushes back in id
 //! order after a restore. Each member's links are kept in id order and the
 //! queue key names the member, so the restored queues are the saved ones and a
 //! resumed crawl takes the decisions of an uninterrupted one.
@@ -55,6 +62,7 @@ use super::{
     ActionReport, LabelSource, MemberReport, Strategy, StrategyKind, StrategyStats, Triage,
 };
 use crate::codec::{self, CodecError};
+use crate::learn::neither::LinkPattern;
 use crate::learn::{
     ActionConfig, ActionId, ActionIndex, ArmStats, AuerBandit, AuerConfig, ClassifierConfig,
     NeitherDecision, NeitherPatternConfig, NeitherPatterns, UrlClassifier, Verdict,
@@ -64,7 +72,7 @@ use crate::mime::Label;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use std::collections::{btree_map, BTreeMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 
 /// Actions listed by [`Strategy::stats`].
 const TOP_ACTIONS: usize = 20;
@@ -80,6 +88,45 @@ fn best_first((ia, a): (u32, ArmStats), (ib, b): (u32, ArmStats)) -> std::cmp::O
 
 /// The queue key slot of links predicted neither: served after every action.
 pub const WAITING_SLOT: u32 = u32::MAX;
+
+/// Most links remembered as suspects (queued under an action while their
+/// pattern might turn out neither, and those of them that were made to
+/// wait); beyond it, new links are not decided again.
+const MAX_SUSPECTS: usize = 1 << 16;
+
+/// A link queued under an action while its URL pattern might still turn out
+/// neither ([`NeitherPatterns::suspect`]): decided again when popped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Suspect {
+    link: LinkPattern,
+    /// Decided again and made to wait, away from this action: pushed back
+    /// under it (a restore, a parked link), it goes to the waiting queue;
+    /// popped from there, it is returned under it (the key it was pushed under).
+    diverted_from: Option<ActionKey>,
+}
+
+/// An action and a member of it: the queue key of a link queued under an action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+struct ActionKey {
+    slot: u32,
+    member: u32,
+}
+
+impl ActionKey {
+    fn of(key: QueueKey) -> Self {
+        ActionKey {
+            slot: key.slot,
+            member: member_of(key),
+        }
+    }
+
+    fn queue_key(self) -> QueueKey {
+        QueueKey {
+            slot: self.slot,
+            score: self.member as f32,
+        }
+    }
+}
 
 /// Largest member index a queue key carries exactly (an f32 holds integers up to 2^24).
 const MAX_MEMBER: u32 = (1 << 24) - 1;
@@ -291,8 +338,19 @@ pub struct SleepingBandit {
     queues: Vec<ActionQueue>,
     /// Served first, in push order: they belong to no action the bandit knows.
     orphans: VecDeque<QueuedLink>,
-    /// Links predicted neither, in push (= id) order: served last.
-    waiting: VecDeque<LinkId>,
+    /// Links predicted neither, in id order (whether they waited from their
+    /// triage or from a later pop, so a restored queue is the saved one): served last.
+    waiting: BTreeSet<LinkId>,
+    /// Links queued under an action that are decided again when popped (saved).
+    suspects: BTreeMap<LinkId, Suspect>,
+    /// The suspect [`Strategy::triage`] just queued, for the [`Strategy::push`] that follows.
+    pending: Option<LinkPattern>,
+    /// Links made to wait were rewarded 0 when they left their action: the
+    /// reward of their fetch, which comes under the action's key, is not
+    /// counted again (per key, how many such fetches are under way; not saved,
+    /// a restore pushes them back). Should another link of the same key settle
+    /// first, its reward is the one not counted: rewards are not tied to links.
+    prepaid: BTreeMap<ActionKey, u32>,
     len: usize,
     /// `Sb`, or `SbBinary` without the neither patterns.
     kind: StrategyKind,
@@ -308,10 +366,23 @@ struct StoredSbRef<'a> {
     rng: &'a Xoshiro256PlusPlus,
     member_bandits: &'a [AuerBandit],
     neither: &'a NeitherPatterns,
+    suspects: &'a BTreeMap<LinkId, Suspect>,
 }
 
 #[derive(Deserialize)]
 struct StoredSb {
+    actions: ActionIndex,
+    bandit: AuerBandit,
+    classifier: UrlClassifier,
+    rng: Xoshiro256PlusPlus,
+    member_bandits: Vec<AuerBandit>,
+    neither: NeitherPatterns,
+    suspects: BTreeMap<LinkId, Suspect>,
+}
+
+/// The layout saved before suspects were decided again: restored without any.
+#[derive(Deserialize)]
+struct StoredSbWithoutSuspects {
     actions: ActionIndex,
     bandit: AuerBandit,
     classifier: UrlClassifier,
@@ -364,7 +435,10 @@ impl SleepingBandit {
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             queues: Vec::new(),
             orphans: VecDeque::new(),
-            waiting: VecDeque::new(),
+            waiting: BTreeSet::new(),
+            suspects: BTreeMap::new(),
+            pending: None,
+            prepaid: BTreeMap::new(),
             len: 0,
             kind: StrategyKind::Sb,
             seed,
@@ -424,6 +498,28 @@ impl SleepingBandit {
         }
     }
 
+    /// Reward the action (and member) of `key` for one of its selections.
+    fn reward_arm(&mut self, key: QueueKey, reward: u32) {
+        // Only selections the bandit made can be rewarded (not orphans, not foreign keys).
+        if self
+            .bandit
+            .stats(key.slot)
+            .is_some_and(|s| s.selections > s.rewards)
+        {
+            self.bandit.reward(key.slot, f64::from(reward));
+            // The member bandit selected it too unless the pick was uniform.
+            if let Some(members) = self.member_bandits.get_mut(key.slot as usize) {
+                let member = member_of(key);
+                if members
+                    .stats(member)
+                    .is_some_and(|s| s.selections > s.rewards)
+                {
+                    members.reward(member, f64::from(reward));
+                }
+            }
+        }
+    }
+
     fn report(&self, id: u32) -> ActionReport {
         let stats = self.bandit.stats(id).unwrap_or_default();
         ActionReport {
@@ -471,6 +567,7 @@ impl Strategy for SleepingBandit {
     }
 
     fn triage(&mut self, link: &Link, known: Option<Label>) -> Triage {
+        self.pending = None;
         let label = match known {
             Some(label) => label,
             None => {
@@ -501,6 +598,10 @@ impl Strategy for SleepingBandit {
                     );
                 }
                 self.bandit.ensure_arms(self.actions.len());
+                // Predicted a page: if its pattern may yet turn out neither, decide again at its pop.
+                if known.is_none() && self.suspects.len() < MAX_SUSPECTS {
+                    self.pending = self.neither.suspect(&link.url);
+                }
                 Triage::Enqueue(QueueKey {
                     slot: a.action.0,
                     // The member rides in the key so a restored frontier refills the same members.
@@ -512,9 +613,30 @@ impl Strategy for SleepingBandit {
 
     fn push(&mut self, id: LinkId, key: QueueKey) {
         self.len += 1;
-        if key.slot == WAITING_SLOT {
-            self.waiting.push_back(id);
+        // Set by the triage of this very link (the engine pushes right after it); none on a restore.
+        let pending = self.pending.take();
+        let diverted = self.suspects.get(&id).and_then(|s| s.diverted_from);
+        if let Some(from) = diverted {
+            // Parked after its pop (a restore starts with nothing prepaid): its fetch is not under way.
+            if let btree_map::Entry::Occupied(mut n) = self.prepaid.entry(from) {
+                *n.get_mut() -= 1;
+                if *n.get() == 0 {
+                    n.remove();
+                }
+            }
+        }
+        if key.slot == WAITING_SLOT || diverted.is_some() {
+            self.waiting.insert(id);
         } else if (key.slot as usize) < self.actions.len() {
+            if let Some(link) = pending {
+                self.suspects.insert(
+                    id,
+                    Suspect {
+                        link,
+                        diverted_from: None,
+                    },
+                );
+            }
             let member = member_of(key);
             self.queue(key.slot).push(id, member);
             self.bandit.wake(key.slot);
@@ -531,7 +653,8 @@ impl Strategy for SleepingBandit {
             self.len -= 1;
             return Some((q.id, q.key));
         }
-        // Each pass either returns or puts one inconsistent arm to sleep, so this ends.
+        // Each pass returns, puts one inconsistent arm to sleep or moves one link
+        // from an action to the waiting queue, so this ends.
         while let Some(arm) = self.bandit.select() {
             let Some(taken) = self.take(arm) else {
                 self.bandit.sleep(arm);
@@ -540,23 +663,48 @@ impl Strategy for SleepingBandit {
             if self.queues[arm as usize].is_empty() {
                 self.bandit.sleep(arm);
             }
-            self.len -= 1;
             let key = QueueKey {
                 slot: arm,
                 score: taken.member as f32,
             };
+            if let Some(suspect) = self.suspects.remove(&taken.id) {
+                debug_assert!(
+                    suspect.diverted_from.is_none(),
+                    "a waiting link was queued under an action"
+                );
+                if self.neither.decide_again(suspect.link) == NeitherDecision::Wait {
+                    // Its pattern turned out neither since it was queued: it waits, and the
+                    // action that chose it earns nothing for it. Remembered until the end
+                    // of the job, so that pushed back under its action it waits again.
+                    self.reward_arm(key, 0);
+                    self.suspects.insert(
+                        taken.id,
+                        Suspect {
+                            diverted_from: Some(ActionKey::of(key)),
+                            ..suspect
+                        },
+                    );
+                    self.waiting.insert(taken.id);
+                    continue;
+                }
+            }
+            self.len -= 1;
             return Some((taken.id, key));
         }
         // Nothing better left: the links predicted neither.
-        let id = self.waiting.pop_front()?;
+        let id = self.waiting.pop_first()?;
         self.len -= 1;
-        Some((
-            id,
-            QueueKey {
+        let key = match self.suspects.get(&id).and_then(|s| s.diverted_from) {
+            Some(from) => {
+                *self.prepaid.entry(from).or_default() += 1;
+                from.queue_key()
+            }
+            None => QueueKey {
                 slot: WAITING_SLOT,
                 score: 0.0,
             },
-        ))
+        };
+        Some((id, key))
     }
 
     fn len(&self) -> usize {
@@ -576,24 +724,15 @@ impl Strategy for SleepingBandit {
     }
 
     fn reward(&mut self, key: QueueKey, reward: u32) {
-        // Only selections the bandit made can be rewarded (not orphans, not foreign keys).
-        if self
-            .bandit
-            .stats(key.slot)
-            .is_some_and(|s| s.selections > s.rewards)
-        {
-            self.bandit.reward(key.slot, f64::from(reward));
-            // The member bandit selected it too unless the pick was uniform.
-            if let Some(members) = self.member_bandits.get_mut(key.slot as usize) {
-                let member = member_of(key);
-                if members
-                    .stats(member)
-                    .is_some_and(|s| s.selections > s.rewards)
-                {
-                    members.reward(member, f64::from(reward));
-                }
+        // The fetch of a link made to wait: its action was rewarded 0 for it already.
+        if let btree_map::Entry::Occupied(mut n) = self.prepaid.entry(ActionKey::of(key)) {
+            *n.get_mut() -= 1;
+            if *n.get() == 0 {
+                n.remove();
             }
+            return;
         }
+        self.reward_arm(key, reward);
     }
 
     fn save(&self) -> Vec<u8> {
@@ -604,6 +743,7 @@ impl Strategy for SleepingBandit {
             rng: &self.rng,
             member_bandits: &self.member_bandits,
             neither: &self.neither,
+            suspects: &self.suspects,
         })
     }
 
@@ -612,25 +752,38 @@ impl Strategy for SleepingBandit {
         let fresh_neither = NeitherPatterns::new(self.config.neither, self.seed);
         let stored = match codec::decode::<StoredSb>(bytes) {
             Ok(stored) => stored,
-            Err(e) => match codec::decode::<StoredSbWithoutNeither>(bytes) {
+            Err(e) => match codec::decode::<StoredSbWithoutSuspects>(bytes) {
                 Ok(old) => StoredSb {
                     actions: old.actions,
                     bandit: old.bandit,
                     classifier: old.classifier,
                     rng: old.rng,
                     member_bandits: old.member_bandits,
-                    neither: fresh_neither,
+                    neither: old.neither,
+                    suspects: BTreeMap::new(),
                 },
-                Err(_) => match codec::decode::<StoredSbWithoutMembers>(bytes) {
+                Err(_) => match codec::decode::<StoredSbWithoutNeither>(bytes) {
                     Ok(old) => StoredSb {
                         actions: old.actions,
                         bandit: old.bandit,
                         classifier: old.classifier,
                         rng: old.rng,
-                        member_bandits: Vec::new(),
+                        member_bandits: old.member_bandits,
                         neither: fresh_neither,
+                        suspects: BTreeMap::new(),
                     },
-                    Err(_) => return Err(e),
+                    Err(_) => match codec::decode::<StoredSbWithoutMembers>(bytes) {
+                        Ok(old) => StoredSb {
+                            actions: old.actions,
+                            bandit: old.bandit,
+                            classifier: old.classifier,
+                            rng: old.rng,
+                            member_bandits: Vec::new(),
+                            neither: fresh_neither,
+                            suspects: BTreeMap::new(),
+                        },
+                        Err(_) => return Err(e),
+                    },
                 },
             },
         };
@@ -657,6 +810,9 @@ impl Strategy for SleepingBandit {
         self.queues.clear();
         self.orphans.clear();
         self.waiting.clear();
+        self.suspects = stored.suspects;
+        self.pending = None;
+        self.prepaid.clear();
         self.len = 0;
         Ok(())
     }
@@ -1405,6 +1561,100 @@ mod tests {
         }
         assert_eq!(sb.pop(), None);
         assert_eq!(sb.stats().top_actions[0].mean_reward, 0.0);
+    }
+
+    /// Links queued under an action while their pattern was still being
+    /// learnt are decided again when popped: once the pattern is neither,
+    /// they wait (their action earns 0 for each), never dropped, and a
+    /// restore keeps them waiting.
+    #[test]
+    fn links_queued_before_their_pattern_is_learnt_wait_when_popped() {
+        let pages = |i: u32| html_link(&format!("https://s.test/api/p{i}.html"), NAV);
+        let sources = |i: u32| html_link(&format!("https://s.test/_sources/p{i}.txt"), FOOTER);
+        let mut sb = SleepingBandit::new(3);
+        for i in 0..10 {
+            sb.observe(&pages(i), Label::Html, LabelSource::Get);
+        }
+        // Unknown yet: predicted pages, queued under the footer's action, as suspects.
+        let mut keys = BTreeMap::new();
+        for i in 0..40 {
+            let Triage::Enqueue(key) = sb.triage(&sources(i), None) else {
+                panic!("a source is predicted a page before its pattern is known");
+            };
+            assert_ne!(key.slot, WAITING_SLOT);
+            sb.push(LinkId(u64::from(i)), key);
+            keys.insert(LinkId(u64::from(i)), key);
+        }
+        let Triage::Enqueue(page) = sb.triage(&pages(99), None) else {
+            panic!("a page is enqueued");
+        };
+        sb.push(LinkId(40), page);
+        keys.insert(LinkId(40), page);
+        assert_eq!(
+            sb.suspects.len(),
+            40,
+            "the page's pattern answered pages only"
+        );
+        for i in 100..108 {
+            sb.observe(&sources(i), Label::Neither, LabelSource::Get);
+        }
+        let footer = keys[&LinkId(0)].slot;
+
+        // The engine's frontier: what it would push back after a restore.
+        let first = sb.pop().expect("a link");
+        keys.remove(&first.0);
+        let saved = sb.save();
+        let mut resumed = SleepingBandit::new(99);
+        resumed.restore(&saved).expect("restores");
+        for (&id, &key) in &keys {
+            resumed.push(id, key);
+        }
+        assert_eq!(resumed.len(), sb.len());
+
+        let mut popped = vec![first];
+        while let Some(next) = sb.pop() {
+            assert_eq!(resumed.pop(), Some(next), "resumed like the original");
+            popped.push(next);
+        }
+        assert_eq!(resumed.pop(), None);
+        let mut ids: Vec<u64> = popped.iter().map(|(id, _)| id.0).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..=40).collect::<Vec<_>>(), "none dropped");
+        // Each popped with the key it was pushed under.
+        assert!(popped
+            .iter()
+            .all(|(id, k)| keys.get(id).is_none_or(|key| key == k)));
+        let waits = |id: &LinkId| {
+            sb.suspects
+                .get(id)
+                .is_some_and(|s| s.diverted_from.is_some())
+        };
+        let waited: Vec<u64> = popped
+            .iter()
+            .filter(|(id, _)| waits(id))
+            .map(|(id, _)| id.0)
+            .collect();
+        // All but the ε-sample wait, after the page, in id order.
+        assert!((25..40).contains(&waited.len()), "{} waited", waited.len());
+        assert!(waited.windows(2).all(|w| w[0] < w[1]));
+        let page_at = popped.iter().position(|(id, _)| id.0 == 40);
+        let first_waiting = popped.iter().position(|(id, _)| waits(id));
+        assert!(page_at < first_waiting, "{popped:?}");
+        // Each link that waited was a selection of the footer's action, rewarded 0.
+        let stats = sb.bandit.stats(footer).expect("the footer's action");
+        assert!(stats.selections >= waited.len() as u64);
+        assert_eq!(stats.mean_reward, 0.0);
+        // Their fetches are rewarded once: the 0 they earned when they waited.
+        let waited_keys: Vec<QueueKey> = popped
+            .iter()
+            .filter(|(id, _)| waits(id))
+            .map(|(_, key)| *key)
+            .collect();
+        for key in waited_keys {
+            sb.reward(key, 1);
+        }
+        assert_eq!(sb.bandit.stats(footer).map(|s| s.mean_reward), Some(0.0));
+        assert!(sb.prepaid.is_empty());
     }
 
     /// The fake site's images hang under their own tag path, which sb leaves
