@@ -5,9 +5,9 @@
 //! - `pipeline/*`: everything the job core, `learn` and `strategy` do for one
 //!   fetched page of 200 new links (pop, label, 200 × admit — seen set,
 //!   scope, traps — classify + cluster + push, HEADs and fetch-now links
-//!   answered, reward), driven through the engine's real `JobCore` as the
-//!   runner drives it, with the network replaced by the links' true labels
-//!   (budget: ≤ 0.3 ms per page).
+//!   answered, reward), driven through the engine's real `JobCore` by
+//!   `engine::replay` as the runner drives it with one step in flight, the
+//!   network replaced by the links' true labels (budget: ≤ 0.3 ms per page).
 //!
 //! Inputs are synthetic but shaped like real pages: tag paths repeat a page
 //! template with a few new paths per page; URLs mix pages and data files.
@@ -17,16 +17,14 @@ mod common;
 use common::random_path;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use forager::config::JobSpec;
-use forager::engine::{Admitted, HeadAnswer, JobCore, StepTally};
+use forager::engine::replay::{Answers, Replay};
 use forager::extract::{ExtractedLink, PageLinks, RejectCounts};
 use forager::learn::{ActionConfig, ActionIndex};
-use forager::link::{LinkId, TagPath};
+use forager::link::{Link, TagPath};
 use forager::mime::Label;
-use forager::store::FrontierEntry;
-use forager::strategy::{LabelSource, StrategyKind};
+use forager::strategy::StrategyKind;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 use url::Url;
@@ -218,14 +216,39 @@ fn truth(url: &Url) -> Label {
     }
 }
 
-/// One job driven through the engine's real [`JobCore`], as the runner drives
-/// it, with the network replaced by the links' true labels: a HEAD or a GET
-/// answers at once with the link's label.
+/// The site the pipeline crawls: every link answers its true label at once,
+/// and the page fetched next has the links [`Pages`] made for it (a page
+/// fetched within a step, a mispredicted fetch-now link, has none).
+struct Feed {
+    next: Option<PageLinks>,
+}
+
+impl Answers for Feed {
+    fn label(&mut self, url: &Url) -> Option<Label> {
+        Some(truth(url))
+    }
+
+    fn links(&mut self, page: &Link) -> PageLinks {
+        self.next.take().unwrap_or_else(|| PageLinks {
+            links: Vec::new(),
+            base: page.url.clone(),
+            structured_data: false,
+            structured: None,
+            cut: None,
+            rejected: RejectCounts::default(),
+        })
+    }
+
+    fn target(&mut self, _link: &Link, _requests: u64) -> bool {
+        true
+    }
+}
+
+/// One job driven through the engine's real [`JobCore`] by [`Replay`], the
+/// runner's protocol with the network replaced by the links' true labels.
 struct Crawl {
-    spec: JobSpec,
-    core: JobCore,
-    /// Records a checkpoint committed: what the store would hold.
-    stored: HashMap<LinkId, FrontierEntry>,
+    replay: Replay,
+    feed: Feed,
     pages: u64,
 }
 
@@ -241,73 +264,30 @@ impl Crawl {
         spec.budget.requests = 0;
         spec.budget.bytes = 0;
         spec.budget.early_stop = false;
-        let mut core = JobCore::new(&spec);
-        core.add_seeds(&spec.seeds);
+        let strategy = spec.strategy.build(spec.seed);
         Crawl {
-            spec,
-            core,
-            stored: HashMap::new(),
+            replay: Replay::new(spec, strategy),
+            feed: Feed { next: None },
             pages: 0,
         }
     }
 
-    /// One page: pop (its GET labels it), admit its links (HEADs and
-    /// fetch-now links answered), settle with the targets it found.
+    /// Steps until a page took `links` (steps of popped data files included).
     fn page(&mut self, links: PageLinks) {
-        let (id, key, entry) = self
-            .core
-            .pop(&|_| true)
-            .expect("the frontier never empties: every page brings new links");
-        let entry = entry
-            .or_else(|| self.stored.remove(&id))
-            .expect("a popped link's record is in the core or committed");
-        let link = entry.link.clone();
-        self.core.begin_step(id, key, Some(entry));
-        self.core.observe(&link, truth(&link.url), LabelSource::Get);
-        let mut tally = StepTally {
-            targets: 0,
-            requests: 1,
-        };
-        let admitted = self
-            .core
-            .admit_links(id, &link, &link.url, links, &|_| None, &self.spec);
-        for a in admitted {
-            self.answer(id, a, &mut tally);
+        self.feed.next = Some(links);
+        while self.feed.next.is_some() {
+            self.replay
+                .step(&mut self.feed)
+                .expect("the frontier never empties: every page brings new links");
         }
-        self.core.settle_step(id, tally);
         self.pages += 1;
-    }
-
-    fn answer(&mut self, step: LinkId, admitted: Admitted, tally: &mut StepTally) {
-        match admitted {
-            Admitted::AskHead(link) => {
-                let label = truth(&link.url);
-                tally.requests += 1;
-                self.core.observe(&link, label, LabelSource::Head);
-                let then = self
-                    .core
-                    .after_head(step, link, HeadAnswer::Label(label), &self.spec);
-                self.answer(step, then, tally);
-            }
-            Admitted::FetchNow(link) => {
-                let label = truth(&link.url);
-                tally.requests += 1;
-                tally.targets += u64::from(label == Label::Target);
-                self.core.observe(&link, label, LabelSource::Get);
-                self.core.settle_link(&link.url);
-            }
-            Admitted::Queued | Admitted::Dropped => {}
-        }
     }
 
     /// Commit what the pages added, when one is due.
     fn maybe_checkpoint(&mut self) {
-        if self.pages % PAGES_PER_CHECKPOINT != 0 {
-            return;
+        if self.pages % PAGES_PER_CHECKPOINT == 0 {
+            self.replay.checkpoint();
         }
-        let checkpoint = self.core.take_checkpoint(None, 0);
-        self.stored.extend(checkpoint.delta.frontier_added);
-        self.core.committed(&checkpoint.committed_links);
     }
 }
 
@@ -337,14 +317,15 @@ fn bench_pipeline(c: &mut Criterion) {
         })
     });
     group.finish();
-    let stats = crawl.core.strategy_stats();
-    let counters = &crawl.core.counters;
+    let core = &crawl.replay.core;
+    let stats = core.strategy_stats();
+    let counters = &core.counters;
     eprintln!(
         "pipeline state: {} pages, {} actions, frontier {}, classifier accuracy {:?} over {} predictions; \
          links dropped {}, out of scope {}, trap {}",
         crawl.pages,
         stats.actions,
-        crawl.core.frontier_len(),
+        core.frontier_len(),
         stats.classifier_accuracy(),
         stats.classifier_predictions,
         counters.dropped,

@@ -25,10 +25,11 @@
 //! settles. Abandoning steps (a stop, a failed write) puts every in-flight
 //! and unsettled link back into the frontier.
 
-use super::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
+use super::traps::{pattern_key, TrapGuard, DEFAULT_MAX_PATTERN_RUN};
 use crate::codec;
 use crate::config::JobSpec;
 use crate::extract::{self, PageLinks, Scope, UrlPatterns, UrlRules};
+use crate::learn::hash::IntHashBuilder;
 use crate::learn::{EarlyStop, EarlyStopConfig};
 use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
@@ -66,6 +67,18 @@ pub enum Admitted {
     AskHead(Link),
     /// Never fetched.
     Dropped,
+}
+
+/// The links of a fetched page not admitted yet (see [`JobCore::admit_next`]).
+pub struct PageAdmission {
+    step: LinkId,
+    /// Depth of the page's links.
+    depth: u32,
+    /// The page's own trap run.
+    page_run: u32,
+    page_pattern: u64,
+    page_url: Url,
+    links: std::vec::IntoIter<extract::ExtractedLink>,
 }
 
 /// A link not followed, and why (for the crawl log).
@@ -123,14 +136,17 @@ pub struct JobCore {
     strategy: Box<dyn Strategy>,
     rules: AdmitRules,
     /// Records of the frontier links not committed yet.
-    links: HashMap<LinkId, FrontierEntry>,
+    links: HashMap<LinkId, FrontierEntry, IntHashBuilder>,
     /// Hashes of every URL discovered (queued, in flight, unsettled, done).
-    seen: HashSet<u64>,
+    /// Its keys are hashes already and every link of a page is looked up
+    /// here: SipHash would hash them again at ~20 ns each
+    /// ([`IntHashBuilder`] mixes them in ~1 ns).
+    seen: HashSet<u64, IntHashBuilder>,
     /// Seen hashes not in a delta yet (those of unsettled links wait there).
     seen_pending: Vec<u64>,
     /// Unsettled links by URL hash, with the step that owns them.
-    unsettled: HashMap<u64, (LinkId, Link)>,
-    in_flight: HashMap<LinkId, Popped>,
+    unsettled: HashMap<u64, (LinkId, Link), IntHashBuilder>,
+    in_flight: HashMap<LinkId, Popped, IntHashBuilder>,
     pub counters: JobCounters,
     next_link_id: u64,
     next_manifest_row: u64,
@@ -142,7 +158,7 @@ pub struct JobCore {
     /// Links whose fetch failed for a reason that may pass, by URL hash:
     /// tries so far and when the first failed. In memory only: after a
     /// restart a waiting link gets its tries afresh.
-    retries: HashMap<u64, Retry>,
+    retries: HashMap<u64, Retry, IntHashBuilder>,
     /// Retried links out of the strategy's sight until the job has begun
     /// this many steps, by (step, id). See [`RETRY_SPACING_STEPS`].
     waiting_retries: BTreeMap<(u64, LinkId), QueueKey>,
@@ -218,11 +234,11 @@ impl JobCore {
             seed: spec.seed,
             strategy: spec.strategy.build(spec.seed),
             rules: AdmitRules::of(spec),
-            links: HashMap::new(),
-            seen: HashSet::new(),
+            links: HashMap::default(),
+            seen: HashSet::default(),
             seen_pending: Vec::new(),
-            unsettled: HashMap::new(),
-            in_flight: HashMap::new(),
+            unsettled: HashMap::default(),
+            in_flight: HashMap::default(),
             counters: JobCounters::default(),
             next_link_id: 0,
             next_manifest_row: 0,
@@ -230,7 +246,7 @@ impl JobCore {
             traps: TrapGuard::new(DEFAULT_MAX_PATTERN_RUN),
             delta: JobDelta::new(&spec.name),
             uncommitted_rows: Vec::new(),
-            retries: HashMap::new(),
+            retries: HashMap::default(),
             waiting_retries: BTreeMap::new(),
             steps_begun: 0,
             given_up: 0,
@@ -238,6 +254,14 @@ impl JobCore {
             skipped: Vec::new(),
             log_skips: spec.output.crawl_log,
         }
+    }
+
+    /// A fresh job crawled by `strategy` rather than the one its spec names
+    /// (a test's or a benchmark's own configuration of it).
+    pub fn with_strategy(spec: &JobSpec, strategy: Box<dyn Strategy>) -> JobCore {
+        let mut core = JobCore::new(spec);
+        core.strategy = strategy;
+        core
     }
 
     /// Note a link not followed, for the crawl log.
@@ -478,7 +502,9 @@ impl JobCore {
         };
         self.delta.frontier_removed.push(id);
         // What the step left unsettled (a refused hop, a failed fetch-now) is done.
-        self.unsettled.retain(|_, (step, _)| *step != id);
+        if !self.unsettled.is_empty() {
+            self.unsettled.retain(|_, (step, _)| *step != id);
+        }
         let reward = u32::try_from(tally.targets).unwrap_or(u32::MAX);
         self.strategy.reward(p.key, reward);
         self.traps.record_page(&p.entry.link.url, reward);
@@ -576,8 +602,12 @@ impl JobCore {
     }
 
     /// An unsettled link is done (fetched, refused, or failed for good).
+    /// A no-op for a link that was not unsettled (a new page link the
+    /// strategy queues or drops at once: the common case, which costs no hash).
     pub fn settle_link(&mut self, url: &Url) {
-        self.unsettled.remove(&crate::engine::url_hash(url));
+        if !self.unsettled.is_empty() {
+            self.unsettled.remove(&crate::engine::url_hash(url));
+        }
     }
 
     fn enqueue(&mut self, link: Link, key: QueueKey) {
@@ -607,7 +637,11 @@ impl JobCore {
 
     /// Triage every new in-scope link of a page the step fetched. Links the
     /// strategy wants now or wants asked come back (unsettled); the rest are
-    /// queued or dropped here.
+    /// queued or dropped here. Every link is triaged before any HEAD it asks
+    /// is answered: right when those HEADs are units of their own (many steps
+    /// in flight); a driver that answers them in page order uses
+    /// [`JobCore::start_admission`] and [`JobCore::admit_next`] instead, so
+    /// that the strategy learns each answer before it triages the next link.
     pub fn admit_links(
         &mut self,
         step: LinkId,
@@ -617,17 +651,63 @@ impl JobCore {
         known_label: &dyn Fn(&Url) -> Option<Label>,
         spec: &JobSpec,
     ) -> Vec<Admitted> {
+        let mut admission = self.start_admission(step, page, page_url, found);
+        let mut out = Vec::with_capacity(admission.links.len());
+        while let Some(admitted) = self.admit_next(&mut admission, known_label, spec) {
+            out.push(admitted);
+        }
+        out
+    }
+
+    /// Begin admitting the links of a page the step fetched, one at a time
+    /// ([`JobCore::admit_next`]).
+    pub fn start_admission(
+        &mut self,
+        step: LinkId,
+        page: &Link,
+        page_url: &Url,
+        found: PageLinks,
+    ) -> PageAdmission {
         let r = &found.rejected;
         self.counters.rejected_links += r.bad_url + r.scheme + r.too_long + r.repeated_segments;
-        let depth = page.depth + 1;
-        let mut out = Vec::new();
-        for l in found.links {
+        PageAdmission {
+            step,
+            depth: page.depth + 1,
+            page_run: page.pattern_run,
+            // The page's side of every link's trap run, hashed once per page
+            // rather than once per link (as `TrapGuard::run_of` would).
+            page_pattern: pattern_key(page_url),
+            page_url: page_url.clone(),
+            links: found.links.into_iter(),
+        }
+    }
+
+    /// Triage the page's next new in-scope link; `None` once every link
+    /// was seen. A link this returns as [`Admitted::AskHead`] may be asked
+    /// and answered ([`JobCore::after_head`]) before the next call.
+    pub fn admit_next(
+        &mut self,
+        page: &mut PageAdmission,
+        known_label: &dyn Fn(&Url) -> Option<Label>,
+        spec: &JobSpec,
+    ) -> Option<Admitted> {
+        let page_url = &page.page_url;
+        let depth = page.depth;
+        for l in page.links.by_ref() {
             if !self.in_scope(&l.url) {
                 self.counters.out_of_scope += 1;
                 self.skip(&l.url, SkipReason::Scope, Some(page_url));
                 continue;
             }
-            let pattern_run = TrapGuard::run_of(&l.url, page_url, page.pattern_run);
+            let pattern_run = if pattern_key(&l.url) == page.page_pattern {
+                page.page_run.saturating_add(1)
+            } else {
+                0
+            };
+            debug_assert_eq!(
+                pattern_run,
+                TrapGuard::run_of(&l.url, page_url, page.page_run)
+            );
             if !self.traps.admits(&l.url, pattern_run) {
                 self.counters.trap_links += 1;
                 self.skip(&l.url, SkipReason::Trap, Some(page_url));
@@ -660,10 +740,11 @@ impl JobCore {
             } else {
                 known_label(&link.url)
             };
-            out.push(self.triage(step, link, known, spec, false));
+            let admitted = self.triage(page.step, link, known, spec, false);
+            self.debug_check();
+            return Some(admitted);
         }
-        self.debug_check();
-        out
+        None
     }
 
     /// Queue a link found outside a page (a sitemap listed in robots.txt):
@@ -697,7 +778,7 @@ impl JobCore {
         loop {
             match self.strategy.triage(&link, known) {
                 Triage::Enqueue(key) => {
-                    self.unsettled.remove(&crate::engine::url_hash(&link.url));
+                    self.settle_link(&link.url);
                     self.enqueue(link, key);
                     return Admitted::Queued;
                 }
@@ -707,7 +788,7 @@ impl JobCore {
                     return Admitted::FetchNow(link);
                 }
                 Triage::Drop => {
-                    self.unsettled.remove(&crate::engine::url_hash(&link.url));
+                    self.settle_link(&link.url);
                     self.counters.dropped += 1;
                     self.skip(&link.url, SkipReason::Strategy, link.referrer.as_ref());
                     return Admitted::Dropped;
@@ -871,5 +952,6 @@ impl JobCore {
     }
 }
 
+pub mod replay;
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,9 @@ mod robots_cache;
 mod runner;
 pub mod traps;
 
-pub use self::core::{Admitted, HeadAnswer, JobCore, RetryVerdict, StepTally};
+pub use self::core::{
+    replay, Admitted, HeadAnswer, JobCore, PageAdmission, RetryVerdict, StepTally,
+};
 pub use explain::explain;
 pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
 pub use runner::{url_hash, JobOutcome, Runner};

@@ -802,8 +802,10 @@ impl<'a> Runner<'a> {
     /// Triage every new in-scope link of a page; returns the links to fetch
     /// now. The links the strategy wants asked with HEAD go to `asks` when
     /// the job keeps several steps in flight (units of their own); with one,
-    /// nothing else could run meanwhile, and they are asked here in page
-    /// order, as the sequential crawl always did.
+    /// nothing else could run meanwhile, and each is asked as it is triaged,
+    /// in page order, so that the strategy learns its answer before it
+    /// triages the next link, as the sequential crawl always did (sb's
+    /// warm-up then ends after its first HEADs, not after a whole page).
     async fn admit_links(
         &self,
         step: LinkId,
@@ -814,23 +816,23 @@ impl<'a> Runner<'a> {
         asks: &mut Vec<Link>,
     ) -> Result<Vec<Link>, EngineError> {
         let known = |url: &Url| self.known_label(url);
-        let admitted = self
-            .core()
-            .admit_links(step, page, page_url, found, &known, self.spec);
-        self.frontier_grew.notify_one();
+        let mut admission = self.core().start_admission(step, page, page_url, found);
         let mut fetch_now = Vec::new();
-        for a in admitted {
-            match a {
-                Admitted::FetchNow(link) => fetch_now.push(link),
-                Admitted::AskHead(link) if self.max_in_flight > 1 => asks.push(link),
-                Admitted::AskHead(link) => {
+        loop {
+            let next = self.core().admit_next(&mut admission, &known, self.spec);
+            match next {
+                None => break,
+                Some(Admitted::FetchNow(link)) => fetch_now.push(link),
+                Some(Admitted::AskHead(link)) if self.max_in_flight > 1 => asks.push(link),
+                Some(Admitted::AskHead(link)) => {
                     if let Some(link) = self.ask(step, link, tally).await? {
                         fetch_now.push(link);
                     }
                 }
-                Admitted::Queued | Admitted::Dropped => {}
+                Some(Admitted::Queued | Admitted::Dropped) => {}
             }
         }
+        self.frontier_grew.notify_one();
         self.log_skipped();
         Ok(fetch_now)
     }

@@ -182,19 +182,17 @@ mod tests {
     #[test]
     fn predicted_targets_are_fetched_and_all_targets_found() {
         let site = site(1);
-        let mut f = Focused::new(2);
-        let mut crawl = Crawl::start(&site, &mut f);
-        crawl.run(&mut f, 100_000);
+        let mut crawl = Crawl::start(&site, Focused::new(2));
+        crawl.run(100_000);
         assert_eq!(crawl.targets_found(), site.targets.len());
-        assert_eq!(crawl.heads, 9, "warm-up: 9 HEADs and the seed's GET");
-        let mut bfs = Bfs::default();
-        let mut b = Crawl::start(&site, &mut bfs);
-        b.run(&mut bfs, 100_000);
+        assert_eq!(crawl.heads(), 9, "warm-up: 9 HEADs and the seed's GET");
+        let mut b = Crawl::start(&site, Bfs::default());
+        b.run(100_000);
         // Targets never wait in the frontier: focused cannot do worse than BFS here.
-        assert!(crawl.requests_at_all_targets <= b.requests_at_all_targets);
+        assert!(crawl.requests_at_all_targets() <= b.requests_at_all_targets());
         // Measured 0.83: the warm-up saw only pages, so target links are predicted
         // HTML and wait in the frontier until the first one is fetched and learned.
-        let stats = f.stats();
+        let stats = crawl.strategy().stats();
         assert!(
             stats.classifier_accuracy().is_some_and(|a| a > 0.75),
             "{stats:?}"
@@ -204,22 +202,17 @@ mod tests {
     #[test]
     fn resumes_exactly_after_restore() {
         let site = site(3);
-        let mut original = Focused::new(4);
-        let mut crawl = Crawl::start(&site, &mut original);
+        let mut crawl = Crawl::start(&site, Focused::new(4));
         for _ in 0..40 {
-            assert!(crawl.step(&mut original));
+            assert!(crawl.step());
         }
-        let saved = original.save();
-        let mut resumed = Focused::new(77);
-        resumed.restore(&saved).unwrap();
-        crawl.push_frontier(&mut resumed);
-        assert_eq!(resumed.save(), saved);
-        let mut fork = crawl.clone();
-        while crawl.step(&mut original) {
-            assert!(fork.step(&mut resumed));
+        let (mut fork, saved) = crawl.resume(Focused::new(77));
+        assert_eq!(fork.strategy().save(), saved);
+        while crawl.step() {
+            assert!(fork.step());
             assert_eq!(crawl.trace.last(), fork.trace.last());
         }
-        assert!(!fork.step(&mut resumed));
-        assert_eq!(original.save(), resumed.save());
+        assert!(!fork.step());
+        assert_eq!(crawl.strategy().save(), fork.strategy().save());
     }
 }

@@ -838,12 +838,14 @@ impl Strategy for SleepingBandit {
     }
 }
 
-/// An in-memory website and a miniature engine loop, for strategy tests.
+/// An in-memory website crawled through the engine's job core, for strategy tests.
 #[cfg(test)]
 pub(super) mod fake_site {
-    use super::super::{LabelSource, Strategy, Triage};
-    use crate::link::QueueKey;
-    use crate::link::{Link, LinkId, TagPath};
+    use super::super::Strategy;
+    use crate::config::JobSpec;
+    use crate::engine::replay::{Answers, Replay};
+    use crate::extract::{ExtractedLink, PageLinks, RejectCounts};
+    use crate::link::{Link, LinkId, QueueKey, TagPath};
     use crate::mime::Label;
     use rand::{Rng, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
@@ -968,160 +970,135 @@ pub(super) mod fake_site {
         }
     }
 
-    /// The state of one crawl of a [`Site`], cloneable to fork a run.
+    /// What the site answers a crawl, and what the crawl found.
     #[derive(Clone)]
-    pub struct Crawl<'s> {
+    struct SiteAnswers<'s> {
         site: &'s Site,
-        seen: HashSet<String>,
-        links: Vec<Link>,
-        /// Frontier as the engine would persist it: id → key.
-        pub frontier: BTreeMap<u64, QueueKey>,
         found: HashSet<String>,
-        pub requests: u64,
-        pub heads: u64,
-        /// Requests spent when the last target was found.
-        pub requests_at_all_targets: Option<u64>,
+        requests_at_all_targets: Option<u64>,
+    }
+
+    impl Answers for SiteAnswers<'_> {
+        fn label(&mut self, url: &Url) -> Option<Label> {
+            self.site.label(url.as_str())
+        }
+
+        fn links(&mut self, page: &Link) -> PageLinks {
+            let links = self.site.pages[page.url.as_str()]
+                .iter()
+                .map(|a| ExtractedLink {
+                    url: Url::parse(&a.url).unwrap(),
+                    tag_path: TagPath::new(a.tag_path),
+                    anchor: String::new(),
+                })
+                .collect();
+            PageLinks {
+                links,
+                base: page.url.clone(),
+                structured_data: false,
+                structured: None,
+                cut: None,
+                rejected: RejectCounts::default(),
+            }
+        }
+
+        fn target(&mut self, link: &Link, requests: u64) -> bool {
+            let new = self.found.insert(link.url.to_string());
+            if new && self.found.len() == self.site.targets.len() {
+                self.requests_at_all_targets = Some(requests);
+            }
+            new
+        }
+    }
+
+    /// One crawl of a [`Site`] by the engine's own job core ([`Replay`]):
+    /// the runner's triage protocol with the network replaced by the site.
+    pub struct Crawl<'s> {
+        replay: Replay,
+        answers: SiteAnswers<'s>,
         /// Popped ids, in order.
         pub trace: Vec<u64>,
     }
 
     impl<'s> Crawl<'s> {
-        pub fn start(site: &'s Site, strategy: &mut dyn Strategy) -> Self {
-            let mut crawl = Crawl {
-                site,
-                seen: HashSet::new(),
-                links: Vec::new(),
-                frontier: BTreeMap::new(),
-                found: HashSet::new(),
-                requests: 0,
-                heads: 0,
-                requests_at_all_targets: None,
+        /// A crawl of `site` from its home page by `strategy`.
+        pub fn start(site: &'s Site, strategy: impl Strategy + 'static) -> Self {
+            let mut spec =
+                JobSpec::new("fake-site", vec![Url::parse(&format!("{BASE}/")).unwrap()]);
+            // The site's images must reach the strategy; the crawl has no budget of its own.
+            spec.targets.block_ext.clear();
+            spec.budget.requests = 0;
+            spec.budget.bytes = 0;
+            spec.budget.early_stop = false;
+            Crawl {
+                replay: Replay::new(spec, Box::new(strategy)),
+                answers: SiteAnswers {
+                    site,
+                    found: HashSet::new(),
+                    requests_at_all_targets: None,
+                },
                 trace: Vec::new(),
-            };
-            let seed = Link::seed(Url::parse(&format!("{BASE}/")).unwrap());
-            crawl.seen.insert(seed.url.to_string());
-            crawl.discover(strategy, seed);
-            crawl
+            }
+        }
+
+        pub fn strategy(&mut self) -> &mut dyn Strategy {
+            self.replay.strategy()
+        }
+
+        /// GET and HEAD requests so far.
+        pub fn requests(&self) -> u64 {
+            self.replay.requests()
+        }
+
+        pub fn heads(&self) -> u64 {
+            self.replay.core.counters.heads
+        }
+
+        /// Requests spent when the last target was found.
+        pub fn requests_at_all_targets(&self) -> Option<u64> {
+            self.answers.requests_at_all_targets
         }
 
         pub fn targets_found(&self) -> usize {
-            self.found.len()
-        }
-
-        fn found_target(&mut self, url: &str) -> u32 {
-            if self.found.insert(url.to_owned()) {
-                if self.found.len() == self.site.targets.len() {
-                    self.requests_at_all_targets = Some(self.requests);
-                }
-                1
-            } else {
-                0
-            }
-        }
-
-        /// Triage a new link the way the engine does; returns new targets found.
-        fn discover(&mut self, strategy: &mut dyn Strategy, link: Link) -> u32 {
-            let mut known = None;
-            loop {
-                match strategy.triage(&link, known) {
-                    Triage::Head => {
-                        assert!(known.is_none(), "HEAD asked for a known link");
-                        self.requests += 1;
-                        self.heads += 1;
-                        match self.site.label(link.url.as_str()) {
-                            Some(label) => {
-                                strategy.observe(&link, label, LabelSource::Head);
-                                known = Some(label);
-                            }
-                            None => return 0,
-                        }
-                    }
-                    Triage::Enqueue(key) => {
-                        let id = self.links.len() as u64;
-                        self.links.push(link);
-                        self.frontier.insert(id, key);
-                        strategy.push(LinkId(id), key);
-                        return 0;
-                    }
-                    Triage::FetchNow => {
-                        self.requests += 1;
-                        let label = self.site.label(link.url.as_str());
-                        if let Some(l) = label {
-                            strategy.observe(&link, l, LabelSource::Get);
-                        }
-                        return match label {
-                            Some(Label::Target) => self.found_target(link.url.as_str()),
-                            // A page predicted as a target: parsed as the page it is.
-                            Some(Label::Html) => self.parse(strategy, &link),
-                            _ => 0,
-                        };
-                    }
-                    Triage::Drop => return 0,
-                }
-            }
-        }
-
-        fn parse(&mut self, strategy: &mut dyn Strategy, page: &Link) -> u32 {
-            let anchors = self.site.pages[page.url.as_str()].clone();
-            let mut reward = 0;
-            for a in anchors {
-                if !self.seen.insert(a.url.clone()) {
-                    continue;
-                }
-                let link = Link {
-                    url: Url::parse(&a.url).unwrap(),
-                    tag_path: TagPath::new(a.tag_path),
-                    anchor: String::new(),
-                    depth: page.depth + 1,
-                    referrer: Some(page.url.clone()),
-                    pattern_run: 0,
-                };
-                reward += self.discover(strategy, link);
-            }
-            reward
+            self.answers.found.len()
         }
 
         /// Pop and fetch one link; false when the frontier is empty.
-        pub fn step(&mut self, strategy: &mut dyn Strategy) -> bool {
-            let Some((id, key)) = strategy.pop() else {
+        pub fn step(&mut self) -> bool {
+            let Some(stepped) = self.replay.step(&mut self.answers) else {
                 return false;
             };
-            assert_eq!(
-                self.frontier.remove(&id.0),
-                Some(key),
-                "popped with its push key"
-            );
-            self.trace.push(id.0);
-            let link = self.links[id.0 as usize].clone();
-            self.requests += 1;
-            let label = self.site.label(link.url.as_str());
-            if let Some(l) = label {
-                strategy.observe(&link, l, LabelSource::Get);
-            }
-            let reward = match label {
-                Some(Label::Html) => self.parse(strategy, &link),
-                // A target in the frontier (mispredicted as a page) is still one found.
-                Some(Label::Target) => self.found_target(link.url.as_str()),
-                _ => 0,
-            };
-            strategy.reward(key, reward);
+            self.trace.push(stepped.id.0);
             true
         }
 
         /// Crawl until every target is found, the frontier is empty or `budget` requests.
-        pub fn run(&mut self, strategy: &mut dyn Strategy, budget: u64) {
-            while self.requests_at_all_targets.is_none() && self.requests < budget {
-                if !self.step(strategy) {
+        pub fn run(&mut self, budget: u64) {
+            while self.answers.requests_at_all_targets.is_none() && self.requests() < budget {
+                if !self.step() {
                     break;
                 }
             }
         }
 
-        /// Push the persisted frontier into a restored strategy, in id order.
-        pub fn push_frontier(&self, strategy: &mut dyn Strategy) {
-            for (&id, &key) in &self.frontier {
-                strategy.push(LinkId(id), key);
-            }
+        /// The frontier as a checkpoint now commits it: ids and keys.
+        pub fn frontier(&mut self) -> Vec<(LinkId, QueueKey)> {
+            self.replay.checkpoint();
+            self.replay.stored_frontier().collect()
+        }
+
+        /// This crawl as a restart from a checkpoint taken now resumes it,
+        /// `strategy` (a fresh one) restoring the saved learner; the learner
+        /// state the checkpoint saved comes with it.
+        pub fn resume(&mut self, strategy: impl Strategy + 'static) -> (Crawl<'s>, Vec<u8>) {
+            let replay = self.replay.resume(Box::new(strategy)).unwrap();
+            let saved = self.replay.record().strategy_state.clone();
+            let fork = Crawl {
+                replay,
+                answers: self.answers.clone(),
+                trace: self.trace.clone(),
+            };
+            (fork, saved)
         }
     }
 }
@@ -1145,15 +1122,15 @@ mod tests {
         }
     }
 
-    fn requests_to_all_targets(site: &Site, strategy: &mut dyn Strategy) -> u64 {
+    fn requests_to_all_targets(site: &Site, strategy: impl Strategy + 'static) -> u64 {
         let mut crawl = Crawl::start(site, strategy);
-        crawl.run(strategy, 100_000);
+        crawl.run(100_000);
         assert_eq!(
             crawl.targets_found(),
             site.targets.len(),
             "every target is reachable"
         );
-        crawl.requests_at_all_targets.unwrap()
+        crawl.requests_at_all_targets().unwrap()
     }
 
     #[test]
@@ -1207,10 +1184,10 @@ mod tests {
     #[test]
     fn finds_every_target_with_far_fewer_requests_than_bfs() {
         let site = Site::generate(shape(1));
-        let bfs = requests_to_all_targets(&site, &mut Bfs::default());
+        let bfs = requests_to_all_targets(&site, Bfs::default());
         let mut sb_total = 0;
         for seed in 1..=5 {
-            let sb = requests_to_all_targets(&site, &mut SleepingBandit::new(seed));
+            let sb = requests_to_all_targets(&site, SleepingBandit::new(seed));
             // Measured: ~250 vs 1381 requests; a third of BFS leaves room for tuning.
             assert!(sb * 3 < bfs, "seed {seed}: sb {sb} vs bfs {bfs}");
             sb_total += sb;
@@ -1223,10 +1200,9 @@ mod tests {
     #[test]
     fn learns_which_action_pays_and_explains_it() {
         let site = Site::generate(shape(2));
-        let mut sb = SleepingBandit::new(3);
-        let mut crawl = Crawl::start(&site, &mut sb);
-        crawl.run(&mut sb, 100_000);
-        let stats = sb.stats();
+        let mut crawl = Crawl::start(&site, SleepingBandit::new(3));
+        crawl.run(100_000);
+        let stats = crawl.strategy().stats();
         assert!(stats.actions >= 4, "{stats:?}");
         let best = &stats.top_actions[0];
         assert_eq!(best.tag_path, DATASET_LIST);
@@ -1237,7 +1213,7 @@ mod tests {
             .windows(2)
             .all(|w| w[0].mean_reward >= w[1].mean_reward));
         // Warm-up needs 10 labels: 9 HEADs plus the seed's own GET, then predictions take over.
-        assert_eq!(crawl.heads, 9);
+        assert_eq!(crawl.heads(), 9);
         let accuracy = stats.classifier_accuracy().unwrap();
         assert!(accuracy > 0.9, "{accuracy}");
     }
@@ -1246,9 +1222,8 @@ mod tests {
     fn same_seed_same_crawl() {
         let site = Site::generate(shape(4));
         let run = |seed| {
-            let mut sb = SleepingBandit::new(seed);
-            let mut crawl = Crawl::start(&site, &mut sb);
-            crawl.run(&mut sb, 100_000);
+            let mut crawl = Crawl::start(&site, SleepingBandit::new(seed));
+            crawl.run(100_000);
             crawl.trace
         };
         let a = run(11);
@@ -1263,21 +1238,20 @@ mod tests {
             ..shape(5)
         };
         let site = Site::generate(big);
-        let mut original = SleepingBandit::with_config(21, config);
-        let mut crawl = Crawl::start(&site, &mut original);
+        let mut crawl = Crawl::start(&site, SleepingBandit::with_config(21, config));
         for _ in 0..150 {
-            assert!(crawl.step(&mut original));
+            assert!(crawl.step());
         }
-        let saved = original.save();
-        let mut resumed = SleepingBandit::with_config(999, config);
-        resumed.restore(&saved).unwrap();
-        crawl.push_frontier(&mut resumed);
-        assert_eq!(resumed.len(), original.len());
-        assert_eq!(resumed.save(), saved, "restore then save is the identity");
-        let mut fork = crawl.clone();
+        let (mut fork, saved) = crawl.resume(SleepingBandit::with_config(999, config));
+        assert_eq!(fork.strategy().len(), crawl.strategy().len());
+        assert_eq!(
+            fork.strategy().save(),
+            saved,
+            "restore then save is the identity"
+        );
         for i in 0..1000 {
-            let a = crawl.step(&mut original);
-            let b = fork.step(&mut resumed);
+            let a = crawl.step();
+            let b = fork.step();
             assert_eq!(a, b, "pop {i}");
             assert_eq!(crawl.trace.last(), fork.trace.last(), "pop {i}");
             if !a {
@@ -1285,8 +1259,8 @@ mod tests {
             }
         }
         assert!(crawl.trace.len() > 1000, "the test exercised 1000 pops");
-        assert_eq!(original.save(), resumed.save());
-        assert_eq!(original.stats(), resumed.stats());
+        assert_eq!(crawl.strategy().save(), fork.strategy().save());
+        assert_eq!(crawl.strategy().stats(), fork.strategy().stats());
     }
 
     #[test]
@@ -1481,12 +1455,11 @@ mod tests {
     fn the_neither_model_saves_requests_on_images() {
         let site = Site::generate(shape(6));
         let run = |config: SbConfig| {
-            let mut sb = SleepingBandit::with_config(5, config);
-            let mut crawl = Crawl::start(&site, &mut sb);
-            crawl.run(&mut sb, 1_000_000);
+            let mut crawl = Crawl::start(&site, SleepingBandit::with_config(5, config));
+            crawl.run(1_000_000);
             // Crawl everything to compare the waste on images.
-            while crawl.step(&mut sb) {}
-            (crawl.requests, crawl.targets_found())
+            while crawl.step() {}
+            (crawl.requests(), crawl.targets_found())
         };
         // The classifier's optional neither model alone, without the patterns.
         let mut plain = SbConfig::default();
@@ -1664,14 +1637,14 @@ mod tests {
     #[test]
     fn the_neither_patterns_cost_nothing_here_and_drop_nothing() {
         let site = Site::generate(shape(6));
-        let run = |mut sb: SleepingBandit| {
-            let mut crawl = Crawl::start(&site, &mut sb);
-            crawl.run(&mut sb, 1_000_000);
+        let run = |sb: SleepingBandit| {
+            let mut crawl = Crawl::start(&site, sb);
+            crawl.run(1_000_000);
             assert_eq!(crawl.targets_found(), site.targets.len());
-            let at_all = crawl.requests_at_all_targets.unwrap();
-            while crawl.step(&mut sb) {}
-            assert!(crawl.frontier.is_empty() && sb.is_empty());
-            (at_all, crawl.requests)
+            let at_all = crawl.requests_at_all_targets().unwrap();
+            while crawl.step() {}
+            assert!(crawl.frontier().is_empty() && crawl.strategy().is_empty());
+            (at_all, crawl.requests())
         };
         let (binary_at, binary_total) = run(SleepingBandit::binary(5));
         let (sb_at, sb_total) = run(SleepingBandit::new(5));
@@ -1689,33 +1662,32 @@ mod tests {
     #[test]
     fn resumes_exactly_with_links_waiting() {
         let site = Site::generate(shape(8));
-        let mut original = SleepingBandit::new(21);
-        let mut crawl = Crawl::start(&site, &mut original);
+        let mut crawl = Crawl::start(&site, SleepingBandit::new(21));
         for _ in 0..300 {
-            assert!(crawl.step(&mut original));
+            assert!(crawl.step());
         }
         assert!(
-            crawl.frontier.values().any(|k| k.slot == WAITING_SLOT),
+            crawl.frontier().iter().any(|(_, k)| k.slot == WAITING_SLOT),
             "links wait at the checkpoint"
         );
-        let saved = original.save();
-        let mut resumed = SleepingBandit::new(999);
-        resumed.restore(&saved).unwrap();
-        crawl.push_frontier(&mut resumed);
-        assert_eq!(resumed.len(), original.len());
-        assert_eq!(resumed.save(), saved, "restore then save is the identity");
-        let mut fork = crawl.clone();
+        let (mut fork, saved) = crawl.resume(SleepingBandit::new(999));
+        assert_eq!(fork.strategy().len(), crawl.strategy().len());
+        assert_eq!(
+            fork.strategy().save(),
+            saved,
+            "restore then save is the identity"
+        );
         // To the end of the crawl, the waiting links included.
         loop {
-            let a = crawl.step(&mut original);
-            assert_eq!(a, fork.step(&mut resumed));
+            let a = crawl.step();
+            assert_eq!(a, fork.step());
             assert_eq!(crawl.trace.last(), fork.trace.last());
             if !a {
                 break;
             }
         }
         assert_eq!(crawl.trace, fork.trace);
-        assert_eq!(original.save(), resumed.save());
+        assert_eq!(crawl.strategy().save(), fork.strategy().save());
     }
 
     #[test]

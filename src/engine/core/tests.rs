@@ -371,3 +371,46 @@ proptest! {
         prop_assert!(back.is_disjoint(&done));
     }
 }
+
+/// sb's warm-up asks HEADs until its classifier has 10 labels (the seed's
+/// GET is the first). Admitted one at a time with each answer learned before
+/// the next link is triaged (one step in flight), a page of 30 links costs 9
+/// HEADs; triaged all at once (many in flight: HEADs are units of their
+/// own), every link is asked. The sequential crawl before the job core did
+/// the former: doing the latter with one step in flight moved sb's req@90.
+#[test]
+fn one_at_a_time_the_warm_up_ends_within_a_page() {
+    let urls: Vec<String> = (0..30).map(|i| format!("http://site.test/p{i}")).collect();
+    let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let spec = spec(StrategyKind::Sb);
+    let start = || {
+        let mut core = JobCore::new(&spec);
+        core.add_seeds(&spec.seeds);
+        let (id, seed) = pop_and_begin(&mut core).expect("seed");
+        core.observe(&seed, Label::Html, LabelSource::Get);
+        (core, id, seed)
+    };
+
+    let (mut core, id, seed) = start();
+    let mut admission = core.start_admission(id, &seed, &seed.url, page(&refs));
+    let mut asked = 0;
+    while let Some(mut next) = core.admit_next(&mut admission, &no_label, &spec) {
+        while let Admitted::AskHead(link) = next {
+            asked += 1;
+            core.observe(&link, Label::Html, LabelSource::Head);
+            next = core.after_head(id, link, HeadAnswer::Label(Label::Html), &spec);
+        }
+        assert_eq!(next, Admitted::Queued);
+    }
+    assert_eq!(asked, 9, "the warm-up ends after 9 HEADs");
+    core.settle_step(id, StepTally::default());
+    assert_eq!(core.frontier_len(), 30);
+
+    let (mut core, id, seed) = start();
+    let admitted = core.admit_links(id, &seed, &seed.url, page(&refs), &no_label, &spec);
+    let asks = admitted
+        .iter()
+        .filter(|a| matches!(a, Admitted::AskHead(_)))
+        .count();
+    assert_eq!(asks, 30, "all triaged before any answer: every link asked");
+}

@@ -1,0 +1,229 @@
+//! A job's [`JobCore`] driven against a site whose answers are known in
+//! advance, with the store replaced by memory: the runner's protocol for one
+//! step in flight (pop, GET, admit the page's links in page order with each
+//! HEAD answered as it is asked, fetch the links wanted now, settle) with the
+//! network replaced by [`Answers`]. Strategy tests and benchmarks use it so
+//! that they exercise the engine's own bookkeeping and triage protocol, not a
+//! copy of it.
+
+use super::{Admitted, HeadAnswer, JobCore, StepTally};
+use crate::codec::CodecError;
+use crate::config::JobSpec;
+use crate::extract::PageLinks;
+use crate::link::{Link, LinkId, QueueKey};
+use crate::mime::Label;
+use crate::store::{FrontierEntry, JobRecord};
+use crate::strategy::{LabelSource, Strategy};
+use std::collections::BTreeMap;
+use url::Url;
+
+/// What the replayed site answers.
+pub trait Answers {
+    /// What a HEAD or a GET of `url` tells; `None` for a 404.
+    fn label(&mut self, url: &Url) -> Option<Label>;
+    /// The links of a page (asked of URLs labelled HTML only).
+    fn links(&mut self, page: &Link) -> PageLinks;
+    /// A target was fetched by the crawl's request number `requests`:
+    /// whether it is a new one (the step's reward counts new targets).
+    fn target(&mut self, link: &Link, requests: u64) -> bool;
+}
+
+/// A step the replay took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stepped {
+    /// The popped link's id.
+    pub id: LinkId,
+    pub tally: StepTally,
+}
+
+/// One job replayed against [`Answers`]. Requests, HEADs, pages and targets
+/// are counted in the core's counters, as the runner counts them.
+pub struct Replay {
+    pub core: JobCore,
+    pub spec: JobSpec,
+    /// Frontier records committed by [`Replay::checkpoint`]: what the store holds.
+    stored: BTreeMap<LinkId, FrontierEntry>,
+    /// Seen hashes committed.
+    stored_seen: Vec<u64>,
+    /// The job record last committed.
+    record: JobRecord,
+}
+
+impl Replay {
+    /// A new job of `spec` with its seeds queued, crawled by `strategy` (a
+    /// strategy configured by the caller; `spec.strategy` is set to its kind).
+    pub fn new(mut spec: JobSpec, strategy: Box<dyn Strategy>) -> Replay {
+        spec.strategy = strategy.kind();
+        let mut core = JobCore::with_strategy(&spec, strategy);
+        core.add_seeds(&spec.seeds);
+        Replay {
+            core,
+            spec,
+            stored: BTreeMap::new(),
+            stored_seen: Vec::new(),
+            record: JobRecord::default(),
+        }
+    }
+
+    pub fn strategy(&mut self) -> &mut dyn Strategy {
+        self.core.strategy_mut()
+    }
+
+    /// GET and HEAD requests so far.
+    pub fn requests(&self) -> u64 {
+        self.core.counters.requests
+    }
+
+    /// Pop the next link and take its step; `None` when the frontier is empty.
+    pub fn step(&mut self, site: &mut dyn Answers) -> Option<Stepped> {
+        loop {
+            let (id, key, entry) = self.core.pop(&|_| true)?;
+            let Some(entry) = entry.or_else(|| self.stored.get(&id).cloned()) else {
+                debug_assert!(false, "{id} was popped without a record");
+                self.core.begin_step(id, key, None);
+                continue;
+            };
+            if !self.core.confirm_popped(id, key, &entry.link) {
+                continue;
+            }
+            let link = entry.link.clone();
+            self.core.begin_step(id, key, Some(entry));
+            let mut tally = StepTally::default();
+            // Links wanted now are fetched after the page's links were
+            // admitted, in page order, as the runner does.
+            let mut work = vec![link];
+            while let Some(link) = work.pop() {
+                let now = self.get(id, &link, site, &mut tally);
+                work.extend(now.into_iter().rev());
+                self.core.settle_link(&link.url);
+            }
+            self.core.settle_step(id, tally);
+            return Some(Stepped { id, tally });
+        }
+    }
+
+    fn count_request(&mut self, tally: &mut StepTally) {
+        tally.requests += 1;
+        self.core.counters.requests += 1;
+    }
+
+    /// GET `link`; returns the links its page wants fetched now.
+    fn get(
+        &mut self,
+        step: LinkId,
+        link: &Link,
+        site: &mut dyn Answers,
+        tally: &mut StepTally,
+    ) -> Vec<Link> {
+        self.count_request(tally);
+        let Some(label) = site.label(&link.url) else {
+            self.core.counters.http_errors += 1;
+            self.core.observe(link, Label::Neither, LabelSource::Error);
+            return Vec::new();
+        };
+        self.core.fetched(&link.url);
+        self.core.observe(link, label, LabelSource::Get);
+        match label {
+            Label::Html => {
+                self.core.counters.pages += 1;
+                let found = site.links(link);
+                self.admit(step, link, found, site, tally)
+            }
+            Label::Target => {
+                if site.target(link, self.core.counters.requests) {
+                    self.core.counters.targets += 1;
+                    tally.targets += 1;
+                }
+                Vec::new()
+            }
+            Label::Neither => {
+                self.core.counters.neither += 1;
+                Vec::new()
+            }
+        }
+    }
+
+    /// Admit a page's links one at a time, each HEAD answered before the
+    /// next link is triaged (one step in flight); returns the links wanted now.
+    fn admit(
+        &mut self,
+        step: LinkId,
+        page: &Link,
+        found: PageLinks,
+        site: &mut dyn Answers,
+        tally: &mut StepTally,
+    ) -> Vec<Link> {
+        let mut admission = self.core.start_admission(step, page, &page.url, found);
+        let mut fetch_now = Vec::new();
+        while let Some(mut next) = self.core.admit_next(&mut admission, &|_| None, &self.spec) {
+            loop {
+                match next {
+                    Admitted::FetchNow(link) => {
+                        fetch_now.push(link);
+                        break;
+                    }
+                    Admitted::AskHead(link) => {
+                        self.count_request(tally);
+                        self.core.counters.heads += 1;
+                        let answer = match site.label(&link.url) {
+                            Some(label) => {
+                                self.core.observe(&link, label, LabelSource::Head);
+                                HeadAnswer::Label(label)
+                            }
+                            None => HeadAnswer::Broken,
+                        };
+                        next = self.core.after_head(step, link, answer, &self.spec);
+                    }
+                    Admitted::Queued | Admitted::Dropped => break,
+                }
+            }
+        }
+        fetch_now
+    }
+
+    /// Commit what was added since the last checkpoint, as the store would.
+    pub fn checkpoint(&mut self) {
+        let checkpoint = self.core.take_checkpoint(None, 0);
+        let delta = checkpoint.delta;
+        self.stored.extend(delta.frontier_added);
+        for id in &delta.frontier_removed {
+            self.stored.remove(id);
+        }
+        self.stored_seen.extend(delta.seen_added);
+        if let Some(record) = delta.record {
+            self.record = record;
+        }
+        self.core.committed(&checkpoint.committed_links);
+    }
+
+    /// The committed frontier: each link's id and key.
+    pub fn stored_frontier(&self) -> impl Iterator<Item = (LinkId, QueueKey)> + '_ {
+        self.stored.iter().map(|(id, e)| (*id, e.key))
+    }
+
+    /// The job record of the last checkpoint.
+    pub fn record(&self) -> &JobRecord {
+        &self.record
+    }
+
+    /// Checkpoint, then the job as a restart would resume it from there:
+    /// `strategy` (a fresh one) restores the committed learner state, the
+    /// core the committed record, frontier keys and seen set.
+    pub fn resume(&mut self, mut strategy: Box<dyn Strategy>) -> Result<Replay, CodecError> {
+        self.checkpoint();
+        strategy.restore(&self.record.strategy_state)?;
+        let mut core = JobCore::with_strategy(&self.spec, strategy);
+        core.restore(
+            &self.record,
+            self.stored_frontier().collect(),
+            self.stored_seen.clone(),
+        )?;
+        Ok(Replay {
+            core,
+            spec: self.spec.clone(),
+            stored: self.stored.clone(),
+            stored_seen: self.stored_seen.clone(),
+            record: self.record.clone(),
+        })
+    }
+}
