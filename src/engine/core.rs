@@ -158,6 +158,11 @@ pub struct JobCore {
     /// (`[output] crawl_log`); the runner drains it after every admit call.
     skipped: Vec<Skipped>,
     log_skips: bool,
+    /// A continuous job's revisit book (`None` for a job that runs once);
+    /// see `revisits.rs`.
+    revisits: Option<crate::revisit::RevisitBook>,
+    /// Steps under way that revisit a URL of the book, by step id.
+    revisit_steps: HashMap<LinkId, revisits::RevisitStep>,
 }
 
 /// Steps of the job a retried link waits before its next try, doubling with
@@ -237,6 +242,10 @@ impl JobCore {
             refused_private: 0,
             skipped: Vec::new(),
             log_skips: spec.output.crawl_log,
+            revisits: spec
+                .revisit()
+                .map(|r| crate::revisit::RevisitBook::new(r.schedule, r.policy)),
+            revisit_steps: HashMap::new(),
         }
     }
 
@@ -365,7 +374,12 @@ impl JobCore {
     /// Whether the job is finished for good before any work: its frontier was
     /// emptied by an earlier run, or its budget is spent.
     pub fn stored_stop_reason(&self, spec: &JobSpec) -> Option<StopReason> {
-        if self.strategy.is_empty() && self.in_flight.is_empty() && self.counters.requests > 0 {
+        // A continuous job with pages to revisit never runs out of work.
+        if self.strategy.is_empty()
+            && self.in_flight.is_empty()
+            && self.counters.requests > 0
+            && !self.has_revisits()
+        {
             return Some(StopReason::FrontierEmpty);
         }
         self.budget_exhausted(spec)
@@ -388,7 +402,9 @@ impl JobCore {
         if let Some(r) = self.budget_exhausted(spec) {
             return Some(r);
         }
-        if spec.budget.early_stop && self.early_stop.should_stop() {
+        // The early stop judges a one-off crawl's harvest rate; a continuous
+        // job's rate is that of its revisits, mostly of unchanged pages.
+        if spec.budget.early_stop && !self.is_continuous() && self.early_stop.should_stop() {
             return Some(StopReason::EarlyStop);
         }
         None
@@ -493,6 +509,7 @@ impl JobCore {
     /// own ids (the stored frontier still has them) and unsettled links go
     /// back to the frontier as new entries.
     pub fn abandon_all(&mut self) {
+        self.abandon_revisits();
         let mut popped: Vec<Popped> = self.in_flight.drain().map(|(_, p)| p).collect();
         popped.sort_by_key(|p| p.id);
         for p in popped {
@@ -804,6 +821,7 @@ impl JobCore {
         self.seen_pending = held;
         delta.seen_added = settled;
         delta.record = Some(record);
+        self.stage_revisits(&mut delta);
         let committed_links = delta.frontier_added.iter().map(|(id, _)| *id).collect();
         Checkpoint {
             delta,
@@ -871,5 +889,6 @@ impl JobCore {
     }
 }
 
+mod revisits;
 #[cfg(test)]
 mod tests;
