@@ -111,6 +111,7 @@ fn statistics_example_names_every_field() {
         "scope =",
         "strategy =",
         "seed =",
+        "mode =",
         "[targets]",
         "preset =",
         "mime =",
@@ -452,7 +453,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}nmae = \"y\"\n")),
-        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http)"
+        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http, mode, revisit)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
@@ -476,7 +477,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}\"odd key\" = 1\n")),
-        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http)"
+        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http, mode, revisit)"
     );
 }
 
@@ -1426,7 +1427,7 @@ fn a_job_runs_once_unless_it_says_continuous() {
 fn revisit_errors_name_the_field() {
     let lone = job_err(&format!("{HEAD}[revisit]\nmin = \"1s\"\n"));
     assert!(
-        lone.starts_with("jobs.d/x.toml:4: revisit: ") && lone.contains("mode = \"continuous\""),
+        lone.starts_with("jobs.d/x.toml:3: revisit: ") && lone.contains("mode = \"continuous\""),
         "{lone}"
     );
     let c = "mode = \"continuous\"\n";

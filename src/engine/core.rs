@@ -14,7 +14,9 @@
 //!   next try in `waiting_retries` (its record is in `links` until
 //!   committed, in the store after);
 //! - **in flight**: popped by a step that has not settled (`in_flight`); the
-//!   stored frontier still has it, so a kill -9 loses nothing;
+//!   stored frontier still has it, so a kill -9 loses nothing. A continuous
+//!   job's revisit steps are in flight too, under ids the frontier never
+//!   held; their URLs are in the revisit book (`core/revisits.rs`);
 //! - **unsettled**: discovered by a step that has not settled, and neither
 //!   queued nor done (a fetch-now link, a link being asked with HEAD, a
 //!   redirect hop); its seen hash is held back from the checkpoint deltas
