@@ -722,6 +722,7 @@ impl BigJob {
                 truncated: false,
                 rdf: None,
                 structured: None,
+                change: None,
             },
         ));
     }

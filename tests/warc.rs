@@ -281,6 +281,7 @@ fn manifest_row(url: &str, body: &[u8]) -> ManifestRow {
         truncated: false,
         rdf: None,
         structured: None,
+        change: None,
     }
 }
 

@@ -15,6 +15,7 @@ use crate::extract::{check_pattern, PolitenessPer, ScopeKind, UrlPatterns};
 use crate::http_options::HttpOptions;
 use crate::mime::{Preset, TargetSet};
 use crate::rdf::Follow;
+use crate::revisit::{RevisitPolicy, ScheduleConfig};
 use crate::strategy::StrategyKind;
 
 /// The user agent of a job that names none.
@@ -51,7 +52,14 @@ const TOP_FIELDS: &[&str] = &[
     "limits",
     "output",
     "http",
+    "mode",
+    "revisit",
 ];
+const REVISIT_FIELDS: &[&str] = &["min", "max", "policy"];
+/// Default of `revisit.min`.
+pub const DEFAULT_REVISIT_MIN: Duration = Duration::from_secs(3600);
+/// Default of `revisit.max`.
+pub const DEFAULT_REVISIT_MAX: Duration = Duration::from_secs(30 * 86_400);
 const OUTPUT_FIELDS: &[&str] = &["warc", "warc_max_size", "crawl_log"];
 const SCOPE_FIELDS: &[&str] = &["kind", "include", "exclude"];
 /// Range of `output.warc_max_size`: below 1 MiB a job makes thousands of files; above 64 GiB no tool copes.
@@ -145,6 +153,36 @@ pub struct JobSpec {
     /// `[http]`: extra headers, per-host credentials, a proxy (the daemon
     /// config's `[http]` fills in what the job leaves out).
     pub http: HttpOptions,
+    /// `mode` and `[revisit]`: whether the job finishes or harvests continuously.
+    pub mode: JobMode,
+}
+
+/// `mode = "once"` (the job finishes) or `"continuous"` (it revisits forever).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JobMode {
+    #[default]
+    Once,
+    Continuous(RevisitSpec),
+}
+
+/// The `[revisit]` table of a continuous job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RevisitSpec {
+    /// `revisit.min` and `revisit.max`.
+    pub schedule: ScheduleConfig,
+    pub policy: RevisitPolicy,
+}
+
+impl Default for RevisitSpec {
+    fn default() -> Self {
+        RevisitSpec {
+            schedule: ScheduleConfig {
+                min_secs: DEFAULT_REVISIT_MIN.as_secs(),
+                max_secs: DEFAULT_REVISIT_MAX.as_secs(),
+            },
+            policy: RevisitPolicy::default(),
+        }
+    }
 }
 
 impl JobSpec {
@@ -163,6 +201,15 @@ impl JobSpec {
             limits: LimitsSpec::default(),
             output: OutputSpec::default(),
             http: HttpOptions::default(),
+            mode: JobMode::Once,
+        }
+    }
+
+    /// The revisit settings of a continuous job; `None` for a job that finishes.
+    pub fn revisit(&self) -> Option<&RevisitSpec> {
+        match &self.mode {
+            JobMode::Once => None,
+            JobMode::Continuous(r) => Some(r),
         }
     }
 
@@ -438,6 +485,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
     let limits = sub_table(r, root, "limits", LIMITS_FIELDS, read_limits);
     let output = sub_table(r, root, "output", OUTPUT_FIELDS, read_output);
     let http = sub_table(r, root, "http", HTTP_FIELDS, read_http);
+    let mode = read_mode(r, root);
 
     let seeds = seeds?;
     let limits = limits?;
@@ -468,7 +516,64 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
         limits,
         output: output?,
         http: http?,
+        mode: mode?,
     })
+}
+
+/// `mode` and `[revisit]`; a `[revisit]` table without `mode = "continuous"`
+/// is an error (it would be silently ignored otherwise).
+fn read_mode(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobMode> {
+    let continuous = optional(root, "mode", |n| {
+        r.choice("mode", n, &[("once", false), ("continuous", true)])
+    })
+    .unwrap_or(Some(false))?;
+    let Some(node) = root.get("revisit") else {
+        return Some(if continuous {
+            JobMode::Continuous(RevisitSpec::default())
+        } else {
+            JobMode::Once
+        });
+    };
+    let t = r.table("revisit", node, REVISIT_FIELDS)?;
+    if !continuous {
+        r.invalid(
+            "revisit",
+            node,
+            "[revisit] applies to continuous jobs only: add mode = \"continuous\" or remove it",
+        );
+        return None;
+    }
+    let d = RevisitSpec::default();
+    let min = optional(&t, "min", |n| r.duration(&t.child("min"), n));
+    let max = optional(&t, "max", |n| r.duration(&t.child("max"), n));
+    let policy = optional(&t, "policy", |n| {
+        r.choice(&t.child("policy"), n, &RevisitPolicy::ALL)
+    });
+    let min = min.unwrap_or(Some(DEFAULT_REVISIT_MIN))?;
+    let max = max.unwrap_or(Some(DEFAULT_REVISIT_MAX))?;
+    let schedule = match ScheduleConfig::new(min, max) {
+        Ok(s) => s,
+        Err(why) => {
+            // Point at the bound that is wrong: `min` when it is below 1 s, else `max`.
+            let (field, at) = match (t.get("min"), t.get("max")) {
+                (Some(n), _) if min.as_secs() == 0 => ("min", n),
+                (_, Some(n)) => ("max", n),
+                (Some(n), None) => ("min", n),
+                (None, None) => ("revisit", node),
+            };
+            let path = if field == "revisit" {
+                field.to_string()
+            } else {
+                t.child(field)
+            };
+            r.invalid(&path, at, why);
+            return None;
+        }
+    };
+    Some(JobMode::Continuous(RevisitSpec {
+        schedule,
+        policy: policy.unwrap_or(Some(d.policy))?,
+    }))
 }
 
 /// `scope = "site"`, or a `[scope]` table with `kind`, `include` and `exclude`.

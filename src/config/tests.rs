@@ -3,6 +3,7 @@
 use super::*;
 use crate::extract::ScopeKind;
 use crate::mime::{Label, Preset};
+use crate::revisit::RevisitPolicy;
 use crate::strategy::StrategyKind;
 use proptest::prelude::*;
 use std::net::SocketAddr;
@@ -110,6 +111,7 @@ fn statistics_example_names_every_field() {
         "scope =",
         "strategy =",
         "seed =",
+        "mode =",
         "[targets]",
         "preset =",
         "mime =",
@@ -451,7 +453,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}nmae = \"y\"\n")),
-        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http)"
+        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http, mode, revisit)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
@@ -475,7 +477,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}\"odd key\" = 1\n")),
-        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http)"
+        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http, mode, revisit)"
     );
 }
 
@@ -1395,4 +1397,58 @@ fn linked_data_jobs_read_rdfa_and_one_statement_is_relevant() {
     .expect("its own");
     assert!(own.options.json_ld && !own.options.rdfa);
     assert_eq!(own.min_statements, 6);
+}
+
+// ---------------------------------------------------------------- mode, [revisit]
+
+#[test]
+fn a_job_runs_once_unless_it_says_continuous() {
+    assert_eq!(job(HEAD).mode, JobMode::Once);
+    assert!(job(HEAD).revisit().is_none());
+    let j = job(&format!("mode = \"continuous\"\n{HEAD}"));
+    assert_eq!(j.mode, JobMode::Continuous(RevisitSpec::default()));
+    let r = RevisitSpec::default();
+    assert_eq!(
+        (r.schedule.min_secs, r.schedule.max_secs),
+        (3600, 30 * 86_400)
+    );
+    assert_eq!(r.policy, RevisitPolicy::Learned);
+    let j = job(&format!(
+        "mode = \"continuous\"\n{HEAD}[revisit]\nmin = \"1s\"\nmax = \"2h\"\npolicy = \"fixed\"\n"
+    ));
+    let r = j.revisit().unwrap();
+    assert_eq!((r.schedule.min_secs, r.schedule.max_secs), (1, 7200));
+    assert_eq!(r.policy, RevisitPolicy::Fixed);
+    let j = job(&format!("mode = \"once\"\n{HEAD}"));
+    assert_eq!(j.mode, JobMode::Once);
+}
+
+#[test]
+fn revisit_errors_name_the_field() {
+    let lone = job_err(&format!("{HEAD}[revisit]\nmin = \"1s\"\n"));
+    assert!(
+        lone.starts_with("jobs.d/x.toml:3: revisit: ") && lone.contains("mode = \"continuous\""),
+        "{lone}"
+    );
+    let c = "mode = \"continuous\"\n";
+    let zero = job_err(&format!("{c}{HEAD}[revisit]\nmin = \"500ms\"\n"));
+    assert!(
+        zero.starts_with("jobs.d/x.toml:5: revisit.min: ") && zero.contains("at least 1 s"),
+        "{zero}"
+    );
+    let order = job_err(&format!("{c}{HEAD}[revisit]\nmin = \"2h\"\nmax = \"1h\"\n"));
+    assert!(
+        order.starts_with("jobs.d/x.toml:6: revisit.max: ") && order.contains("larger"),
+        "{order}"
+    );
+    let policy = job_err(&format!("{c}{HEAD}[revisit]\npolicy = \"random\"\n"));
+    assert!(
+        policy.starts_with("jobs.d/x.toml:5: revisit.policy: ")
+            && policy.contains("learned, adaptive, fixed"),
+        "{policy}"
+    );
+    let mode = job_err(&format!("mode = \"forever\"\n{HEAD}"));
+    assert!(mode.starts_with("jobs.d/x.toml:1: mode: "), "{mode}");
+    let unknown = job_err(&format!("{c}{HEAD}[revisit]\nmni = \"1h\"\n"));
+    assert!(unknown.contains("revisit.mni: unknown field"), "{unknown}");
 }

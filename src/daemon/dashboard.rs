@@ -192,6 +192,7 @@ mod tests {
             checkpoint_time: TimeTotal::default(),
             last_checkpoint_at: None,
             paused_since: None,
+            next_revisit_at: None,
             last_error: Some("GET http://a.test/<script>: HTTP 500".into()),
             last_error_at: None,
             config_error: None,

@@ -221,6 +221,8 @@ pub struct LiveStats {
     pub last_checkpoint: Option<SystemTime>,
     /// Set while the engine cannot write the job's state or targets and keeps retrying.
     pub paused: Option<Pause>,
+    /// Set while a continuous job waits for its next revisit: when it is due.
+    pub waiting_until: Option<SystemTime>,
     pub last_error: Option<String>,
     pub last_error_at: Option<SystemTime>,
     /// The stop reason the store or the last run recorded.
@@ -295,6 +297,7 @@ impl LiveStats {
         self.counters.clone_from(counters);
         self.stop = stop;
         self.paused = None;
+        self.waiting_until = None;
     }
 
     /// A run could not start or crashed.

@@ -389,6 +389,7 @@ mod tests {
             },
             last_checkpoint_at: Some(1_700_000_000),
             paused_since: None,
+            next_revisit_at: None,
             last_error: None,
             last_error_at: None,
             config_error: None,

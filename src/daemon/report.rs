@@ -78,6 +78,9 @@ pub struct JobStatus {
     /// Unix seconds; set while the job is `paused`.
     #[serde(default)]
     pub paused_since: Option<u64>,
+    /// Unix seconds; set while a continuous job waits: when its next revisit is due.
+    #[serde(default)]
+    pub next_revisit_at: Option<u64>,
     /// The last error seen (a failed request, a failed run, what paused the
     /// job). Kept after the job resumes: the state says whether it still holds.
     pub last_error: Option<String>,
@@ -199,12 +202,17 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         JobState::Pending => {
             Some("waiting for a free slot (max_jobs) or for its previous run to stop".to_string())
         }
-        JobState::Running => paused.map(|p| {
-            format!(
+        JobState::Running => match (paused, live.waiting_until) {
+            (Some(p), _) => Some(format!(
                 "paused, retrying: cannot write its state or targets: {}",
                 p.error
-            )
-        }),
+            )),
+            (None, Some(at)) => Some(format!(
+                "waiting: nothing due; next revisit at {}",
+                humantime::format_rfc3339_seconds(at)
+            )),
+            (None, None) => None,
+        },
         JobState::Stopping => Some(match paused {
             Some(p) => format!(
                 "stopping: its last checkpoint cannot be written yet ({}); retrying",
@@ -240,6 +248,10 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         checkpoint_time: live.checkpoints,
         last_checkpoint_at: live.last_checkpoint.map(unix_secs),
         paused_since: paused.map(|p| unix_secs(p.since)),
+        next_revisit_at: live
+            .waiting_until
+            .filter(|_| matches!(e.state, JobState::Running))
+            .map(unix_secs),
         last_error: live.last_error.clone(),
         last_error_at: live.last_error_at.map(unix_secs),
         config_error: e

@@ -807,6 +807,10 @@ impl CrawlObserver for LiveObserver {
     fn finished(&mut self, counters: &JobCounters, stop: Option<StopReason>) {
         self.live.lock().on_finished(counters, stop);
     }
+
+    fn waiting(&mut self, next_due: Option<std::time::SystemTime>) {
+        self.live.lock().waiting_until = next_due;
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@
 //!   next try in `waiting_retries` (its record is in `links` until
 //!   committed, in the store after);
 //! - **in flight**: popped by a step that has not settled (`in_flight`); the
-//!   stored frontier still has it, so a kill -9 loses nothing;
+//!   stored frontier still has it, so a kill -9 loses nothing. A continuous
+//!   job's revisit steps are in flight too, under ids the frontier never
+//!   held; their URLs are in the revisit book (`core/revisits.rs`);
 //! - **unsettled**: discovered by a step that has not settled, and neither
 //!   queued nor done (a fetch-now link, a link being asked with HEAD, a
 //!   redirect hop); its seen hash is held back from the checkpoint deltas
@@ -174,6 +176,11 @@ pub struct JobCore {
     /// (`[output] crawl_log`); the runner drains it after every admit call.
     skipped: Vec<Skipped>,
     log_skips: bool,
+    /// A continuous job's revisit book (`None` for a job that runs once);
+    /// see `revisits.rs`.
+    revisits: Option<crate::revisit::RevisitBook>,
+    /// Steps under way that revisit a URL of the book, by step id.
+    revisit_steps: HashMap<LinkId, revisits::RevisitStep>,
 }
 
 /// Steps of the job a retried link waits before its next try, doubling with
@@ -253,6 +260,10 @@ impl JobCore {
             refused_private: 0,
             skipped: Vec::new(),
             log_skips: spec.output.crawl_log,
+            revisits: spec
+                .revisit()
+                .map(|r| crate::revisit::RevisitBook::new(r.schedule, r.policy)),
+            revisit_steps: HashMap::new(),
         }
     }
 
@@ -389,7 +400,12 @@ impl JobCore {
     /// Whether the job is finished for good before any work: its frontier was
     /// emptied by an earlier run, or its budget is spent.
     pub fn stored_stop_reason(&self, spec: &JobSpec) -> Option<StopReason> {
-        if self.strategy.is_empty() && self.in_flight.is_empty() && self.counters.requests > 0 {
+        // A continuous job with pages to revisit never runs out of work.
+        if self.strategy.is_empty()
+            && self.in_flight.is_empty()
+            && self.counters.requests > 0
+            && !self.has_revisits()
+        {
             return Some(StopReason::FrontierEmpty);
         }
         self.budget_exhausted(spec)
@@ -412,7 +428,9 @@ impl JobCore {
         if let Some(r) = self.budget_exhausted(spec) {
             return Some(r);
         }
-        if spec.budget.early_stop && self.early_stop.should_stop() {
+        // The early stop judges a one-off crawl's harvest rate; a continuous
+        // job's rate is that of its revisits, mostly of unchanged pages.
+        if spec.budget.early_stop && !self.is_continuous() && self.early_stop.should_stop() {
             return Some(StopReason::EarlyStop);
         }
         None
@@ -519,6 +537,7 @@ impl JobCore {
     /// own ids (the stored frontier still has them) and unsettled links go
     /// back to the frontier as new entries.
     pub fn abandon_all(&mut self) {
+        self.abandon_revisits();
         let mut popped: Vec<Popped> = self.in_flight.drain().map(|(_, p)| p).collect();
         popped.sort_by_key(|p| p.id);
         for p in popped {
@@ -885,6 +904,7 @@ impl JobCore {
         self.seen_pending = held;
         delta.seen_added = settled;
         delta.record = Some(record);
+        self.stage_revisits(&mut delta);
         let committed_links = delta.frontier_added.iter().map(|(id, _)| *id).collect();
         Checkpoint {
             delta,
@@ -953,5 +973,6 @@ impl JobCore {
 }
 
 pub mod replay;
+mod revisits;
 #[cfg(test)]
 mod tests;

@@ -50,6 +50,9 @@ pub trait CrawlObserver: Send {
     /// written (disk full, I/O error); it retries and calls [`resumed`](Self::resumed).
     fn paused(&mut self, _error: &str) {}
     fn resumed(&mut self) {}
+    /// A continuous job has nothing to fetch and waits for its next revisit,
+    /// due at `next_due`; `None` when it works again.
+    fn waiting(&mut self, _next_due: Option<std::time::SystemTime>) {}
     fn finished(&mut self, _counters: &JobCounters, _stop: Option<StopReason>) {}
 }
 

@@ -32,7 +32,7 @@ use crate::link::{Link, LinkId, QueueKey, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
 use crate::output::crawl_log::{CrawlLog, Event, LogLine, SkipReason};
 use crate::output::TargetDir;
-use crate::store::{FrontierEntry, JobCounters, ManifestRow, StopReason};
+use crate::store::{ChangeKind, FrontierEntry, JobCounters, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, StrategyStats};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::{HashMap, HashSet};
@@ -43,6 +43,7 @@ use tracing::{debug, info, warn};
 use url::Url;
 
 mod linked;
+mod revisit;
 mod structured;
 
 /// Redirect hops followed for one link (ARCHITECTURE.md § Politeness and safety).
@@ -119,6 +120,18 @@ impl Fetched {
             reason,
         }
     }
+}
+
+/// A target's body in a temporary file, not kept yet.
+struct Streamed {
+    file: crate::output::TargetFile,
+    truncated: bool,
+    exchange: Option<crate::exchange::ExchangeHead>,
+    /// The body's SHA-1 in base32, when asked for.
+    sha1: Option<String>,
+    /// The response's validator fields, in a continuous job.
+    validators: Option<Vec<(String, Vec<u8>)>>,
+    latency: Duration,
 }
 
 /// What robots.txt says of a URL.
@@ -329,6 +342,8 @@ impl<'a> Runner<'a> {
         let frontier = loaded.frontier.len();
         core.restore(&record, loaded.frontier, loaded.seen)
             .map_err(restore_err)?;
+        core.restore_revisits(&loaded.revisit, loaded.revisit_state.as_deref())
+            .map_err(restore_err)?;
         // Seeds added to the job file since: crawled, even by a finished job.
         let mut new_seeds = core.add_seeds(&self.spec.seeds);
         if record.stop == Some(StopReason::Unreachable) {
@@ -496,6 +511,8 @@ impl<'a> Runner<'a> {
         stop: &mut watch::Receiver<bool>,
     ) -> Result<Option<StopReason>, EngineError> {
         let mut steps = FuturesUnordered::new();
+        // Nothing to fetch and no revisit due: a continuous job waits.
+        let mut waiting = false;
         let result = loop {
             if *stop.borrow() {
                 break Ok(None);
@@ -515,15 +532,33 @@ impl<'a> Runner<'a> {
                     Err(e) => return self.unwind(steps, Err(e)),
                 }
             }
+            let mut idle = false;
             if steps.is_empty() {
                 if let (Some(r), 0) = (halt, lock(&self.driver).open_steps.len()) {
                     break Ok(Some(r));
                 }
                 if lock(&self.driver).lanes.parked() == 0 {
-                    break Ok(Some(StopReason::FrontierEmpty));
+                    if !self.core().has_revisits() {
+                        break Ok(Some(StopReason::FrontierEmpty));
+                    }
+                    idle = !self
+                        .core()
+                        .revisit_book()
+                        .is_some_and(|b| b.has_due(unix_now()));
                 }
             }
-            let wake = lock(&self.driver).lanes.next_wake(Instant::now());
+            if idle != waiting {
+                waiting = idle;
+                if let Err(e) = self.announce_waiting(waiting).await {
+                    break Err(e);
+                }
+            }
+            let mut wake = lock(&self.driver).lanes.next_wake(Instant::now());
+            if halt.is_none() && steps.len() < self.max_in_flight {
+                if let Some(due) = self.revisit_wake() {
+                    wake = Some(wake.map_or(due, |w| w.min(due)));
+                }
+            }
             tokio::select! {
                 biased;
                 // A closed channel (sender dropped) means stop too.
@@ -590,7 +625,7 @@ impl<'a> Runner<'a> {
             let tally = *tally;
             driver.open_steps.remove(&id);
             drop(driver);
-            self.core().settle_step(id, tally);
+            self.core().settle(id, tally, unix_now());
             return;
         }
         for link in outcome.asks {
@@ -633,6 +668,9 @@ impl<'a> Runner<'a> {
         }
         if !pop {
             return Ok(None);
+        }
+        if let Some((id, lane)) = self.begin_revisit(&mut driver) {
+            return Ok(Some((id, lane, Unit::Popped)));
         }
         let limit = park_limit(self.max_in_flight);
         while driver.lanes.parked() < limit {
@@ -711,6 +749,8 @@ impl<'a> Runner<'a> {
     /// reward, and the HEADs left to ask.
     async fn unit(&self, id: LinkId, unit: Unit) -> Result<UnitOutcome, EngineError> {
         let mut out = UnitOutcome::default();
+        // A revisit's own URL is fetched with its validators, and never queued.
+        let mut revisiting = matches!(unit, Unit::Popped) && self.core().revisit_of(id).is_some();
         let first = match unit {
             Unit::Popped => self.core().popped(id).map(|p| p.entry.link.clone()),
             Unit::Ask(link) => {
@@ -722,12 +762,20 @@ impl<'a> Runner<'a> {
         let tally = &mut out.tally;
         let mut work: Vec<Link> = first.into_iter().collect();
         while let Some(link) = work.pop() {
+            let revisit = std::mem::take(&mut revisiting);
             if self.core().budget_exhausted(self.spec).is_some() {
                 // Keep what could not be fetched: it stays in the frontier for a larger budget.
-                self.core().keep_for_later(link);
+                if !revisit {
+                    self.core().keep_for_later(link);
+                }
                 continue;
             }
-            match self.get(id, &link, tally).await? {
+            let fetched = if revisit {
+                self.revisit(id, &link, tally).await?
+            } else {
+                self.get(id, &link, tally).await?
+            };
+            match fetched {
                 Fetched::Page { url, links } => {
                     self.core().fetched(&link.url);
                     let now = self
@@ -818,8 +866,13 @@ impl<'a> Runner<'a> {
         let known = |url: &Url| self.known_label(url);
         let mut admission = self.core().start_admission(step, page, page_url, found);
         let mut fetch_now = Vec::new();
+        // Links the strategy kept (fetched now, asked or queued): what a revisit revealed.
+        let mut kept = 0u64;
         loop {
             let next = self.core().admit_next(&mut admission, &known, self.spec);
+            if matches!(next, Some(ref a) if !matches!(a, Admitted::Dropped)) {
+                kept += 1;
+            }
             match next {
                 None => break,
                 Some(Admitted::FetchNow(link)) => fetch_now.push(link),
@@ -832,6 +885,7 @@ impl<'a> Runner<'a> {
                 Some(Admitted::Queued | Admitted::Dropped) => {}
             }
         }
+        self.core().revealed(step, kept);
         self.frontier_grew.notify_one();
         self.log_skipped();
         Ok(fetch_now)
@@ -969,11 +1023,22 @@ impl<'a> Runner<'a> {
         url: &Url,
         tally: &mut StepTally,
     ) -> Result<Response, FetchError> {
+        self.send_with(method, url, tally, &[]).await
+    }
+
+    /// [`Runner::send`] with request fields of its own (a revisit's validators).
+    async fn send_with(
+        &self,
+        method: Method,
+        url: &Url,
+        tally: &mut StepTally,
+        extra: &[(&'static str, String)],
+    ) -> Result<Response, FetchError> {
         let key = self.host_key(url);
         let sent = self
             .engine
             .fetcher
-            .send(method, url, &self.politeness, &key)
+            .send_with(method, url, &self.politeness, &key, extra)
             .await;
         // Counted once the fetcher returns: a stop that cancels this future
         // while it waits for the host's politeness slot sent nothing, and
@@ -1198,8 +1263,9 @@ impl<'a> Runner<'a> {
     ) -> Result<Fetched, EngineError> {
         let latency = Some(resp.latency);
         if sitemap::is_sitemap(&link.tag_path) {
-            return Ok(self.got_sitemap(url, resp, latency).await);
+            return Ok(self.got_sitemap(link, url, resp, latency).await);
         }
+        let fields = self.validator_fields(&resp);
         let content_type = resp.content_type.clone();
         let label = self.label_of(&resp);
         self.remember_family(&link.url, content_type.as_deref());
@@ -1228,6 +1294,7 @@ impl<'a> Runner<'a> {
                 };
                 self.core().counters.pages += 1;
                 self.core().counters.bytes += body.bytes.len() as u64;
+                self.note_page(link, &url, fields, &body.bytes);
                 let body_cut = body.truncated;
                 if body_cut {
                     self.core().counters.truncated += 1;
@@ -1320,7 +1387,14 @@ impl<'a> Runner<'a> {
     }
 
     /// A sitemap: its entries are links, like a page's (counted as a page).
-    async fn got_sitemap(&self, url: Url, resp: Response, latency: Option<Duration>) -> Fetched {
+    async fn got_sitemap(
+        &self,
+        link: &Link,
+        url: Url,
+        resp: Response,
+        latency: Option<Duration>,
+    ) -> Fetched {
+        let fields = self.validator_fields(&resp);
         let body = match resp.read_capped(MAX_PAGE_BYTES).await {
             Ok(b) => b,
             Err(e) => {
@@ -1331,6 +1405,7 @@ impl<'a> Runner<'a> {
         };
         self.core().counters.pages += 1;
         self.core().counters.bytes += body.bytes.len() as u64;
+        self.note_page(link, &url, fields, &body.bytes);
         self.emit(
             RequestKind::Get,
             &url,
@@ -1367,11 +1442,32 @@ impl<'a> Runner<'a> {
         &self,
         link: &Link,
         url: Url,
-        mut resp: Response,
+        resp: Response,
         content_type: Option<String>,
         tally: &mut StepTally,
     ) -> Result<Fetched, EngineError> {
-        let latency = Some(resp.latency);
+        let streamed = match self.stream_target(link, &url, resp, false).await? {
+            Ok(streamed) => streamed,
+            Err(failed) => return Ok(failed),
+        };
+        let change = self.change_of_new();
+        self.keep_target(link, url, streamed, content_type, change, tally)
+    }
+
+    /// Stream a target's body into a temporary file, up to `limits.max_body`
+    /// (`Err` with what to do when the body broke off). `sha1`: also take the
+    /// body's SHA-1 (a revisit's WARC record names the payload by it).
+    async fn stream_target(
+        &self,
+        link: &Link,
+        url: &Url,
+        mut resp: Response,
+        sha1: bool,
+    ) -> Result<Result<Streamed, Fetched>, EngineError> {
+        use sha1::Digest;
+        let latency = resp.latency;
+        let validators = self.validator_fields(&resp);
+        let content_type = resp.content_type.clone();
         let mime = essence(content_type.as_deref().unwrap_or(""));
         let job = self.spec.name.clone();
         let out_err = |source| EngineError::Output {
@@ -1379,6 +1475,7 @@ impl<'a> Runner<'a> {
             source,
         };
         let mut file = self.out.begin(&mime).map_err(out_err)?;
+        let mut sha1 = sha1.then(sha1::Sha1::new);
         let cap = self.spec.limits.max_body;
         let mut truncated = false;
         loop {
@@ -1390,6 +1487,9 @@ impl<'a> Runner<'a> {
                         file.abandon();
                         return Err(out_err(e));
                     }
+                    if let Some(h) = &mut sha1 {
+                        h.update(&chunk[..take]);
+                    }
                     if take < chunk.len() {
                         truncated = true;
                         break;
@@ -1400,18 +1500,54 @@ impl<'a> Runner<'a> {
                     self.core().counters.bytes += file.bytes();
                     file.abandon();
                     self.core().counters.fetch_errors += 1;
-                    self.fetch_failed(Method::Get, &url, &e);
-                    return Ok(if e.may_pass() {
-                        Fetched::retry(link, &url, PassingFault::Outage, e.to_string())
+                    self.fetch_failed(Method::Get, url, &e);
+                    return Ok(Err(if e.may_pass() {
+                        Fetched::retry(link, url, PassingFault::Outage, e.to_string())
                     } else {
                         Fetched::Nothing
-                    });
+                    }));
                 }
             }
         }
         // Taken before `resp` goes: the WARC hook needs the exchange as it happened.
         let exchange = self.spec.output.warc.then(|| resp.exchange_head());
-        drop(resp);
+        Ok(Ok(Streamed {
+            file,
+            truncated,
+            exchange,
+            sha1: sha1.map(|h| crate::output::warc::base32(&h.finalize())),
+            validators,
+            latency,
+        }))
+    }
+
+    /// Keep a streamed target: its file under its digest's name, its WARC
+    /// records, its manifest row (with `change` in a continuous job) and its
+    /// place in the revisit book.
+    fn keep_target(
+        &self,
+        link: &Link,
+        url: Url,
+        streamed: Streamed,
+        content_type: Option<String>,
+        change: Option<ChangeKind>,
+        tally: &mut StepTally,
+    ) -> Result<Fetched, EngineError> {
+        let mime = essence(content_type.as_deref().unwrap_or(""));
+        let job = self.spec.name.clone();
+        let out_err = |source| EngineError::Output {
+            job: job.clone(),
+            source,
+        };
+        let Streamed {
+            file,
+            truncated,
+            exchange,
+            validators,
+            latency,
+            ..
+        } = streamed;
+        let sha256 = file.sha256_so_far();
         let saved = file.finish().map_err(out_err)?;
         self.archive(link, &url, exchange.as_ref(), &saved, truncated)
             .map_err(out_err)?;
@@ -1434,19 +1570,35 @@ impl<'a> Runner<'a> {
             truncated,
             rdf: None,
             structured: None,
+            change,
         };
-        info!(job = %self.spec.name, url = %url, bytes = saved.bytes, "target saved");
+        info!(job = %self.spec.name, url = %url, bytes = row.bytes, change = ?change, "target saved");
         self.emit(
             RequestKind::Get,
             &url,
             Some(200),
-            saved.bytes,
+            row.bytes,
             Some(Label::Target),
             true,
-            latency,
+            Some(latency),
         );
-        tally.targets += 1;
-        self.core().add_manifest_row(row);
+        if change != Some(ChangeKind::Changed) {
+            // A new target rewards the step; a changed one pays its revisit instead.
+            tally.targets += 1;
+        }
+        let mut core = self.core();
+        core.add_manifest_row(row);
+        // With the row, in the same checkpoint: a revisit repeated after a
+        // kill finds this body and saves nothing twice.
+        if let Some(fields) = validators {
+            let v =
+                crate::revisit::Validators::from_response(&fields, Some(sha256), SystemTime::now());
+            if change == Some(ChangeKind::Changed) {
+                core.set_validators(&url, v);
+            } else {
+                core.note_fetched(link, &url, true, v, unix_now());
+            }
+        }
         Ok(Fetched::Target)
     }
 
@@ -1651,6 +1803,13 @@ fn label_name(label: Label) -> &'static str {
         Label::Target => "target",
         Label::Neither => "neither",
     }
+}
+
+/// Seconds since the Unix epoch (the revisit schedule's clock).
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn rfc3339_now() -> String {

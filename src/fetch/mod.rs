@@ -329,6 +329,21 @@ impl Fetcher {
         politeness: &Politeness,
         host_key: &str,
     ) -> Result<Response, FetchError> {
+        self.send_with(method, url, politeness, host_key, &[]).await
+    }
+
+    /// [`Fetcher::send`] with request fields of its own: a revisit's
+    /// `If-None-Match` / `If-Modified-Since` (from
+    /// [`crate::revisit::conditional_headers`]). A value that is not a valid
+    /// header value is left out (the request is then unconditional).
+    pub async fn send_with(
+        &self,
+        method: Method,
+        url: &Url,
+        politeness: &Politeness,
+        host_key: &str,
+        extra: &[(&'static str, String)],
+    ) -> Result<Response, FetchError> {
         validate_url(url)?;
         self.check_ip_literal(url)?;
         let user_agent = HeaderValue::from_str(&politeness.user_agent).map_err(|_| {
@@ -367,6 +382,11 @@ impl Fetcher {
         }
         for (name, value) in job_headers {
             builder = builder.header(name, value.clone());
+        }
+        for (name, value) in extra {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                builder = builder.header(*name, value);
+            }
         }
         let request = builder.build().map_err(|e| self.map_send_error(url, e))?;
         let request_headers = recorded_request_headers(url, request.headers());

@@ -31,6 +31,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 use warc::WarcWriter;
 
 /// The target folder of one job.
@@ -87,6 +88,56 @@ impl TargetDir {
         if !output.warc {
             return Ok(());
         }
+        let mut slot = self.warc_writer(output)?;
+        if let Some(writer) = slot.as_mut() {
+            writer.write_exchange(
+                final_url,
+                head,
+                warc::Payload::File(&self.dir.join(&saved.file)),
+                truncated,
+                Some(meta),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Archives a continuous job's revisit that saved nothing as a WARC
+    /// `revisit` record: `profile` [`warc::PROFILE_NOT_MODIFIED`] for a 304,
+    /// [`warc::PROFILE_IDENTICAL_PAYLOAD`] (with the body's `payload_digest`)
+    /// for a body identical to the capture of `refers_to` (its URI and time).
+    pub fn archive_revisit(
+        &self,
+        output: &OutputSpec,
+        url: &str,
+        head: &ExchangeHead,
+        profile: &'static str,
+        refers_to: (&str, SystemTime),
+        payload_digest: Option<&str>,
+    ) -> io::Result<()> {
+        if !output.warc {
+            return Ok(());
+        }
+        let mut slot = self.warc_writer(output)?;
+        if let Some(writer) = slot.as_mut() {
+            writer.write_revisit(&warc::Revisit {
+                head,
+                target_uri: url,
+                profile,
+                refers_to_uri: refers_to.0,
+                refers_to_date: &warc::warc_date(refers_to.1),
+                refers_to_record: None,
+                payload_digest,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The job's WARC series, opened at the first use (cutting a record a
+    /// crash left partial).
+    fn warc_writer(
+        &self,
+        output: &OutputSpec,
+    ) -> io::Result<std::sync::MutexGuard<'_, Option<WarcWriter>>> {
         let mut slot = self
             .warc
             .lock()
@@ -114,16 +165,7 @@ impl TargetDir {
             }
             *slot = Some(writer);
         }
-        if let Some(writer) = slot.as_mut() {
-            writer.write_exchange(
-                final_url,
-                head,
-                warc::Payload::File(&self.dir.join(&saved.file)),
-                truncated,
-                Some(meta),
-            )?;
-        }
-        Ok(())
+        Ok(slot)
     }
 
     pub fn path(&self) -> &Path {
@@ -356,6 +398,12 @@ impl TargetFile {
 
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// SHA-256 of what was written so far (a revisit compares it with the
+    /// last body's before keeping the file).
+    pub fn sha256_so_far(&self) -> [u8; 32] {
+        self.hasher.clone().finalize().into()
     }
 
     /// fsync, then rename to `<sha256><ext>`; identical content lands on the

@@ -339,6 +339,8 @@ pub struct RequestRecord {
     /// Body bytes actually handed to the connection.
     pub bytes: u64,
     pub user_agent: Option<String>,
+    /// The request's `If-None-Match`: a conditional revisit names the ETag it holds.
+    pub if_none_match: Option<String>,
 }
 
 /// Load seen by one host so far.
@@ -615,7 +617,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     let mut flight = InFlight::begin(&shared, &host);
     let resp = match shared.sites.get(&host) {
-        Some(site) => site.respond(&site_req),
+        Some(site) => conditional(site.respond(&site_req), &site_req.headers),
         None => SiteResponse::error(StatusCode::MISDIRECTED_REQUEST),
     };
     flight.record(RequestRecord {
@@ -631,11 +633,55 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
+        if_none_match: site_req
+            .headers
+            .get(header::IF_NONE_MATCH)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
     });
     if let Some(delay) = resp.delay {
         tokio::time::sleep(delay).await;
     }
     into_http(resp, site_req.is_head(), flight)
+}
+
+/// Every 200 answer with its body in memory gets a strong ETag (a digest of
+/// the body) unless the site set one, and a request whose `If-None-Match`
+/// names it gets 304 Not Modified without a body (RFC 9110 §13.1.2), as a
+/// web server serving files does: what a continuous job's revisits meet.
+fn conditional(mut resp: SiteResponse, request: &HeaderMap) -> SiteResponse {
+    if resp.status != StatusCode::OK {
+        return resp;
+    }
+    if !resp.headers.contains_key(header::ETAG) {
+        let Body::Bytes(body) = &resp.body else {
+            return resp;
+        };
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(body);
+        let tag = format!("\"{}\"", hex::encode(&digest[..12]));
+        if let Ok(v) = HeaderValue::from_str(&tag) {
+            resp.headers.insert(header::ETAG, v);
+        }
+    }
+    let Some(etag) = resp.header_str(header::ETAG).map(str::to_string) else {
+        return resp;
+    };
+    let asked = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    // Weak comparison (§13.1.2): `W/` prefixes do not matter.
+    let strip = |t: &str| t.trim().trim_start_matches("W/").to_string();
+    let matches = asked.trim() == "*" || asked.split(',').any(|t| strip(t) == strip(&etag));
+    if !asked.is_empty() && matches {
+        let mut not_modified = SiteResponse::new(StatusCode::NOT_MODIFIED);
+        if let Ok(v) = HeaderValue::from_str(&etag) {
+            not_modified.headers.insert(header::ETAG, v);
+        }
+        return not_modified;
+    }
+    resp
 }
 
 /// Build the HTTP response; the body stream owns `flight` so the request
@@ -895,6 +941,7 @@ mod tests {
             done: None,
             bytes: 0,
             user_agent: None,
+            if_none_match: None,
         };
         let log = vec![
             rec("a", "/", 0),

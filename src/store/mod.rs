@@ -15,6 +15,8 @@
 //! | `seen`     | (job, url hash)    | nothing                                |
 //! | `manifest` | (job, row number)  | [`ManifestRow`]                        |
 //! | `shared`   | name               | process-wide blobs (MIME filters)      |
+//! | `revisit`  | (job, url hash)    | a continuous job's fetched URL: validators, schedule, action |
+//! | `revisit_state` | job           | a continuous job's revisit learner and counts |
 //!
 //! Writes go through [`Store::commit`]: a job sends a [`JobDelta`] and awaits
 //! the commit; the writer thread drains its queue and commits every pending
@@ -27,7 +29,8 @@ pub mod repair;
 mod schema;
 
 pub use schema::{
-    FrontierEntry, JobCounters, JobRecord, ManifestRow, RdfStatements, StopReason, StructuredCounts,
+    ChangeKind, FrontierEntry, JobCounters, JobRecord, ManifestRow, RdfStatements, StopReason,
+    StructuredCounts,
 };
 
 use crate::crashpoint::{self, CrashPoint};
@@ -47,12 +50,17 @@ const FRONTIER: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("fron
 const SEEN: TableDefinition<(&str, u64), ()> = TableDefinition::new("seen");
 const MANIFEST: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("manifest");
 const SHARED: TableDefinition<&str, &[u8]> = TableDefinition::new("shared");
+/// Added with schema 5 (an older store gains it empty at open).
+const REVISIT: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("revisit");
+const REVISIT_STATE: TableDefinition<&str, &[u8]> = TableDefinition::new("revisit_state");
 
 /// Version of the table layout; stored in `meta` and checked at open.
 /// 2: frontier values put the queue key before the link.
 /// 3: manifest rows end with an RDF document's statements (migrated from 2).
 /// 4: manifest rows end with a structured-data page's counts (migrated from 2 and 3).
-const SCHEMA_VERSION: u32 = 4;
+/// 5: manifest rows end with what a continuous job's revisit found (migrated
+///    from 2 to 4); the `revisit` and `revisit_state` tables.
+const SCHEMA_VERSION: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -142,6 +150,10 @@ pub struct JobDelta {
     pub manifest_added: Vec<(u64, ManifestRow)>,
     /// Process-wide blobs to rewrite (name → bytes), e.g. MIME filter chunks.
     pub shared: Vec<(String, Vec<u8>)>,
+    /// A continuous job's revisit rows to rewrite (URL hash → encoded entry).
+    pub revisit_put: Vec<(u64, Vec<u8>)>,
+    /// A continuous job's revisit state (learner, counts), rewritten whole.
+    pub revisit_state: Option<Vec<u8>>,
 }
 
 impl JobDelta {
@@ -162,6 +174,10 @@ impl JobDelta {
         if self.record.is_none() {
             self.record = older.record;
         }
+        if self.revisit_state.is_none() {
+            self.revisit_state = older.revisit_state;
+        }
+        prepend(&mut self.revisit_put, older.revisit_put);
         prepend(&mut self.frontier_added, older.frontier_added);
         prepend(&mut self.frontier_removed, older.frontier_removed);
         prepend(&mut self.seen_added, older.seen_added);
@@ -200,6 +216,8 @@ impl JobDelta {
             && self.seen_added.is_empty()
             && self.manifest_added.is_empty()
             && self.shared.is_empty()
+            && self.revisit_put.is_empty()
+            && self.revisit_state.is_none()
     }
 }
 
@@ -228,6 +246,9 @@ pub struct LoadedJob {
     pub frontier: Vec<(LinkId, QueueKey)>,
     pub seen: Vec<u64>,
     pub manifest: Vec<(u64, ManifestRow)>,
+    /// A continuous job's revisit rows (URL hash → encoded entry) and state.
+    pub revisit: Vec<(u64, Vec<u8>)>,
+    pub revisit_state: Option<Vec<u8>>,
 }
 
 /// Handle to the state database; cheap to clone. The database closes (the
@@ -436,12 +457,18 @@ impl Store {
                 Some(v) => Some(decode_row::<u32>("meta", v.value())?),
                 None => None,
             };
-            if let Some(old @ (2 | 3)) = found {
+            if let Some(old @ (2..=4)) = found {
                 Self::migrate_manifest(&txn, old)?;
                 meta.insert("schema_version", codec::encode(&SCHEMA_VERSION).as_slice())?;
                 tracing::info!(path = %path.display(), from = old, to = SCHEMA_VERSION, "state database migrated");
             }
-            let found = found.map(|v| if v == 2 || v == 3 { SCHEMA_VERSION } else { v });
+            let found = found.map(|v| {
+                if (2..=4).contains(&v) {
+                    SCHEMA_VERSION
+                } else {
+                    v
+                }
+            });
             match found {
                 Some(v) if v != SCHEMA_VERSION => {
                     return Err(StoreError::Schema {
@@ -460,28 +487,33 @@ impl Store {
             txn.open_table(SEEN)?;
             txn.open_table(MANIFEST)?;
             txn.open_table(SHARED)?;
+            txn.open_table(REVISIT)?;
+            txn.open_table(REVISIT_STATE)?;
         }
         txn.commit()?;
         Ok(())
     }
 
-    /// Schema 2 or 3 → 4: every manifest row gains the fields it lacks, empty.
+    /// Schema 2, 3 or 4 → 5: every manifest row gains the fields it lacks, empty.
     fn migrate_manifest(txn: &redb::WriteTransaction, from: u32) -> Result<(), StoreError> {
         let mut manifest = txn.open_table(MANIFEST)?;
         let mut rows = Vec::new();
         for entry in manifest.iter()? {
             let (key, value) = entry?;
             let (job, n) = key.value();
-            let row = if from == 2 {
-                ManifestRow::from(decode_row::<schema::ManifestRowV2>(
+            let row = match from {
+                2 => ManifestRow::from(decode_row::<schema::ManifestRowV2>(
                     "manifest",
                     value.value(),
-                )?)
-            } else {
-                ManifestRow::from(decode_row::<schema::ManifestRowV3>(
+                )?),
+                3 => ManifestRow::from(decode_row::<schema::ManifestRowV3>(
                     "manifest",
                     value.value(),
-                )?)
+                )?),
+                _ => ManifestRow::from(decode_row::<schema::ManifestRowV4>(
+                    "manifest",
+                    value.value(),
+                )?),
             };
             rows.push(((job.to_string(), n), row));
         }
@@ -627,11 +659,20 @@ impl Store {
             loaded.seen.push(k.value().1);
         }
         let manifest = txn.open_table(MANIFEST)?;
-        for row in manifest.range(range)? {
+        for row in manifest.range(range.clone())? {
             let (k, v) = row?;
             let entry = decode_row("manifest", v.value())?;
             loaded.manifest.push((k.value().1, entry));
         }
+        let revisit = txn.open_table(REVISIT)?;
+        for row in revisit.range(range)? {
+            let (k, v) = row?;
+            loaded.revisit.push((k.value().1, v.value().to_vec()));
+        }
+        loaded.revisit_state = txn
+            .open_table(REVISIT_STATE)?
+            .get(job)?
+            .map(|v| v.value().to_vec());
         Ok(loaded)
     }
 
@@ -730,6 +771,8 @@ fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<(), StoreError> {
         let mut seen = txn.open_table(SEEN)?;
         let mut manifest = txn.open_table(MANIFEST)?;
         let mut shared = txn.open_table(SHARED)?;
+        let mut revisit = txn.open_table(REVISIT)?;
+        let mut revisit_state = txn.open_table(REVISIT_STATE)?;
         for d in deltas {
             let job = d.job.as_str();
             for (id, entry) in &d.frontier_added {
@@ -746,6 +789,12 @@ fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<(), StoreError> {
             }
             for (name, bytes) in &d.shared {
                 shared.insert(name.as_str(), bytes.as_slice())?;
+            }
+            for (h, bytes) in &d.revisit_put {
+                revisit.insert((job, *h), bytes.as_slice())?;
+            }
+            if let Some(state) = &d.revisit_state {
+                revisit_state.insert(job, state.as_slice())?;
             }
             if let Some(record) = &d.record {
                 jobs.insert(job, codec::encode(record).as_slice())?;
@@ -767,7 +816,10 @@ fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
             .retain_in(range.clone(), |_, _| false)?;
         txn.open_table(SEEN)?
             .retain_in(range.clone(), |_, _| false)?;
-        txn.open_table(MANIFEST)?.retain_in(range, |_, _| false)?;
+        txn.open_table(MANIFEST)?
+            .retain_in(range.clone(), |_, _| false)?;
+        txn.open_table(REVISIT)?.retain_in(range, |_, _| false)?;
+        txn.open_table(REVISIT_STATE)?.remove(job)?;
     }
     txn.commit()?;
     Ok(())
@@ -802,6 +854,7 @@ mod tests {
             truncated: false,
             rdf: None,
             structured: None,
+            change: None,
         }
     }
 
@@ -985,6 +1038,75 @@ mod tests {
         // Migrated once: reopening reads version 4.
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         assert_eq!(store.manifest_rows("j").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn schema_4_rows_are_migrated_and_revisit_rows_commit_with_the_delta() {
+        #[derive(serde::Serialize)]
+        struct RowV4 {
+            url: String,
+            final_url: String,
+            mime: String,
+            bytes: u64,
+            sha256: String,
+            file: String,
+            referrer: Option<String>,
+            tag_path: String,
+            fetched_at: String,
+            truncated: bool,
+            rdf: Option<RdfStatements>,
+            structured: Option<StructuredCounts>,
+        }
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::create(dir.path().join("forager.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("schema_version", codec::encode(&4u32).as_slice())
+                .unwrap();
+            let r = row(3);
+            let old = RowV4 {
+                url: r.url,
+                final_url: r.final_url,
+                mime: r.mime,
+                bytes: r.bytes,
+                sha256: r.sha256,
+                file: r.file,
+                referrer: r.referrer,
+                tag_path: r.tag_path,
+                fetched_at: r.fetched_at,
+                truncated: r.truncated,
+                rdf: None,
+                structured: Some(StructuredCounts::default()),
+            };
+            txn.open_table(MANIFEST)
+                .unwrap()
+                .insert(("j", 0u64), codec::encode(&old).as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let rows = store.manifest_rows("j").unwrap();
+        assert_eq!(rows[0].change, None);
+        assert_eq!(rows[0].structured, Some(StructuredCounts::default()));
+        // The revisit rows and state go in and out with the job's delta, and with its purge.
+        let mut d = JobDelta::new("j");
+        d.revisit_put = vec![(7, vec![1, 2]), (9, vec![3])];
+        d.revisit_state = Some(vec![4]);
+        let mut newer = JobDelta::new("j");
+        newer.revisit_put = vec![(7, vec![5])];
+        newer.absorb_older(d);
+        store.commit_blocking(newer).unwrap();
+        let loaded = store.load_job("j").unwrap();
+        assert_eq!(loaded.revisit, vec![(7, vec![5]), (9, vec![3])]);
+        assert_eq!(loaded.revisit_state, Some(vec![4]));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(store.purge("j")).unwrap();
+        let loaded = store.load_job("j").unwrap();
+        assert!(loaded.revisit.is_empty() && loaded.revisit_state.is_none());
     }
 
     #[test]

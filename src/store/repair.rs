@@ -11,7 +11,7 @@
 
 use super::{
     decode_row, guard_panics, open_database, FrontierEntry, JobRecord, ManifestRow, Store,
-    StoreError, FILE_NAME, FRONTIER, JOBS, MANIFEST, SEEN, SHARED,
+    StoreError, FILE_NAME, FRONTIER, JOBS, MANIFEST, REVISIT, REVISIT_STATE, SEEN, SHARED,
 };
 use redb::{Database, ReadableDatabase, ReadableTable};
 use std::path::{Path, PathBuf};
@@ -38,6 +38,10 @@ struct JobRows {
     frontier: Vec<(u64, Vec<u8>)>,
     seen: Vec<u64>,
     manifest: Vec<(u64, Vec<u8>)>,
+    /// A continuous job's revisit rows and state, copied as they are (the
+    /// engine decodes them at resume).
+    revisit: Vec<(u64, Vec<u8>)>,
+    revisit_state: Option<Vec<u8>>,
 }
 
 /// Move `state_dir/forager.redb` aside and copy what can be read into a new one.
@@ -155,6 +159,8 @@ fn read_job(db: &Database, job: &str) -> Result<JobRows, StoreError> {
         frontier: Vec::new(),
         seen: Vec::new(),
         manifest: Vec::new(),
+        revisit: Vec::new(),
+        revisit_state: None,
     };
     for row in txn.open_table(FRONTIER)?.range(range.clone())? {
         let (k, v) = row?;
@@ -165,10 +171,26 @@ fn read_job(db: &Database, job: &str) -> Result<JobRows, StoreError> {
         let (k, _) = row?;
         rows.seen.push(k.value().1);
     }
-    for row in txn.open_table(MANIFEST)?.range(range)? {
+    for row in txn.open_table(MANIFEST)?.range(range.clone())? {
         let (k, v) = row?;
         decode_row::<ManifestRow>("manifest", v.value())?;
         rows.manifest.push((k.value().1, v.value().to_vec()));
+    }
+    // A database older than schema 5 has no revisit tables: nothing to copy.
+    match txn.open_table(REVISIT) {
+        Ok(t) => {
+            for row in t.range(range)? {
+                let (k, v) = row?;
+                rows.revisit.push((k.value().1, v.value().to_vec()));
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    match txn.open_table(REVISIT_STATE) {
+        Ok(t) => rows.revisit_state = t.get(job)?.map(|v| v.value().to_vec()),
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(e.into()),
     }
     Ok(rows)
 }
@@ -189,6 +211,14 @@ fn write_job(db: &Database, job: &str, rows: &JobRows) -> Result<(), StoreError>
         let mut manifest = txn.open_table(MANIFEST)?;
         for (n, v) in &rows.manifest {
             manifest.insert((job, *n), v.as_slice())?;
+        }
+        let mut revisit = txn.open_table(REVISIT)?;
+        for (h, v) in &rows.revisit {
+            revisit.insert((job, *h), v.as_slice())?;
+        }
+        if let Some(state) = &rows.revisit_state {
+            txn.open_table(REVISIT_STATE)?
+                .insert(job, state.as_slice())?;
         }
     }
     txn.commit()?;
@@ -254,6 +284,7 @@ mod tests {
                         truncated: false,
                         rdf: None,
                         structured: None,
+                        change: None,
                     };
                     (n, row)
                 })

@@ -123,6 +123,58 @@ pub struct ManifestRow {
     /// A structured-data page's statements per syntax, also in `data.nq.gz`.
     #[serde(default)]
     pub structured: Option<StructuredCounts>,
+    /// In a continuous job: whether the URL was new, or a revisit found it
+    /// changed (the row of its earlier version stays). `None` in a job that
+    /// runs once.
+    #[serde(default)]
+    pub change: Option<ChangeKind>,
+}
+
+/// What a continuous job's manifest row says of its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// First saved.
+    New,
+    /// Saved again by a revisit: its body differs from the last one saved.
+    Changed,
+}
+
+/// A manifest row as schema version 4 stored it (before [`ManifestRow::change`]).
+#[derive(Deserialize)]
+pub(super) struct ManifestRowV4 {
+    url: String,
+    final_url: String,
+    mime: String,
+    bytes: u64,
+    sha256: String,
+    file: String,
+    referrer: Option<String>,
+    tag_path: String,
+    fetched_at: String,
+    truncated: bool,
+    rdf: Option<RdfStatements>,
+    structured: Option<StructuredCounts>,
+}
+
+impl From<ManifestRowV4> for ManifestRow {
+    fn from(v4: ManifestRowV4) -> ManifestRow {
+        ManifestRow {
+            url: v4.url,
+            final_url: v4.final_url,
+            mime: v4.mime,
+            bytes: v4.bytes,
+            sha256: v4.sha256,
+            file: v4.file,
+            referrer: v4.referrer,
+            tag_path: v4.tag_path,
+            fetched_at: v4.fetched_at,
+            truncated: v4.truncated,
+            rdf: v4.rdf,
+            structured: v4.structured,
+            change: None,
+        }
+    }
 }
 
 /// What a structured-data page held, as its manifest row says.
@@ -169,6 +221,7 @@ impl From<ManifestRowV3> for ManifestRow {
             truncated: v3.truncated,
             rdf: v3.rdf,
             structured: None,
+            change: None,
         }
     }
 }
@@ -214,6 +267,7 @@ impl From<ManifestRowV2> for ManifestRow {
             truncated: v2.truncated,
             rdf: None,
             structured: None,
+            change: None,
         }
     }
 }

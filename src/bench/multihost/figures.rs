@@ -387,6 +387,7 @@ mod tests {
             done: end_ms.map(|e| base + Duration::from_millis(e)),
             bytes: 10,
             user_agent: None,
+            if_none_match: None,
         }
     }
 

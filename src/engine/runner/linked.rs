@@ -165,6 +165,7 @@ impl Runner<'_> {
                 errors: doc.errors,
             }),
             structured: None,
+            change: self.change_of_new(),
         };
         self.out
             .append_statements(&key, &doc.nquads, || self.core().add_manifest_row(row))

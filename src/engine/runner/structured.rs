@@ -84,6 +84,7 @@ impl Runner<'_> {
             truncated: page.truncated || data.cut,
             rdf: None,
             structured: Some(counts),
+            change: self.change_of_new(),
         };
         let nquads = data.to_nquads(url.as_str());
         self.out

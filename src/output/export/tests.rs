@@ -18,6 +18,7 @@ fn row(url: &str, body: &[u8], ext: &str, fetched_at: &str) -> (ManifestRow, Vec
             truncated: false,
             rdf: None,
             structured: None,
+            change: None,
         },
         body.to_vec(),
     )
