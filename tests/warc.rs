@@ -19,6 +19,7 @@ use forager::store::ManifestRow;
 use hyper::header::{self, HeaderValue};
 use hyper::StatusCode;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -464,4 +465,251 @@ async fn a_crawl_archives_every_manifest_target() {
             row.final_url
         );
     }
+}
+
+/// A site that changes while a continuous job harvests it: 30 pages and
+/// four stable files (revisits answered 304: `server-not-modified`), one
+/// file the test edits in place (`changed` rows), and one whose server
+/// sends a new ETag with every answer, so only its digest says it is the
+/// same (`identical-payload-digest`).
+#[derive(Default)]
+struct Changing {
+    version: std::sync::atomic::AtomicU64,
+    answers: std::sync::atomic::AtomicU64,
+}
+
+const CHANGING_PAGES: usize = 30;
+
+impl Site for Changing {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        use std::sync::atomic::Ordering;
+        let path = req.path.as_str();
+        if path == "/" {
+            let mut links: Vec<String> =
+                (0..CHANGING_PAGES).map(|p| format!("/p{p}.html")).collect();
+            links.extend((0..4).map(|f| format!("/f{f}.csv")));
+            links.extend(["/edited.csv".to_string(), "/volatile.csv".to_string()]);
+            let items: String = links
+                .iter()
+                .map(|l| format!("<a href=\"{l}\">{l}</a> "))
+                .collect();
+            return SiteResponse::html(format!("<html><body>{items}</body></html>"));
+        }
+        if path == "/edited.csv" {
+            let v = self.version.load(Ordering::SeqCst);
+            return SiteResponse::ok("text/csv", format!("edition,value\n{v},{}\n", v * 7));
+        }
+        if path == "/volatile.csv" {
+            let n = self.answers.fetch_add(1, Ordering::SeqCst);
+            let etag = HeaderValue::from_str(&format!("\"n{n}\"")).unwrap();
+            return SiteResponse::ok("text/csv", "same,always\n").with_header(header::ETAG, etag);
+        }
+        if let Some(f) = path.strip_prefix("/f").and_then(|p| p.strip_suffix(".csv")) {
+            return SiteResponse::ok("text/csv", format!("file,{f}\n"));
+        }
+        if path.starts_with("/p") && path.ends_with(".html") {
+            return SiteResponse::html("<html><body><a href=\"/\">home</a></body></html>");
+        }
+        SiteResponse::not_found()
+    }
+}
+
+/// The WARC-Type of the partial last record a kill left in `path`, if the
+/// file ends inside a record (read as far as the gzip stream goes).
+fn partial_tail_kind(path: &Path) -> Option<String> {
+    use std::io::Read;
+    if read::read_all(path).is_ok() {
+        return None;
+    }
+    let mut gz = flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap());
+    let mut text = Vec::new();
+    let mut buf = [0u8; 8192];
+    // A truncated member ends the stream with an error: keep what came before.
+    while let Ok(n) = gz.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&text);
+    let last = text.rfind("WARC/1.1\r\n")?;
+    let kind = text[last..]
+        .lines()
+        .find_map(|l| l.strip_prefix("WARC-Type: "))?;
+    Some(kind.trim().to_string())
+}
+
+/// The quality bar's crash case for continuous jobs: a harvest with
+/// `[output] warc = true` is SIGKILLed 20 times at WARC crash points (inside
+/// response, request, metadata and revisit records), while a file changes in
+/// place between kills; then it runs undisturbed until every URL has been
+/// revisited and is stopped with SIGTERM. Every file is valid, every manifest
+/// row (`new` and `changed`) has its response record with the saved file's
+/// payload digest, and revisit records of both profiles name their capture.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuous_harvest_killed_20_times_leaves_valid_warc() {
+    use common::{Crawl, JobFile};
+    use std::sync::atomic::Ordering;
+    const HOST: &str = "changing.test";
+    let site = Arc::new(Changing::default());
+    let server = SiteServer::start(vec![(HOST.to_string(), site.clone() as Arc<dyn Site>)])
+        .await
+        .unwrap();
+    let urls = 1 + CHANGING_PAGES + 4 + 2;
+    let jobs = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let job = JobFile::new("harvest")
+        .seed(format!("http://{HOST}:{}/", server.port()))
+        .strategy("bfs")
+        .delay("0s")
+        .no_early_stop()
+        .top("mode", "\"continuous\"")
+        .set("revisit", "min", "\"1s\"")
+        .set("revisit", "max", "\"2s\"")
+        .set("output", "warc", true)
+        .write(jobs.path());
+    let crawl = Crawl::new(&job, state.path())
+        .allow_private()
+        .resolve(HOST, server.port())
+        .checkpoint_interval("50ms");
+    let targets = state.path().join("targets").join("harvest");
+    let warc_dir = targets.join("warc");
+
+    // Record numbers counted from each run's start: small ones die in the
+    // resumed work, larger ones in the revisits that follow it.
+    let kill_at = [
+        2u32, 9, 14, 5, 20, 8, 3, 25, 6, 12, 7, 22, 10, 4, 28, 9, 15, 5, 18, 6,
+    ];
+    let mut tails: BTreeMap<String, usize> = BTreeMap::new();
+    for (round, n) in kill_at.into_iter().enumerate() {
+        if round % 5 == 4 {
+            // Edited in place: its next fetch is a new capture and a `changed` row.
+            site.version.fetch_add(1, Ordering::SeqCst);
+        }
+        let started = std::time::Instant::now();
+        let mut cmd = crawl.command();
+        cmd.env(forager::crashpoint::ENV, format!("warc-write:{n}"));
+        // The crash point is reached whenever the N-th record is written; the
+        // timeout only guards against a hang.
+        let out = tokio::time::timeout(Duration::from_secs(300), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: warc-write:{n} never reached"))
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "round {round}: warc-write:{n} ended with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!(
+            "round {round}: warc-write:{n} after {:?}",
+            started.elapsed()
+        );
+        let newest = warc::series(&warc_dir, "harvest").unwrap().pop().unwrap().1;
+        if let Some(kind) = partial_tail_kind(&newest) {
+            *tails.entry(kind).or_insert(0) += 1;
+        }
+    }
+    let cut: usize = tails.values().sum();
+    // The crash point sync-flushes the member's start: every kill cuts a record.
+    assert_eq!(cut, kill_at.len(), "kills inside records: {tails:?}");
+    assert!(
+        tails.contains_key("revisit"),
+        "no kill inside a revisit record: {tails:?}"
+    );
+
+    // Undisturbed: until every URL was fetched twice in this run (a full
+    // resumed pass and a revisit of each), with the last edition of the
+    // edited file served whole, then a clean stop.
+    site.version.fetch_add(1, Ordering::SeqCst);
+    let edition = format!("{}", site.version.load(Ordering::SeqCst));
+    let seen_before = server.log().len();
+    let mut child = crawl.command().spawn().unwrap();
+    let mut done = false;
+    for _ in 0..15_000 {
+        let log = server.log();
+        let run = &log[seen_before..];
+        let mut per_path: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in run.iter().filter(|r| r.path_and_query != "/robots.txt") {
+            *per_path.entry(r.path_and_query.as_str()).or_insert(0) += 1;
+        }
+        let rows = std::fs::read_to_string(targets.join("manifest.jsonl")).unwrap_or_default();
+        let latest_saved = rows.lines().any(|l| {
+            let row: ManifestRow = serde_json::from_str(l).unwrap();
+            row.final_url.ends_with("/edited.csv")
+                && std::fs::read_to_string(targets.join(&row.file))
+                    .is_ok_and(|b| b.starts_with(&format!("edition,value\n{edition},")))
+        });
+        if per_path.len() == urls && per_path.values().all(|c| *c >= 2) && latest_saved {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(done, "the undisturbed run never revisited everything");
+    let pid = child.id().unwrap() as libc::pid_t;
+    // SAFETY: kill(2) on the child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "SIGTERM stop ended with {status}");
+
+    let files = warc::series(&warc_dir, "harvest").unwrap();
+    let mut responses = Vec::new();
+    let mut profiles: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, path) in &files {
+        let records = read::read_all(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(records[0].kind(), "warcinfo");
+        for r in &records {
+            r.check_digests()
+                .unwrap_or_else(|e| panic!("{} in {}: {e}", r.kind(), path.display()));
+            if r.kind() == "revisit" {
+                assert!(r.field("WARC-Refers-To-Target-URI").is_some());
+                assert!(r.field("WARC-Refers-To-Date").is_some());
+                let profile = r.field("WARC-Profile").unwrap().to_string();
+                if profile.ends_with("/identical-payload-digest") {
+                    assert!(r.field("WARC-Payload-Digest").unwrap().starts_with("sha1:"));
+                }
+                *profiles.entry(profile).or_insert(0) += 1;
+            }
+        }
+        if let Some(index) = warcio_accepts(path) {
+            assert_eq!(index.len(), records.len(), "{}", path.display());
+        }
+        responses.extend(records.into_iter().filter(|r| r.kind() == "response"));
+    }
+    assert!(
+        profiles.keys().any(|p| p == PROFILE_NOT_MODIFIED),
+        "{profiles:?}"
+    );
+    assert!(
+        profiles.keys().any(|p| p == PROFILE_IDENTICAL_PAYLOAD),
+        "{profiles:?}"
+    );
+    let rows = std::fs::read_to_string(targets.join("manifest.jsonl")).unwrap();
+    let mut changed = 0;
+    for line in rows.lines() {
+        let row: ManifestRow = serde_json::from_str(line).unwrap();
+        changed += usize::from(row.change == Some(forager::store::ChangeKind::Changed));
+        let body = std::fs::read(targets.join(&row.file)).unwrap();
+        let digest = warc::sha1_label(&body);
+        assert!(
+            responses.iter().any(
+                |r| r.field("WARC-Target-URI") == Some(row.final_url.as_str())
+                    && r.field("WARC-Payload-Digest") == Some(digest.as_str())
+            ),
+            "{} ({:?}) has no response record with its payload",
+            row.final_url,
+            row.change
+        );
+    }
+    assert!(changed >= 1, "no changed row:\n{rows}");
+    eprintln!(
+        "{} kills, tails cut {tails:?}; {} files; revisit profiles {profiles:?}; \
+         {} manifest rows ({changed} changed)",
+        kill_at.len(),
+        files.len(),
+        rows.lines().count()
+    );
+    let _ = server.shutdown().await;
 }
