@@ -621,6 +621,67 @@ mod tests {
         assert!(tuned > 1.8 * bfs, "{tuned} vs bfs {bfs}");
     }
 
+    /// Side by side in memory, 5 seeds, one page in flight, relevant share at
+    /// 25 %: `cargo test --release --lib bench::structured::tests::anthelion_variants -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement (seconds in release), not a check"]
+    fn anthelion_variants() {
+        use crate::strategy::{Anthelion, AnthelionConfig};
+        let web = StructuredWeb::new(150, 30, 1);
+        let truth = ground_truth(&web, DEFAULT_MIN_STATEMENTS).unwrap();
+        let budget = truth.pages.len() / 4;
+        let base = AnthelionConfig::default();
+        let mut variants: Vec<(String, AnthelionConfig)> = vec![(
+            "laplace prior".into(),
+            AnthelionConfig {
+                prior_weight: None,
+                ..base
+            },
+        )];
+        for k in [2.0, 5.0, 10.0, 20.0] {
+            for m in [10.0, 30.0, 100.0] {
+                variants.push((
+                    format!("global prior k={k}, m={m}"),
+                    AnthelionConfig {
+                        prior_weight: Some(k),
+                        decay: m,
+                        ..base
+                    },
+                ));
+            }
+        }
+        for alpha in [0.05, 0.3] {
+            let mut c = AnthelionConfig {
+                prior_weight: Some(5.0),
+                decay: 30.0,
+                ..base
+            };
+            c.ftrl.alpha = alpha;
+            variants.push((format!("k=5, m=30, ftrl alpha {alpha}"), c));
+        }
+        for lambda in [0.2, 0.3] {
+            variants.push((
+                format!("k=5, m=30, lambda {lambda}"),
+                AnthelionConfig {
+                    prior_weight: Some(5.0),
+                    decay: 30.0,
+                    lambda,
+                    ..base
+                },
+            ));
+        }
+        for (name, config) in variants {
+            let v: Vec<f64> = (1..=5)
+                .map(|seed| {
+                    let mut a = Anthelion::with_config(seed, config);
+                    share_at(&simulate(&truth, &mut a, budget, 1), budget)
+                })
+                .collect();
+            let m = MeanStd::of(&v).unwrap();
+            eprintln!("{name:32} {:.3} ± {:.3}", m.mean, m.std);
+        }
+    }
+
     #[test]
     fn shares_at_budgets_and_pages_to_levels() {
         let truth = StructuredTruth {
