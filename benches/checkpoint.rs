@@ -1,7 +1,8 @@
 //! Checkpoint figures (issue 6, item 7), measured with the real store and engine.
 //!
 //! 1. Checkpoint time and bytes of a job with 1 M frontier links and 100 k
-//!    actions: the first checkpoint (everything new) and steady-state ones
+//!    actions, crawled by the engine's own job core (`engine::replay`, its
+//!    site answering from generated URLs): the first checkpoint (everything new) and steady-state ones
 //!    (the runner's delta of ~5 s of crawling), time split into encode (what
 //!    the job's thread does: `Strategy::save` + small codecs + MIME filter
 //!    staging) and commit (`Store::commit`: value encoding and redb on the
@@ -30,11 +31,12 @@ use anyhow::{anyhow, bail, Context, Result};
 use common::random_path;
 use forager::codec;
 use forager::config::JobSpec;
-use forager::engine::traps::{TrapGuard, DEFAULT_MAX_PATTERN_RUN};
+use forager::engine::replay::{self, Answers, Replay};
 use forager::engine::url_hash;
 use forager::engine::{CrawlObserver, Engine, EngineConfig, NoObserver, Runner};
+use forager::extract::{ExtractedLink, PageLinks};
 use forager::fetch::FetchConfig;
-use forager::learn::{EarlyStop, EarlyStopConfig, MimeFilterConfig, MimeFilters};
+use forager::learn::{MimeFilterConfig, MimeFilters};
 use forager::link::{Link, LinkId, QueueKey, TagPath};
 use forager::mime::{Label, MimeFamily};
 use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
@@ -42,11 +44,10 @@ use forager::sites::synthetic::{Preset, SyntheticSite};
 use forager::store::{
     CommitReport, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, Store,
 };
-use forager::strategy::{
-    LabelSource, SleepingBandit, Strategy, StrategyKind, StrategyStats, Triage,
-};
+use forager::strategy::{SleepingBandit, Strategy, StrategyKind, StrategyStats};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write as _};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -76,6 +77,8 @@ const STEADY_ROUNDS: usize = 12;
 const PAGES_PER_INTERVAL: usize = 50;
 /// New (unseen) links per fetched page.
 const NEW_LINKS_PER_PAGE: usize = 8;
+/// Links under new tag paths on each page fetched while the actions are founded.
+const FOUNDING_LINKS_PER_PAGE: usize = 5_000;
 
 /// redb page cache, as `forager crawl` and the daemon default use.
 const CACHE_BYTES: usize = 64 << 20;
@@ -428,13 +431,6 @@ fn now_secs() -> u64 {
 // ---------------------------------------------------------------------------
 // Synthetic crawl material: URLs, tag paths, anchors shaped like a statistics site
 
-/// A URL as the crawler stores it, and what a response to it would say.
-struct Discovered {
-    url: Url,
-    label: Label,
-    mime: &'static str,
-}
-
 struct UrlGen {
     rng: Xoshiro256PlusPlus,
     /// `host[:port]`.
@@ -491,31 +487,18 @@ impl UrlGen {
         Ok((url, mime))
     }
 
-    /// A new link found on a page: mostly pages, some targets, a few images.
-    fn discovered(&mut self) -> Result<Discovered> {
+    /// A new link found on a page: mostly pages, some targets, a few images
+    /// (what a GET of it answers: [`truth_of`]).
+    fn discovered(&mut self) -> Result<Url> {
         let roll = self.rng.random_range(0..100);
         if roll < 8 {
-            let (url, mime) = self.target()?;
-            Ok(Discovered {
-                url,
-                label: Label::Target,
-                mime,
-            })
+            Ok(self.target()?.0)
         } else if roll < 11 {
             let n = self.next;
             self.next += 1;
-            let url = Self::parse(&format!("http://{}/img/figure-{n}.png", self.authority))?;
-            Ok(Discovered {
-                url,
-                label: Label::Neither,
-                mime: "image/png",
-            })
+            Self::parse(&format!("http://{}/img/figure-{n}.png", self.authority))
         } else {
-            Ok(Discovered {
-                url: self.page()?,
-                label: Label::Html,
-                mime: "text/html",
-            })
+            self.page()
         }
     }
 
@@ -570,9 +553,11 @@ impl DeltaBytes {
 /// What one checkpoint cost.
 #[derive(Clone, Copy, Debug, Default)]
 struct CheckpointCost {
-    /// Job thread: `Strategy::save`, small codecs, MIME filter staging.
+    /// Job thread: the core's `take_checkpoint` (`Strategy::save`, small
+    /// codecs, the seen hashes), MIME filter staging.
     encode: Duration,
-    /// Of `encode`: `Strategy::save` alone.
+    /// `Strategy::save` alone, timed on a call of its own just before
+    /// (`encode` does the same work once more).
     save: Duration,
     /// `Store::commit`, from send to durable ack.
     commit: Duration,
@@ -604,44 +589,41 @@ struct BigJobCosts {
     file_after_steady: u64,
 }
 
-/// A job's in-memory state as the runner holds it, built through the public API.
-struct BigJob {
-    sb: SleepingBandit,
-    /// Link records by id (`None` once popped).
-    links: Vec<Option<FrontierEntry>>,
-    frontier: usize,
-    seen: usize,
-    /// Distinct tag paths, the first ones most used (templates).
-    paths: Vec<TagPath>,
-    gen: UrlGen,
-    rng: Xoshiro256PlusPlus,
-    filters: MimeFilters,
-    counters: JobCounters,
-    next_manifest_row: u64,
-    /// Pages fetched lately, as referrers of new links.
-    referrers: Vec<Url>,
-    /// What the runner accumulates between checkpoints.
-    delta: JobDelta,
+/// What the next page of the big job's site links to.
+#[derive(Clone, Copy, Debug, Default)]
+struct PagePlan {
+    /// Pages under new tag paths (each founds or joins an action), known to
+    /// the MIME filters.
+    new_path_pages: usize,
+    /// Pages under the site's existing tag paths, known to the MIME filters.
+    known_pages: usize,
+    /// Links the filters know nothing of (pages, targets, images), triaged
+    /// by the learner alone.
+    discovered: usize,
+    /// Share of `discovered` under a new tag path.
+    new_path_share: f64,
 }
 
-impl BigJob {
-    fn new(port: u16) -> BigJob {
-        BigJob {
-            sb: SleepingBandit::new(SEED),
-            links: Vec::new(),
-            frontier: 0,
-            seen: 0,
-            paths: Vec::new(),
-            gen: UrlGen::new(format!("{BIG_HOST}:{port}"), 17),
-            rng: Xoshiro256PlusPlus::seed_from_u64(23),
-            filters: MimeFilters::new(MimeFilterConfig::default()),
-            counters: JobCounters::default(),
-            next_manifest_row: 0,
-            referrers: Vec::new(),
-            delta: JobDelta::new(BIG_JOB),
-        }
-    }
+/// The big job's site: each page links to what [`PagePlan`] says, every
+/// answer follows [`truth_of`], and what a GET or a HEAD tells is remembered
+/// by the MIME filters as the engine does.
+struct BigSite {
+    gen: UrlGen,
+    rng: Xoshiro256PlusPlus,
+    /// Distinct tag paths, the first ones most used (templates).
+    paths: Vec<TagPath>,
+    filters: MimeFilters,
+    plan: PagePlan,
+    /// The last page's links the MIME filters know as pages: the runner
+    /// queues them without a HEAD.
+    known: HashSet<Url>,
+    /// Targets fetched by the step being replayed, for its manifest rows.
+    saved: Vec<(Link, &'static str)>,
+    /// A generated URL that did not parse (the step is then an error).
+    failed: Option<anyhow::Error>,
+}
 
+impl BigSite {
     /// A tag path for a new link: 80 % from the 2 000 first paths (a site's
     /// templates), else any known path.
     fn pick_path(&mut self) -> TagPath {
@@ -654,149 +636,147 @@ impl BigJob {
         self.paths[i].clone()
     }
 
-    fn referrer(&mut self) -> Option<Url> {
-        if self.referrers.is_empty() {
-            return None;
-        }
-        let i = self.rng.random_range(0..self.referrers.len());
-        Some(self.referrers[i].clone())
+    fn new_path(&mut self) -> TagPath {
+        let p = TagPath::new(random_path(&mut self.rng));
+        self.paths.push(p.clone());
+        p
     }
 
-    fn link(&mut self, url: Url, tag_path: TagPath) -> Link {
-        Link {
+    fn link(&mut self, url: Url, tag_path: TagPath) -> ExtractedLink {
+        ExtractedLink {
             url,
             tag_path,
             anchor: self.gen.anchor(),
-            depth: self.rng.random_range(1..12),
-            referrer: self.referrer(),
-            pattern_run: self.rng.random_range(0..3),
         }
     }
 
-    fn see(&mut self, url: &Url) {
-        self.seen += 1;
-        self.delta.seen_added.push(url_hash(url));
-    }
-
-    fn enqueue(&mut self, link: Link, key: QueueKey) {
-        let id = LinkId(self.links.len() as u64);
-        let entry = FrontierEntry { link, key };
-        self.delta.frontier_added.push((id, entry.clone()));
-        self.links.push(Some(entry));
-        self.sb.push(id, key);
-        self.frontier += 1;
-    }
-
-    /// A new page link under `path`, enqueued as the runner does for a known-HTML link.
-    fn push_page(&mut self, path: TagPath) -> Result<()> {
-        let url = self.gen.page()?;
-        self.see(&url);
-        let link = self.link(url, path);
-        match self.sb.triage(&link, Some(Label::Html)) {
-            Triage::Enqueue(key) => self.enqueue(link, key),
-            other => bail!("a known page was triaged {other:?}"),
-        }
-        Ok(())
-    }
-
-    fn remember(&mut self, url: &Url, mime: &str) {
-        self.filters.insert(url, MimeFamily::of(mime));
-    }
-
-    fn save_target(&mut self, link: &Link, mime: &str) {
-        let n = self.next_manifest_row;
-        self.next_manifest_row += 1;
-        self.counters.targets += 1;
-        self.delta.manifest_added.push((
-            n,
-            ManifestRow {
-                url: link.url.to_string(),
-                final_url: link.url.to_string(),
-                mime: mime.to_string(),
-                bytes: 20_000 + n % 50_000,
-                sha256: format!("{:064x}", url_hash(&link.url)),
-                file: format!("{:064x}.csv", url_hash(&link.url)),
-                referrer: link.referrer.as_ref().map(|u| u.to_string()),
-                tag_path: link.tag_path.to_string(),
-                fetched_at: "2026-11-22T10:00:00Z".into(),
-                truncated: false,
-                rdf: None,
-                structured: None,
-                change: None,
-            },
-        ));
-    }
-
-    /// One crawl step as the runner takes it: pop, GET (a page), triage its
-    /// new links with the classifier, fetch predicted targets, reward.
-    fn crawl_page(&mut self, new_links: usize, new_path_share: f64) -> Result<()> {
-        let Some((id, key)) = self.sb.pop() else {
-            bail!("the frontier ran dry");
-        };
-        let entry = self
-            .links
-            .get_mut(id.0 as usize)
-            .and_then(Option::take)
-            .ok_or_else(|| anyhow!("popped {id} has no link record"))?;
-        self.frontier -= 1;
-        self.delta.frontier_removed.push(id);
-        self.counters.requests += 1;
-        // A mispredicted target or image also waits in the frontier: the GET tells.
-        let (label, mime) = truth_of(&entry.link.url);
-        self.sb.observe(&entry.link, label, LabelSource::Get);
-        self.remember(&entry.link.url, mime);
-        match label {
-            Label::Html => self.counters.pages += 1,
-            Label::Target => {
-                self.save_target(&entry.link, mime);
-                self.sb.reward(key, 1);
-                return Ok(());
-            }
-            Label::Neither => {
-                self.counters.neither += 1;
-                self.sb.reward(key, 0);
-                return Ok(());
-            }
-        }
-        self.referrers.push(entry.link.url.clone());
-        if self.referrers.len() > 256 {
-            self.referrers.swap_remove(0);
-        }
-        let mut reward = 0;
-        for _ in 0..new_links {
-            let found = self.gen.discovered()?;
-            self.see(&found.url);
-            let path = if self.rng.random_bool(new_path_share) {
-                let p = TagPath::new(random_path(&mut self.rng));
-                self.paths.push(p.clone());
-                p
+    fn plan_links(&mut self) -> Result<Vec<ExtractedLink>> {
+        let plan = self.plan;
+        let mut links =
+            Vec::with_capacity(plan.new_path_pages + plan.known_pages + plan.discovered);
+        for i in 0..plan.new_path_pages + plan.known_pages {
+            let path = if i < plan.new_path_pages {
+                self.new_path()
             } else {
                 self.pick_path()
             };
-            let link = self.link(found.url, path);
-            let mut decision = self.sb.triage(&link, None);
-            if decision == Triage::Head {
-                self.counters.requests += 1;
-                self.counters.heads += 1;
-                self.sb.observe(&link, found.label, LabelSource::Head);
-                self.remember(&link.url, found.mime);
-                decision = self.sb.triage(&link, Some(found.label));
-            }
-            match decision {
-                Triage::Enqueue(key) => self.enqueue(link, key),
-                Triage::FetchNow => {
-                    self.counters.requests += 1;
-                    self.sb.observe(&link, found.label, LabelSource::Get);
-                    self.remember(&link.url, found.mime);
-                    if found.label == Label::Target {
-                        self.save_target(&link, found.mime);
-                        reward += 1;
-                    }
-                }
-                Triage::Drop | Triage::Head => self.counters.dropped += 1,
-            }
+            let url = self.gen.page()?;
+            self.known.insert(url.clone());
+            links.push(self.link(url, path));
         }
-        self.sb.reward(key, reward);
+        for _ in 0..plan.discovered {
+            let found = self.gen.discovered()?;
+            let path = if self.rng.random_bool(plan.new_path_share) {
+                self.new_path()
+            } else {
+                self.pick_path()
+            };
+            links.push(self.link(found, path));
+        }
+        Ok(links)
+    }
+}
+
+impl Answers for BigSite {
+    fn label(&mut self, url: &Url) -> Option<Label> {
+        let (label, mime) = truth_of(url);
+        self.filters.insert(url, MimeFamily::of(mime));
+        Some(label)
+    }
+
+    fn links(&mut self, page: &Link) -> PageLinks {
+        // The previous page's admission is over: its known links were triaged.
+        self.known.clear();
+        let links = self.plan_links().unwrap_or_else(|e| {
+            self.failed.get_or_insert(e);
+            Vec::new()
+        });
+        replay::page_links(&page.url, links)
+    }
+
+    fn target(&mut self, link: &Link, _requests: u64) -> bool {
+        self.saved.push((link.clone(), truth_of(&link.url).1));
+        true
+    }
+
+    fn known(&self, url: &Url) -> Option<Label> {
+        self.known.contains(url).then_some(Label::Html)
+    }
+}
+
+/// The big job of part 1 (and the job part 2 resumes).
+fn big_spec(port: u16) -> Result<JobSpec> {
+    let seed = Url::parse(&format!("http://{BIG_HOST}:{port}/"))?;
+    Ok(sb_spec(BIG_JOB, seed))
+}
+
+/// An sb job of one loopback seed, with no politeness delay and no budget.
+fn sb_spec(name: &str, seed: Url) -> JobSpec {
+    let mut spec = JobSpec::new(name, vec![seed]);
+    spec.strategy = StrategyKind::Sb;
+    spec.seed = SEED;
+    spec.politeness.delay = Duration::ZERO;
+    spec.budget.requests = 0;
+    spec.budget.bytes = 0;
+    spec.budget.early_stop = false;
+    spec
+}
+
+/// The big job, crawled by the engine's own [`forager::engine::JobCore`]
+/// (through [`Replay`]) against [`BigSite`].
+struct BigJob {
+    replay: Replay,
+    site: BigSite,
+    /// Manifest rows added (one per target saved).
+    manifest_rows: u64,
+}
+
+impl BigJob {
+    fn new(port: u16) -> Result<BigJob> {
+        let spec = big_spec(port)?;
+        Ok(BigJob {
+            replay: Replay::new(spec, Box::new(SleepingBandit::new(SEED))),
+            site: BigSite {
+                gen: UrlGen::new(format!("{BIG_HOST}:{port}"), 17),
+                rng: Xoshiro256PlusPlus::seed_from_u64(23),
+                paths: Vec::new(),
+                filters: MimeFilters::new(MimeFilterConfig::default()),
+                plan: PagePlan::default(),
+                known: HashSet::new(),
+                saved: Vec::new(),
+                failed: None,
+            },
+            manifest_rows: 0,
+        })
+    }
+
+    /// The learner's state as the next checkpoint saves it, decoded: what
+    /// the bench reads of sb (its action index) without reaching into the core.
+    fn learner(&mut self) -> Result<SleepingBandit> {
+        let mut sb = SleepingBandit::new(SEED);
+        sb.restore(&self.replay.strategy().save())
+            .context("decoding the job's learner state")?;
+        Ok(sb)
+    }
+
+    fn frontier(&self) -> usize {
+        self.replay.core.frontier_len()
+    }
+
+    /// One crawl step of the engine's core, the popped page linking to what `plan` says.
+    fn step(&mut self, plan: PagePlan) -> Result<()> {
+        self.site.plan = plan;
+        if self.replay.step(&mut self.site).is_none() {
+            bail!("the frontier ran dry");
+        }
+        if let Some(e) = self.site.failed.take() {
+            return Err(e);
+        }
+        for (link, mime) in std::mem::take(&mut self.site.saved) {
+            let row = manifest_row(&link, mime, self.manifest_rows);
+            self.replay.core.add_manifest_row(row);
+            self.manifest_rows += 1;
+        }
         Ok(())
     }
 
@@ -804,78 +784,69 @@ impl BigJob {
     /// paths, the frontier filled, pages fetched along the way.
     fn build(&mut self, actions: usize, frontier: usize) -> Result<()> {
         let started = Instant::now();
-        // Every path that founds or joins an action gets one link.
-        while self.sb.actions().len() < actions {
-            if self.sb.actions().overflowed() > 0 {
+        // Every path that founds or joins an action gets one link; the
+        // learner is decoded after each page to count its actions.
+        loop {
+            let sb = self.learner()?;
+            let have = sb.actions().len();
+            if have >= actions {
+                break;
+            }
+            if sb.actions().overflowed() > 0 {
                 bail!(
-                    "the learner's caps (learn::actions) stop the index at {} actions, below the {actions} asked for",
-                    self.sb.actions().len()
+                    "the learner's caps (learn::actions) stop the index at {have} actions, below the {actions} asked for"
                 );
             }
-            let p = TagPath::new(random_path(&mut self.rng));
-            self.paths.push(p.clone());
-            self.push_page(p)?;
+            self.step(PagePlan {
+                new_path_pages: (actions - have).min(FOUNDING_LINKS_PER_PAGE),
+                ..PagePlan::default()
+            })?;
         }
         eprintln!(
-            "  {} actions from {} distinct tag paths in {:.1?}",
-            self.sb.actions().len(),
-            self.paths.len(),
+            "  {actions}+ actions from {} distinct tag paths in {:.1?}",
+            self.site.paths.len(),
             started.elapsed()
         );
-        // Fill the frontier, fetching a page every `pages_every` links: the
-        // pages add labels, rewards, targets and HEADs, and take links out.
-        let pages = (frontier / LINKS_PER_FETCHED_PAGE).max(1);
-        let pages_every = LINKS_PER_FETCHED_PAGE + 1;
-        let mut fetched = 0;
-        let mut step = 0usize;
-        while self.frontier < frontier || fetched < pages {
-            if self.frontier < frontier {
-                let path = self.pick_path();
-                self.push_page(path)?;
-            }
-            step += 1;
-            if step % pages_every == 0 && fetched < pages {
-                self.crawl_page(2, 0.0)?;
-                fetched += 1;
-            }
+        // Fill the frontier: each page fetched links to known pages and
+        // discovers a few links the filters do not know (labels, rewards,
+        // targets and HEADs).
+        let fill = PagePlan {
+            known_pages: LINKS_PER_FETCHED_PAGE,
+            discovered: 2,
+            ..PagePlan::default()
+        };
+        while self.frontier() < frontier {
+            self.step(fill)?;
         }
+        let counters = &self.replay.core.counters;
         eprintln!(
-            "  frontier {} links, {} seen, {} pages fetched, {} targets, {} HEADs, {} dropped, {} actions after {:.1?}",
-            self.frontier,
-            self.seen,
-            self.counters.pages,
-            self.next_manifest_row,
-            self.counters.heads,
-            self.counters.dropped,
-            self.sb.actions().len(),
+            "  frontier {} links, {} seen, {} pages fetched, {} targets, {} HEADs, {} dropped after {:.1?}",
+            self.frontier(),
+            self.replay.core.seen_len(),
+            counters.pages,
+            self.manifest_rows,
+            counters.heads,
+            counters.dropped,
             started.elapsed()
         );
         Ok(())
     }
 
-    /// One checkpoint exactly as `Runner::checkpoint` builds it, committed.
+    /// One checkpoint as `Runner::checkpoint` takes and commits it: the
+    /// core's delta and record, the MIME filters staged, `Store::commit`.
     fn checkpoint(&mut self, store: &Store) -> Result<CheckpointCost> {
         let db = store.path().to_path_buf();
         let file_before = file_len(&db)?;
+        // `Strategy::save` alone, on a call of its own: the checkpoint
+        // below saves the same state again within `encode`.
+        let save_started = Instant::now();
+        std::hint::black_box(self.replay.strategy().save());
+        let save = save_started.elapsed();
         let started = Instant::now();
-        let strategy_state = self.sb.save();
-        let save = started.elapsed();
-        let record = JobRecord {
-            strategy: StrategyKind::Sb.name().to_string(),
-            seed: SEED,
-            counters: self.counters.clone(),
-            strategy_state,
-            early_stop_state: codec::encode(&EarlyStop::new(EarlyStopConfig::default())),
-            trap_state: codec::encode(&TrapGuard::new(DEFAULT_MAX_PATTERN_RUN)),
-            next_link_id: self.links.len() as u64,
-            next_manifest_row: self.next_manifest_row,
-            stop: None,
-            updated_at: now_secs(),
-        };
-        let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(BIG_JOB));
-        forager::engine::filters::stage(&mut self.filters, &mut delta);
+        let mut taken = self.replay.take_checkpoint(now_secs());
+        forager::engine::filters::stage(&mut self.site.filters, &mut taken.delta);
         let encode = started.elapsed();
-        delta.record = Some(record);
+        let delta = &taken.delta;
 
         // The writer encodes every value again inside `commit`: measure that
         // part here so the commit time splits into codec and redb.
@@ -907,11 +878,16 @@ impl BigJob {
             .sum();
         let value_codec = codec_started.elapsed();
 
-        let cpu_before = writer_cpu()?;
-        let commit_started = Instant::now();
-        let report: CommitReport = store.commit_blocking(delta)?;
-        let commit = commit_started.elapsed();
-        let writer = writer_cpu()?.saturating_sub(cpu_before);
+        let mut commit = Duration::ZERO;
+        let mut writer = Duration::ZERO;
+        let report: CommitReport = self.replay.commit_with(taken, |delta| {
+            let cpu_before = writer_cpu()?;
+            let commit_started = Instant::now();
+            let report = store.commit_blocking(delta)?;
+            commit = commit_started.elapsed();
+            writer = writer_cpu()?.saturating_sub(cpu_before);
+            Ok::<_, anyhow::Error>(report)
+        })?;
         let file_after = file_len(&db)?;
         Ok(CheckpointCost {
             encode,
@@ -926,19 +902,40 @@ impl BigJob {
     }
 }
 
+/// The manifest row of the `n`-th target saved.
+fn manifest_row(link: &Link, mime: &str, n: u64) -> ManifestRow {
+    ManifestRow {
+        url: link.url.to_string(),
+        final_url: link.url.to_string(),
+        mime: mime.to_string(),
+        bytes: 20_000 + n % 50_000,
+        sha256: format!("{:064x}", url_hash(&link.url)),
+        file: format!("{:064x}.csv", url_hash(&link.url)),
+        referrer: link.referrer.as_ref().map(|u| u.to_string()),
+        tag_path: link.tag_path.to_string(),
+        fetched_at: "2026-11-22T10:00:00Z".into(),
+        truncated: false,
+        rdf: None,
+        structured: None,
+        change: None,
+    }
+}
+
 fn big_job_checkpoints(dir: &Path, port: u16, config: &BenchConfig) -> Result<BigJobCosts> {
     eprintln!(
         "part 1: building a job with {} frontier links and {} actions",
         config.frontier, config.actions
     );
     let started = Instant::now();
-    let mut job = BigJob::new(port);
+    let mut job = BigJob::new(port)?;
     job.build(config.actions, config.frontier)?;
     let build = started.elapsed();
-    let action_index_bytes = codec::encode(job.sb.actions()).len() as u64;
-    let frontier_at_first = job.frontier;
+    let sb = job.learner()?;
+    let action_index_bytes = codec::encode(sb.actions()).len() as u64;
+    let frontier_at_first = job.frontier();
     // bincode: a varint length, the bytes, a varint action id (~3 bytes at 100 k).
     let memo_bytes = job
+        .site
         .paths
         .iter()
         .map(|p| p.as_str().len() as u64 + 1 + 3)
@@ -954,11 +951,16 @@ fn big_job_checkpoints(dir: &Path, port: u16, config: &BenchConfig) -> Result<Bi
         ms(first.commit),
         size(first.bytes.total(BIG_JOB))
     );
+    let steady_page = PagePlan {
+        discovered: NEW_LINKS_PER_PAGE,
+        // One new tag path every 8 links (3 of 25 per page in benches/learn.rs).
+        new_path_share: 0.125,
+        ..PagePlan::default()
+    };
     let mut steady = Vec::new();
     for round in 0..STEADY_ROUNDS {
         for _ in 0..PAGES_PER_INTERVAL {
-            // One new tag path every 8 links (3 of 25 per page in benches/learn.rs).
-            job.crawl_page(NEW_LINKS_PER_PAGE, 0.125)?;
+            job.step(steady_page)?;
         }
         let cost = job.checkpoint(&store)?;
         eprintln!(
@@ -972,12 +974,13 @@ fn big_job_checkpoints(dir: &Path, port: u16, config: &BenchConfig) -> Result<Bi
         steady.push(cost);
     }
     let file_after_steady = file_len(store.path())?;
+    let sb = job.learner()?;
     Ok(BigJobCosts {
-        actions: job.sb.actions().len(),
-        distinct_paths: job.sb.actions().known_paths(),
+        actions: sb.actions().len(),
+        distinct_paths: sb.actions().known_paths(),
         frontier: frontier_at_first,
-        seen: job.seen,
-        manifest_rows: job.next_manifest_row,
+        seen: job.replay.core.seen_len(),
+        manifest_rows: job.manifest_rows,
         build,
         action_index_bytes,
         memo_bytes,
@@ -1056,14 +1059,7 @@ fn resume_times(dir: &Path, server: SocketAddr, site: &ResumeSite) -> Result<Vec
         .enable_all()
         .build()
         .context("building the crawl runtime")?;
-    let seed = Url::parse(&format!("http://{BIG_HOST}:{}/", server.port()))?;
-    let mut spec = JobSpec::new(BIG_JOB, vec![seed]);
-    spec.strategy = StrategyKind::Sb;
-    spec.seed = SEED;
-    spec.politeness.delay = Duration::ZERO;
-    spec.budget.requests = 0;
-    spec.budget.bytes = 0;
-    spec.budget.early_stop = false;
+    let spec = big_spec(server.port())?;
     let mut out = Vec::new();
     for cold in [false, false, false, true, true] {
         if cold {
@@ -1619,13 +1615,7 @@ fn crawl_share(
         .build()
         .context("building the crawl runtime")?;
     let seed = Url::parse(&format!("http://{HOST}:{}{start}", server.port()))?;
-    let mut spec = JobSpec::new("cpu", vec![seed]);
-    spec.strategy = StrategyKind::Sb;
-    spec.seed = SEED;
-    spec.politeness.delay = Duration::ZERO;
-    spec.budget.requests = 0;
-    spec.budget.bytes = 0;
-    spec.budget.early_stop = false;
+    let spec = sb_spec("cpu", seed);
     let mut result = rt.block_on(async {
         let engine = Engine::open(EngineConfig {
             state_dir: state_dir.clone(),
@@ -1735,7 +1725,7 @@ fn filter_checkpoint_cost(dir: &Path, urls: u64) -> Result<FilterCost> {
     for _ in 0..ROUNDS {
         for _ in 0..urls {
             let found = gen.discovered()?;
-            filters.insert(&found.url, MimeFamily::of(found.mime));
+            filters.insert(&found, MimeFamily::of(truth_of(&found).1));
         }
         let now = snapshot(&filters);
         for (then, now) in persisted.iter().zip(&now) {
@@ -1801,7 +1791,7 @@ impl Report {
             size(c.memo_bytes)
         ));
         self.line(
-            "| checkpoint | encode (job thread) | of which Strategy::save | commit (Store::commit) | \
+            "| checkpoint | encode (job thread) | Strategy::save (own call) | commit (Store::commit) | \
              writer CPU | value codec (in commit) | bytes committed | strategy state | frontier rows +/- | redb file growth |",
         );
         self.line("|---|---|---|---|---|---|---|---|---|---|");

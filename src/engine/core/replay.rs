@@ -6,13 +6,14 @@
 //! that they exercise the engine's own bookkeeping and triage protocol, not a
 //! copy of it.
 
+pub use super::Checkpoint;
 use super::{Admitted, HeadAnswer, JobCore, StepTally};
 use crate::codec::CodecError;
 use crate::config::JobSpec;
-use crate::extract::PageLinks;
+use crate::extract::{ExtractedLink, PageLinks, RejectCounts};
 use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
-use crate::store::{FrontierEntry, JobRecord};
+use crate::store::{FrontierEntry, JobDelta, JobRecord};
 use crate::strategy::{LabelSource, Strategy};
 use std::collections::BTreeMap;
 use url::Url;
@@ -26,6 +27,25 @@ pub trait Answers {
     /// A target was fetched by the crawl's request number `requests`:
     /// whether it is a new one (the step's reward counts new targets).
     fn target(&mut self, link: &Link, requests: u64) -> bool;
+    /// What the MIME filters already know of a discovered link's URL: the
+    /// runner's lookup before triage, so a known page is queued without a
+    /// HEAD. The default knows nothing.
+    fn known(&self, _url: &Url) -> Option<Label> {
+        None
+    }
+}
+
+/// A page's links as link extraction hands them to the core, nothing cut,
+/// rejected or structured: what an [`Answers::links`] of a made-up site returns.
+pub fn page_links(base: &Url, links: Vec<ExtractedLink>) -> PageLinks {
+    PageLinks {
+        links,
+        base: base.clone(),
+        structured_data: false,
+        structured: None,
+        cut: None,
+        rejected: RejectCounts::default(),
+    }
 }
 
 /// A step the replay took.
@@ -155,7 +175,10 @@ impl Replay {
     ) -> Vec<Link> {
         let mut admission = self.core.start_admission(step, page, &page.url, found);
         let mut fetch_now = Vec::new();
-        while let Some(mut next) = self.core.admit_next(&mut admission, &|_| None, &self.spec) {
+        while let Some(mut next) =
+            self.core
+                .admit_next(&mut admission, &|url| site.known(url), &self.spec)
+        {
             loop {
                 match next {
                     Admitted::FetchNow(link) => {
@@ -183,17 +206,46 @@ impl Replay {
 
     /// Commit what was added since the last checkpoint, as the store would.
     pub fn checkpoint(&mut self) {
-        let checkpoint = self.core.take_checkpoint(None, 0);
+        let taken = self.take_checkpoint(0);
+        let committed: Result<(), std::convert::Infallible> = self.commit_with(taken, |_| Ok(()));
+        if let Err(never) = committed {
+            match never {}
+        }
+    }
+
+    /// The checkpoint the core would commit now (`now_secs` stamps its
+    /// record), not committed yet: hand it to [`Replay::commit_with`]. A
+    /// benchmark times this part as the job thread's encode.
+    pub fn take_checkpoint(&mut self, now_secs: u64) -> Checkpoint {
+        self.core.take_checkpoint(None, now_secs)
+    }
+
+    /// Commit a checkpoint taken by [`Replay::take_checkpoint`] through
+    /// `store` (a benchmark's real [`crate::store::Store`], or nothing), as the
+    /// runner does: the replay keeps its own copy of what the store then
+    /// holds (popped links whose records the core dropped are read from it),
+    /// and the core drops its committed records only once `store` succeeded.
+    pub fn commit_with<R, E>(
+        &mut self,
+        checkpoint: Checkpoint,
+        store: impl FnOnce(JobDelta) -> Result<R, E>,
+    ) -> Result<R, E> {
         let delta = checkpoint.delta;
-        self.stored.extend(delta.frontier_added);
-        for id in &delta.frontier_removed {
+        let added = delta.frontier_added.clone();
+        let removed = delta.frontier_removed.clone();
+        let seen = delta.seen_added.clone();
+        let record = delta.record.clone();
+        let report = store(delta)?;
+        self.stored.extend(added);
+        for id in &removed {
             self.stored.remove(id);
         }
-        self.stored_seen.extend(delta.seen_added);
-        if let Some(record) = delta.record {
+        self.stored_seen.extend(seen);
+        if let Some(record) = record {
             self.record = record;
         }
         self.core.committed(&checkpoint.committed_links);
+        Ok(report)
     }
 
     /// The committed frontier: each link's id and key.
