@@ -15,6 +15,7 @@ use lol_html::html_content::Element;
 use oxrdf::vocab::rdf;
 use oxrdf::{NamedNode, NamedOrBlankNode, Term};
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use url::Url;
 
 /// Names in one `itemprop`, types in one `itemtype`, ids in one `itemref`.
@@ -61,6 +62,8 @@ struct Prop {
     ids: Vec<Box<str>>,
     names: Vec<Box<str>>,
     value: Value,
+    /// The language of the property's element, for a text value.
+    lang: Option<Rc<str>>,
 }
 
 /// A page's items and properties.
@@ -126,10 +129,10 @@ impl Items {
                     continue;
                 }
                 let object = match &prop.value {
-                    Value::Text(t) => literal(t.clone(), None),
+                    Value::Text(t) => literal(t.clone(), None, prop.lang.as_deref()),
                     Value::Url(u) => match resolve_iri(base, u) {
                         Some(iri) if !u.is_empty() => iri.into(),
-                        _ => literal(u.clone(), None),
+                        _ => literal(u.clone(), None, None),
                     },
                     Value::Item(j) => match self.items.get(*j) {
                         Some(other) => Term::from(other.subject.clone()),
@@ -269,10 +272,16 @@ pub(crate) fn on_element(
         return None;
     }
     let mut wants_text = false;
+    // Only a meta's content and text content are language-tagged text;
+    // `data`, `meter` and `time` values are machine-readable.
+    let mut lang = None;
     let value = match value {
         Some(v) => v,
         None => match name {
-            "meta" => Value::Text(attr(el, "content").unwrap_or_default()),
+            "meta" => {
+                lang = c.lang.clone();
+                Value::Text(attr(el, "content").unwrap_or_default())
+            }
             "audio" | "embed" | "iframe" | "img" | "source" | "track" | "video" => {
                 Value::Url(attr(el, "src").unwrap_or_default())
             }
@@ -284,6 +293,7 @@ pub(crate) fn on_element(
             }
             _ => {
                 wants_text = trackable;
+                lang = c.lang.clone();
                 Value::Text(String::new())
             }
         },
@@ -294,6 +304,7 @@ pub(crate) fn on_element(
         ids,
         names,
         value,
+        lang,
     });
     wants_text.then_some(TextOwner::Microdata(index))
 }

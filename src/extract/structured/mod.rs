@@ -26,6 +26,7 @@ use lol_html::html_content::Element;
 use oxrdf::{BlankNode, Literal, NamedNode, NamedOrBlankNode, Term, Triple};
 use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::rc::Rc;
 use url::Url;
 
 /// Elements tracked at once (deeper ones pass their parent's context on).
@@ -178,6 +179,8 @@ struct Frame {
     json_ld: bool,
     md: microdata::FrameState,
     rdfa: Option<rdfa::Context>,
+    /// The element's `lang`, kept for its descendants' literals.
+    lang: Option<Language>,
     /// Index in `texts` of the value this element's text goes to.
     text: Option<usize>,
 }
@@ -211,7 +214,14 @@ pub struct Collector {
     sink: Sink,
     md: microdata::Items,
     rdfa: rdfa::Pending,
+    /// The language of the element being processed (its own `lang`, else
+    /// its nearest ancestor's), for the literals it yields.
+    lang: Option<Rc<str>>,
 }
+
+/// A `lang` attribute as declared: `None` inside means `lang=""` (no language).
+#[derive(Clone)]
+struct Language(Option<Rc<str>>);
 
 /// The element just seen asks for its end tag: call [`Collector::on_end`] with this id.
 pub type FrameId = u64;
@@ -232,6 +242,7 @@ impl Collector {
             sink: Sink::new(opts.max_statements),
             md: microdata::Items::default(),
             rdfa: rdfa::Pending::default(),
+            lang: None,
         }
     }
 
@@ -257,6 +268,10 @@ impl Collector {
                 "[href]",
                 "[src]",
             ]);
+        }
+        if opts.microdata || opts.rdfa {
+            // Literals take the language of their element or its nearest ancestor.
+            parts.push("[lang]");
         }
         if opts.microformats {
             parts.push("[class*=\"h-\"]");
@@ -292,6 +307,16 @@ impl Collector {
             return None;
         }
         let mut frame = Frame::default();
+        if self.opts.microdata || self.opts.rdfa {
+            frame.lang = attr(el, "lang").map(|l| {
+                let l = l.trim_matches(is_html_whitespace);
+                Language((!l.is_empty()).then(|| Rc::from(l)))
+            });
+            self.lang = match &frame.lang {
+                Some(Language(own)) => own.clone(),
+                None => self.inherited_lang(),
+            };
+        }
         if self.opts.json_ld && name == "script" {
             if has_end && !self.json_ld_open && jsonld::is_json_ld(el) {
                 self.json_ld_open = true;
@@ -324,8 +349,11 @@ impl Collector {
                 frame.text = frame.text.or(index);
             }
         }
-        let tracked =
-            frame.text.is_some() || frame.md.is_tracked() || frame.rdfa.is_some() || frame.json_ld;
+        let tracked = frame.text.is_some()
+            || frame.md.is_tracked()
+            || frame.rdfa.is_some()
+            || frame.json_ld
+            || frame.lang.is_some();
         if tracked && has_end && self.frames.len() < MAX_FRAMES {
             self.push(frame)
         } else {
@@ -450,6 +478,15 @@ impl Collector {
         self.sink.data
     }
 
+    /// The language the open elements declare (the innermost `lang`).
+    fn inherited_lang(&self) -> Option<Rc<str>> {
+        self.frames
+            .iter()
+            .rev()
+            .find_map(|f| f.lang.as_ref())
+            .and_then(|Language(l)| l.clone())
+    }
+
     /// The frames open now, innermost last (for the syntaxes' context lookups).
     fn rdfa_context(&self) -> Option<&rdfa::Context> {
         self.frames.iter().rev().find_map(|f| f.rdfa.as_ref())
@@ -512,10 +549,16 @@ pub(crate) fn blank() -> BlankNode {
     BlankNode::default()
 }
 
-pub(crate) fn literal(text: String, datatype: Option<NamedNode>) -> Term {
-    match datatype {
-        Some(dt) => Literal::new_typed_literal(text, dt).into(),
-        None => Literal::new_simple_literal(text).into(),
+/// A literal: typed when it has a datatype, else tagged with its language
+/// when that is a well-formed BCP 47 tag, else simple.
+pub(crate) fn literal(text: String, datatype: Option<NamedNode>, lang: Option<&str>) -> Term {
+    match (datatype, lang) {
+        (Some(dt), _) => Literal::new_typed_literal(text, dt).into(),
+        (None, Some(lang)) => match Literal::new_language_tagged_literal(text.as_str(), lang) {
+            Ok(tagged) => tagged.into(),
+            Err(_) => Literal::new_simple_literal(text).into(),
+        },
+        (None, None) => Literal::new_simple_literal(text).into(),
     }
 }
 

@@ -3,8 +3,10 @@
 //! `content`, `datatype`), following the processing steps of RDFa Core 1.1
 //! §7.5 with the HTML+RDFa rules for `head` and `body`.
 //!
-//! Left out, and why: literal languages (`lang`) and XML literals (a
-//! statement's count does not depend on them), `inlist` lists, and the
+//! A plain literal takes the language of its element or nearest ancestor
+//! (`lang`; `xml:lang` is not read: in HTML it must equal `lang`).
+//! Left out, and why: XML literals (a statement's count does not depend on
+//! them, only its object's datatype), `inlist` lists, and the
 //! initial context's three terms (`describedby`, `license`, `role`) — its
 //! prefixes are known. An element with no RDFa attribute passes its
 //! parent's context on unchanged; a plain `href`/`src` is read only inside
@@ -186,6 +188,7 @@ struct PendingProp {
     subject: NamedOrBlankNode,
     predicates: Vec<NamedNode>,
     datatype: Option<NamedNode>,
+    lang: Option<Rc<str>>,
 }
 
 /// The element's text arrived: emit its property statements.
@@ -196,12 +199,13 @@ pub(crate) fn complete(c: &mut Collector, pending: usize, text: String) {
     let subject = prop.subject.clone();
     let predicates = std::mem::take(&mut prop.predicates);
     let datatype = prop.datatype.take();
+    let lang = prop.lang.take();
     for p in predicates {
         c.sink.push(
             Syntax::Rdfa,
             subject.clone(),
             p,
-            literal(text.clone(), datatype.clone()),
+            literal(text.clone(), datatype.clone(), lang.as_deref()),
         );
     }
 }
@@ -412,7 +416,7 @@ pub(crate) fn on_element(
             .filter(|d| !d.is_empty())
             .and_then(|d| ctx.term_or_curie_or_iri(d));
         let value: Option<Term> = if let Some(content) = &content {
-            Some(literal(content.clone(), dt.clone()))
+            Some(literal(content.clone(), dt.clone(), c.lang.as_deref()))
         } else if datatype.is_none() && !has_rel {
             match resource
                 .clone()
@@ -440,6 +444,7 @@ pub(crate) fn on_element(
                     subject: subject.clone(),
                     predicates,
                     datatype: dt,
+                    lang: c.lang.clone(),
                 });
                 if trackable {
                     text = Some(TextOwner::Rdfa(index));

@@ -407,3 +407,55 @@ fn counts_match_the_oracle() {
         "{equal} of {pages} pages equal: under 95 %"
     );
 }
+
+#[test]
+fn literals_take_the_language_of_their_element_or_ancestor() {
+    let html = r#"<html lang="en"><body vocab="http://schema.org/">
+        <div typeof="Book"><span property="name">Dune</span>
+          <p lang="fr"><span property="alternateName">Dune (roman)</span>
+            <meta property="description" content="Un roman">
+            <span lang="" property="isbn">9780441013593</span>
+            <span property="datePublished" datatype="xsd:gYear">1965</span>
+            <span lang="not a tag!" property="comment">x</span></p></div>
+        <div itemscope itemtype="http://schema.org/Movie" lang="de">
+          <span itemprop="name">Der Wüstenplanet</span>
+          <meta itemprop="description" content="Ein Film">
+          <data itemprop="duration" value="137"></data></div></body></html>"#;
+    let data = extract(html);
+    let lit = |p: &str| -> String {
+        data.triples
+            .iter()
+            .find(|t| t.predicate.as_str() == p)
+            .map(|t| t.object.to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        lit("http://schema.org/name"),
+        "\"Dune\"@en",
+        "{:#?}",
+        data.triples
+    );
+    assert_eq!(
+        lit("http://schema.org/alternateName"),
+        "\"Dune (roman)\"@fr"
+    );
+    assert_eq!(lit("http://schema.org/description"), "\"Un roman\"@fr");
+    // lang="" removes the language; a datatype wins over it; a broken tag is ignored.
+    assert_eq!(lit("http://schema.org/isbn"), "\"9780441013593\"");
+    assert!(lit("http://schema.org/datePublished").ends_with("#gYear>"));
+    assert_eq!(lit("http://schema.org/comment"), "\"x\"");
+    assert!(has(
+        &data,
+        "_:",
+        "http://schema.org/name",
+        "\"Der Wüstenplanet\"@de"
+    ));
+    assert!(has(
+        &data,
+        "_:",
+        "http://schema.org/description",
+        "\"Ein Film\"@de"
+    ));
+    assert!(has(&data, "_:", "http://schema.org/duration", "\"137\""));
+    assert!(!has(&data, "_:", "http://schema.org/duration", "@de"));
+}
