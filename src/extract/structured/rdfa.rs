@@ -5,11 +5,11 @@
 //!
 //! A plain literal takes the language of its element or nearest ancestor
 //! (`lang`; `xml:lang` is not read: in HTML it must equal `lang`).
+//! The initial context's prefixes and its three terms (`describedby`,
+//! `license`, `role`: `<link rel="license">` is a statement) are known.
 //! Left out, and why: XML literals (a statement's count does not depend on
-//! them, only its object's datatype), `inlist` lists, and the
-//! initial context's three terms (`describedby`, `license`, `role`) — its
-//! prefixes are known. An element with no RDFa attribute passes its
-//! parent's context on unchanged; a plain `href`/`src` is read only inside
+//! them, only its object's datatype) and `inlist` lists (rare in the wild).
+//! An element with no RDFa attribute passes its parent's context on unchanged; a plain `href`/`src` is read only inside
 //! an RDFa context (it may complete a hanging `rel`).
 
 use super::{attr, blank, literal, resolve_iri, Collector, Syntax, TextOwner};
@@ -76,6 +76,17 @@ const INITIAL_PREFIXES: &[(&str, &str)] = &[
     ("xsd", "http://www.w3.org/2001/XMLSchema#"),
 ];
 
+/// The terms of the RDFa Core initial context, used where no `vocab` is in
+/// force (matched without regard to case, as RDFa Core §7.4.3 allows).
+const INITIAL_TERMS: &[(&str, &str)] = &[
+    (
+        "describedby",
+        "http://www.w3.org/2007/05/powder-s#describedby",
+    ),
+    ("license", "http://www.w3.org/1999/xhtml/vocab#license"),
+    ("role", "http://www.w3.org/1999/xhtml/vocab#role"),
+];
+
 /// The evaluation context an element hands to its descendants.
 #[derive(Clone)]
 pub(crate) struct Context {
@@ -128,7 +139,12 @@ impl Context {
     /// A predicate or type: a term in the vocabulary, a CURIE, or an absolute IRI.
     fn term_or_curie_or_iri(&self, value: &str) -> Option<NamedNode> {
         if !value.contains(':') {
-            let vocab = self.vocab.as_deref()?;
+            let Some(vocab) = self.vocab.as_deref() else {
+                return INITIAL_TERMS
+                    .iter()
+                    .find(|(term, _)| term.eq_ignore_ascii_case(value))
+                    .map(|(_, iri)| NamedNode::new_unchecked(*iri));
+            };
             return NamedNode::new(format!("{vocab}{value}")).ok();
         }
         if let Some(iri) = self.curie(value) {

@@ -339,11 +339,19 @@ fn hostile_nesting_and_itemrefs_stay_bounded() {
 }
 
 /// Pages where forager and the oracle (scripts/structured_oracle.py) disagree, and why.
-const EXPLAINED: &[(&str, &str)] = &[(
-    "own/mixed-hidden.html",
-    "extruct (lxml) reads <template> and <noscript> content as markup and counts its two \
-     hidden microdata items (4 statements); forager does not count them, as issue #14 asks",
-)];
+const EXPLAINED: &[(&str, &str)] = &[
+    (
+        "own/mixed-hidden.html",
+        "extruct (lxml) reads <template> and <noscript> content as markup and counts its two \
+         hidden microdata items (4 statements); forager does not count them, as issue #14 asks",
+    ),
+    (
+        "own/lang-tags.html",
+        "extruct's RDFa output (JSON-LD) drops literal languages, so \"Paris\"@en and \
+         \"Paris\"@fr become one statement there (RDFa 7); forager keeps both (RDFa 8), as \
+         RDFa Core says; its microdata counts agree (5)",
+    ),
+];
 
 /// Per page of tests/data/structured (the W3C JSON-LD 1.1 HTML tests from
 /// rdflib's source distribution, and pages of our own), forager's counts per
@@ -458,4 +466,28 @@ fn literals_take_the_language_of_their_element_or_ancestor() {
     ));
     assert!(has(&data, "_:", "http://schema.org/duration", "\"137\""));
     assert!(!has(&data, "_:", "http://schema.org/duration", "@de"));
+}
+
+#[test]
+fn rdfa_initial_context_terms_without_a_vocabulary() {
+    let html = r#"<head><link rel="license" href="http://creativecommons.org/licenses/by/4.0/">
+        <link rel="stylesheet" href="/s.css"></head>
+        <body><a rel="LICENSE" href="/l">l</a>
+        <div vocab="http://schema.org/" typeof="CreativeWork"><a rel="license" href="/w">w</a></div></body>"#;
+    let data = extract(html);
+    let xhv = "http://www.w3.org/1999/xhtml/vocab#license";
+    assert!(
+        has(&data, "shop.test/p/1", xhv, "creativecommons.org"),
+        "{:#?}",
+        data.triples
+    );
+    assert!(has(&data, "shop.test/p/1", xhv, "shop.test/l>"));
+    // Under a vocabulary the term is the vocabulary's.
+    assert!(has(
+        &data,
+        "_:",
+        "http://schema.org/license",
+        "shop.test/w>"
+    ));
+    assert_eq!(data.counts.rdfa, 5, "{:#?}", data.triples);
 }
