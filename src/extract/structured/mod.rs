@@ -461,6 +461,10 @@ impl Collector {
         if let Some(i) = frame.text {
             self.close_text(i);
         }
+        // After its own text value, which may fill a slot of its lists.
+        if let Some(ctx) = &frame.rdfa {
+            rdfa::close(self, ctx);
+        }
     }
 
     pub(crate) fn note_json_ld_error(&mut self, error: String) {

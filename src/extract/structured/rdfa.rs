@@ -7,15 +7,17 @@
 //! (`lang`; `xml:lang` is not read: in HTML it must equal `lang`).
 //! The initial context's prefixes and its three terms (`describedby`,
 //! `license`, `role`: `<link rel="license">` is a statement) are known.
+//! `inlist` values are gathered in the list mapping of the element that set
+//! their subject and become an `rdf:List` when that element ends.
 //! Left out, and why: XML literals (a statement's count does not depend on
-//! them, only its object's datatype) and `inlist` lists (rare in the wild).
-//! An element with no RDFa attribute passes its parent's context on unchanged; a plain `href`/`src` is read only inside
+//! them, only its object's datatype). An element with no RDFa attribute passes its parent's context on unchanged; a plain `href`/`src` is read only inside
 //! an RDFa context (it may complete a hanging `rel`).
 
 use super::{attr, blank, literal, resolve_iri, Collector, Syntax, TextOwner};
 use lol_html::html_content::Element;
 use oxrdf::vocab::rdf;
 use oxrdf::{BlankNode, NamedNode, NamedOrBlankNode, Term};
+use std::cell::RefCell;
 use std::rc::Rc;
 use url::Url;
 
@@ -95,8 +97,41 @@ pub(crate) struct Context {
     prefixes: Rc<Vec<(String, String)>>,
     parent_subject: NamedOrBlankNode,
     parent_object: NamedOrBlankNode,
-    /// `rel`/`rev` waiting for a subject: (subject, predicate, is `rev`).
-    incomplete: Rc<Vec<(NamedOrBlankNode, NamedNode, bool)>>,
+    /// `rel`/`rev` waiting for a subject.
+    incomplete: Rc<Vec<Hanging>>,
+    /// The lists `inlist` values go to (RDFa Core's list mapping), shared
+    /// with the descendants that keep this subject.
+    lists: Rc<ListMapping>,
+    /// Set on the element that made `lists`: it emits them, with this
+    /// subject, when it ends.
+    lists_owner: Option<NamedOrBlankNode>,
+}
+
+/// A `rel`/`rev` whose object is the next subject a descendant sets.
+#[derive(Clone)]
+enum Hanging {
+    Rel(NamedOrBlankNode, NamedNode),
+    Rev(NamedOrBlankNode, NamedNode),
+    /// `rel` with `inlist`: the subject joins this list.
+    List(List),
+}
+
+/// One list's items in document order; a slot is `None` until its text value
+/// arrives (the element's end).
+type List = Rc<RefCell<Vec<Option<Term>>>>;
+
+/// Predicate → list, in the order the predicates first appeared.
+type ListMapping = RefCell<Vec<(NamedNode, List)>>;
+
+/// The list for `predicate` in `lists`, made empty if it is not there.
+fn list_for(lists: &ListMapping, predicate: &NamedNode) -> List {
+    let mut lists = lists.borrow_mut();
+    if let Some((_, list)) = lists.iter().find(|(p, _)| p == predicate) {
+        return list.clone();
+    }
+    let list: List = Rc::default();
+    lists.push((predicate.clone(), list.clone()));
+    list
 }
 
 impl Context {
@@ -108,6 +143,8 @@ impl Context {
             parent_subject: doc.clone(),
             parent_object: doc,
             incomplete: Rc::new(Vec::new()),
+            lists: Rc::default(),
+            lists_owner: None,
         }
     }
 
@@ -198,6 +235,9 @@ pub(crate) struct Pending {
     props: Vec<PendingProp>,
     pub(crate) blanks: Blanks,
     prefixes_declared: usize,
+    /// Items put in lists on this page (capped like statements: a list is
+    /// emitted only when its element ends, so items must not pile up).
+    list_items: usize,
 }
 
 struct PendingProp {
@@ -205,6 +245,21 @@ struct PendingProp {
     predicates: Vec<NamedNode>,
     datatype: Option<NamedNode>,
     lang: Option<Rc<str>>,
+    /// With `inlist`: the list slots the value fills instead of statements.
+    slots: Vec<(List, usize)>,
+}
+
+/// Appends `item` to `list` (or reserves its slot, with `None`); returns the
+/// slot, or `None` when the page's list items are used up.
+fn push_item(c: &mut Collector, list: &List, item: Option<Term>) -> Option<usize> {
+    if c.rdfa.list_items >= c.sink.max {
+        c.sink.data.cut = true;
+        return None;
+    }
+    c.rdfa.list_items += 1;
+    let mut items = list.borrow_mut();
+    items.push(item);
+    Some(items.len() - 1)
 }
 
 /// The element's text arrived: emit its property statements.
@@ -216,6 +271,11 @@ pub(crate) fn complete(c: &mut Collector, pending: usize, text: String) {
     let predicates = std::mem::take(&mut prop.predicates);
     let datatype = prop.datatype.take();
     let lang = prop.lang.take();
+    for (list, slot) in std::mem::take(&mut prop.slots) {
+        if let Some(item) = list.borrow_mut().get_mut(slot) {
+            *item = Some(literal(text.clone(), datatype.clone(), lang.as_deref()));
+        }
+    }
     for p in predicates {
         c.sink.push(
             Syntax::Rdfa,
@@ -261,6 +321,8 @@ pub(crate) fn on_element(
     };
     let base = c.base.clone();
     let mut ctx = parent.clone();
+    ctx.lists_owner = None;
+    let inlist = el.has_attribute("inlist");
 
     if let Some(v) = attr(el, "vocab") {
         let v = v.trim_matches(super::is_html_whitespace);
@@ -379,6 +441,12 @@ pub(crate) fn on_element(
         }
     }
 
+    // RDFa Core §7.5 step 8: a new subject starts a new list mapping.
+    if !skip && subject != parent.parent_object {
+        ctx.lists = Rc::default();
+        ctx.lists_owner = Some(subject.clone());
+    }
+
     if let (Some(t), Some(types)) = (&typed, &typeof_) {
         for ty in tokens(types).filter_map(|ty| ctx.term_or_curie_or_iri(ty)) {
             c.sink
@@ -386,13 +454,19 @@ pub(crate) fn on_element(
         }
     }
     if !skip {
-        for (s, p, is_rev) in parent.incomplete.iter() {
-            if *is_rev {
-                c.sink
-                    .push(Syntax::Rdfa, subject.clone(), p.clone(), s.clone().into());
-            } else {
-                c.sink
-                    .push(Syntax::Rdfa, s.clone(), p.clone(), subject.clone().into());
+        for hanging in parent.incomplete.iter() {
+            match hanging {
+                Hanging::Rev(s, p) => {
+                    c.sink
+                        .push(Syntax::Rdfa, subject.clone(), p.clone(), s.clone().into());
+                }
+                Hanging::Rel(s, p) => {
+                    c.sink
+                        .push(Syntax::Rdfa, s.clone(), p.clone(), subject.clone().into());
+                }
+                Hanging::List(list) => {
+                    push_item(c, list, Some(subject.clone().into()));
+                }
             }
         }
     }
@@ -400,8 +474,12 @@ pub(crate) fn on_element(
     match &object {
         Some(o) => {
             for p in &rels {
-                c.sink
-                    .push(Syntax::Rdfa, subject.clone(), p.clone(), o.clone().into());
+                if inlist {
+                    push_item(c, &list_for(&ctx.lists, p), Some(o.clone().into()));
+                } else {
+                    c.sink
+                        .push(Syntax::Rdfa, subject.clone(), p.clone(), o.clone().into());
+                }
             }
             for p in &revs {
                 c.sink
@@ -410,10 +488,14 @@ pub(crate) fn on_element(
         }
         None if has_rel => {
             for p in &rels {
-                incomplete.push((subject.clone(), p.clone(), false));
+                incomplete.push(if inlist {
+                    Hanging::List(list_for(&ctx.lists, p))
+                } else {
+                    Hanging::Rel(subject.clone(), p.clone())
+                });
             }
             for p in &revs {
-                incomplete.push((subject.clone(), p.clone(), true));
+                incomplete.push(Hanging::Rev(subject.clone(), p.clone()));
             }
             // RDFa Core 1.1 step 9: descendants with properties only hang off a fresh node.
             object = Some(blank().into());
@@ -449,18 +531,35 @@ pub(crate) fn on_element(
             None
         };
         match value {
+            Some(o) if inlist => {
+                for p in &predicates {
+                    push_item(c, &list_for(&ctx.lists, p), Some(o.clone()));
+                }
+            }
             Some(o) => {
                 for p in predicates {
                     c.sink.push(Syntax::Rdfa, subject.clone(), p, o.clone());
                 }
             }
             None if !predicates.is_empty() => {
+                // A list keeps document order: the value's slot is taken now,
+                // filled when its text has arrived.
+                let mut slots = Vec::new();
+                if inlist {
+                    for p in &predicates {
+                        let list = list_for(&ctx.lists, p);
+                        if let Some(slot) = push_item(c, &list, None) {
+                            slots.push((list, slot));
+                        }
+                    }
+                }
                 let index = c.rdfa.props.len();
                 c.rdfa.props.push(PendingProp {
                     subject: subject.clone(),
-                    predicates,
+                    predicates: if inlist { Vec::new() } else { predicates },
                     datatype: dt,
                     lang: c.lang.clone(),
+                    slots,
                 });
                 if trackable {
                     text = Some(TextOwner::Rdfa(index));
@@ -473,6 +572,8 @@ pub(crate) fn on_element(
     }
 
     if !trackable {
+        // No end tag will come: its lists are complete now.
+        close(c, &ctx);
         return (None, text);
     }
     if skip {
@@ -483,4 +584,29 @@ pub(crate) fn on_element(
         ctx.incomplete = Rc::new(incomplete);
     }
     (Some(ctx), text)
+}
+
+/// The element whose context is `ctx` ended: if it made the list mapping,
+/// each list becomes an `rdf:List` (an empty one `rdf:nil`) of its subject.
+pub(crate) fn close(c: &mut Collector, ctx: &Context) {
+    let Some(subject) = &ctx.lists_owner else {
+        return;
+    };
+    let lists = std::mem::take(&mut *ctx.lists.borrow_mut());
+    for (predicate, list) in lists {
+        let items: Vec<Term> = std::mem::take(&mut *list.borrow_mut())
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut rest: Term = rdf::NIL.into_owned().into();
+        for item in items.into_iter().rev() {
+            let node: NamedOrBlankNode = blank().into();
+            c.sink
+                .push(Syntax::Rdfa, node.clone(), rdf::FIRST.into_owned(), item);
+            c.sink
+                .push(Syntax::Rdfa, node.clone(), rdf::REST.into_owned(), rest);
+            rest = node.into();
+        }
+        c.sink.push(Syntax::Rdfa, subject.clone(), predicate, rest);
+    }
 }

@@ -491,3 +491,72 @@ fn rdfa_initial_context_terms_without_a_vocabulary() {
     ));
     assert_eq!(data.counts.rdfa, 5, "{:#?}", data.triples);
 }
+
+#[test]
+fn rdfa_inlist_values_become_ordered_lists_of_the_subject_that_holds_them() {
+    let html = r#"<div about="/paper" prefix="bibo: http://purl.org/ontology/bibo/">
+        <a inlist rel="bibo:authorList" href="/ada">Ada</a>
+        <span inlist property="bibo:authorList">Grace</span>
+        <a inlist rel="bibo:authorList" href="/alan">Alan</a>
+        <ol rel="bibo:chapters" inlist><li about="/c1">1</li><li about="/c2">2</li></ol>
+        <span rel="bibo:editorList" inlist></span></div>"#;
+    let data = extract(html);
+    let rdf_ns = "http://www.w3.org/1999/02/22-rdf-syntax-ns#";
+    let object_of = |s: &str, p: &str| -> Option<String> {
+        data.triples
+            .iter()
+            .find(|t| t.subject.to_string() == s && t.predicate.as_str() == p)
+            .map(|t| t.object.to_string())
+    };
+    // Walks the list from its head, in order.
+    let walk = |head: String| -> Vec<String> {
+        let mut items = Vec::new();
+        let mut node = head;
+        while node != format!("<{rdf_ns}nil>") {
+            items.push(object_of(&node, &format!("{rdf_ns}first")).expect("rdf:first"));
+            node = object_of(&node, &format!("{rdf_ns}rest")).expect("rdf:rest");
+        }
+        items
+    };
+    let paper = "<http://shop.test/paper>";
+    let authors = object_of(paper, "http://purl.org/ontology/bibo/authorList").expect("authors");
+    assert_eq!(
+        walk(authors),
+        [
+            "<http://shop.test/ada>",
+            "\"Grace\"",
+            "<http://shop.test/alan>"
+        ],
+        "{:#?}",
+        data.triples
+    );
+    let chapters = object_of(paper, "http://purl.org/ontology/bibo/chapters").expect("chapters");
+    assert_eq!(
+        walk(chapters),
+        ["<http://shop.test/c1>", "<http://shop.test/c2>"]
+    );
+    assert_eq!(
+        object_of(paper, "http://purl.org/ontology/bibo/editorList").as_deref(),
+        Some(format!("<{rdf_ns}nil>").as_str())
+    );
+    // 3 + 2 items (2 statements each) and 3 list statements.
+    assert_eq!(data.counts.rdfa, 13);
+}
+
+#[test]
+fn rdfa_lists_are_capped_like_statements() {
+    let mut html = String::from(r#"<div about="/x" vocab="http://schema.org/">"#);
+    for i in 0..5_000 {
+        html.push_str(&format!(
+            r#"<span property="k" inlist>{i}</span><a rel="l" inlist href="/{i}"></a>"#
+        ));
+    }
+    let opts = StructuredOptions {
+        max_statements: 1_000,
+        ..StructuredOptions::all()
+    };
+    let data = extract_with(&html, opts);
+    assert!(data.cut);
+    assert!(data.triples.len() <= 1_000, "{}", data.triples.len());
+    assert_eq!(data.counts.rdfa as usize, data.triples.len());
+}
