@@ -81,9 +81,9 @@
 //! the link was found on was relevant) and, by default, its anchor text and
 //! tag path. A link is scored once, when found (as `focused` does; the
 //! paper re-scores nothing either): the engine pushes a restored frontier
-//! back as ids and keys only, so a re-scored queue could not resume exactly. The classifier
-//! is trained on every fetched HTML page: relevant if the job saved it as a
-//! structured-data target, not relevant otherwise. The engine tells the page's
+//! back as ids and keys only, so a re-scored queue could not resume
+//! exactly. The classifier is trained on every fetched HTML page: relevant
+//! if the job saved it as a structured-data target, not relevant otherwise. The engine tells the page's
 //! relevance through [`Strategy::page_relevance`] *before* its links are
 //! triaged, so that the links carry their parent's flag (the reward comes
 //! only when the step settles, after its links were queued).
