@@ -54,6 +54,17 @@ pub struct StructuredTruth {
     /// Every page's links, in document order (the web's graph, for the
     /// oracle and the in-memory crawl).
     pub links: BTreeMap<String, Vec<String>>,
+    /// Where each of a page's links was found, in the order of `links`
+    /// (for the in-memory crawl's link records).
+    pub places: BTreeMap<String, Vec<LinkPlace>>,
+}
+
+/// Where a link was found on its page: its tag path and anchor text, as the
+/// crawler's link record carries them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkPlace {
+    pub tag_path: crate::link::TagPath,
+    pub anchor: String,
 }
 
 /// Walk `web` from its seeds in memory, extracting every page with the
@@ -93,13 +104,19 @@ pub fn ground_truth(web: &StructuredWeb, min_statements: u64) -> anyhow::Result<
             truth.thin.insert(url.to_string());
         }
         let mut out = Vec::with_capacity(page.links.len());
+        let mut places = Vec::with_capacity(page.links.len());
         for l in page.links {
             out.push(l.url.to_string());
+            places.push(LinkPlace {
+                tag_path: l.tag_path.clone(),
+                anchor: l.anchor.clone(),
+            });
             if seen.insert(l.url.to_string()) {
                 queue.push_back(l.url);
             }
         }
         truth.links.insert(url.to_string(), out);
+        truth.places.insert(url.to_string(), places);
         truth.pages.insert(url.to_string());
     }
     Ok(truth)
@@ -201,6 +218,19 @@ pub fn simulate(
     budget: usize,
     in_flight: usize,
 ) -> Vec<bool> {
+    simulate_urls(truth, strategy, budget, in_flight)
+        .iter()
+        .map(|u| truth.relevant.contains(u.as_str()))
+        .collect()
+}
+
+/// [`simulate`], the pages fetched in order.
+pub fn simulate_urls(
+    truth: &StructuredTruth,
+    strategy: &mut dyn crate::strategy::Strategy,
+    budget: usize,
+    in_flight: usize,
+) -> Vec<Url> {
     use crate::link::{Link, LinkId, TagPath};
     use crate::mime::Label;
     use crate::strategy::Triage;
@@ -259,14 +289,22 @@ pub fn simulate(
         };
         let link = links[done].clone();
         let relevant = truth.relevant.contains(link.url.as_str());
-        out.push(relevant);
+        out.push(link.url.clone());
         strategy.page_relevance(&link, &link.url, relevant);
-        for l in truth.links.get(link.url.as_str()).into_iter().flatten() {
+        let places = truth.places.get(link.url.as_str());
+        for (i, l) in truth
+            .links
+            .get(link.url.as_str())
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             if let Ok(url) = Url::parse(l) {
+                let place = places.and_then(|p| p.get(i));
                 let child = Link {
                     url,
-                    tag_path: TagPath::root(),
-                    anchor: String::new(),
+                    tag_path: place.map_or_else(TagPath::root, |p| p.tag_path.clone()),
+                    anchor: place.map_or_else(String::new, |p| p.anchor.clone()),
                     depth: link.depth + 1,
                     referrer: Some(link.url.clone()),
                     pattern_run: 0,
@@ -621,64 +659,169 @@ mod tests {
         assert!(tuned > 1.8 * bfs, "{tuned} vs bfs {bfs}");
     }
 
-    /// Side by side in memory, 5 seeds, one page in flight, relevant share at
-    /// 25 %: `cargo test --release --lib bench::structured::tests::anthelion_variants -- --ignored --nocapture`.
+    /// Side by side in memory, one page in flight, relevant share at 25 %,
+    /// on the default web (150 hosts, 30 items, seed 1) and two held-out
+    /// ones (seeds 2 and 3), seeds 1–5 each, and its ratio to bfs:
+    /// `cargo test --release --lib bench::structured::tests::anthelion_variants -- --ignored --nocapture`.
     #[test]
     #[ignore = "a measurement (seconds in release), not a check"]
     fn anthelion_variants() {
         use crate::strategy::{Anthelion, AnthelionConfig};
-        let web = StructuredWeb::new(150, 30, 1);
-        let truth = ground_truth(&web, DEFAULT_MIN_STATEMENTS).unwrap();
-        let budget = truth.pages.len() / 4;
+        use std::fmt::Write as _;
+        let webs: Vec<(StructuredTruth, usize, f64)> = [1, 2, 3]
+            .into_iter()
+            .map(|seed| {
+                let truth =
+                    ground_truth(&StructuredWeb::new(150, 30, seed), DEFAULT_MIN_STATEMENTS)
+                        .unwrap();
+                let budget = truth.pages.len() / 4;
+                let bfs = share_at(
+                    &simulate(&truth, StrategyKind::Bfs.build(1).as_mut(), budget, 1),
+                    budget,
+                );
+                (truth, budget, bfs)
+            })
+            .collect();
         let base = AnthelionConfig::default();
-        let mut variants: Vec<(String, AnthelionConfig)> = vec![(
-            "laplace prior".into(),
-            AnthelionConfig {
-                prior_weight: None,
-                ..base
-            },
-        )];
-        for k in [2.0, 5.0, 10.0, 20.0] {
-            for m in [10.0, 30.0, 100.0] {
-                variants.push((
-                    format!("global prior k={k}, m={m}"),
-                    AnthelionConfig {
-                        prior_weight: Some(k),
-                        decay: m,
-                        ..base
-                    },
-                ));
-            }
-        }
-        for alpha in [0.05, 0.3] {
-            let mut c = AnthelionConfig {
-                prior_weight: Some(5.0),
-                decay: 30.0,
-                ..base
-            };
-            c.ftrl.alpha = alpha;
-            variants.push((format!("k=5, m=30, ftrl alpha {alpha}"), c));
-        }
-        for lambda in [0.2, 0.3] {
-            variants.push((
-                format!("k=5, m=30, lambda {lambda}"),
+        // The defaults before anchor text and tag paths (commit b7ef8c1).
+        let urls_only = AnthelionConfig {
+            anchor_tokens: false,
+            tag_path: false,
+            decay: 30.0,
+            ..base
+        };
+        let mut variants: Vec<(String, AnthelionConfig)> = vec![
+            ("paper".into(), AnthelionConfig::paper()),
+            ("URL tokens only, m 30".into(), urls_only),
+            (
+                "anchor tokens, m 30".into(),
                 AnthelionConfig {
-                    prior_weight: Some(5.0),
+                    anchor_tokens: true,
+                    ..urls_only
+                },
+            ),
+            (
+                "tag path, m 30".into(),
+                AnthelionConfig {
+                    tag_path: true,
+                    ..urls_only
+                },
+            ),
+            (
+                "anchor + tag path, m 30".into(),
+                AnthelionConfig {
                     decay: 30.0,
-                    lambda,
                     ..base
                 },
+            ),
+            ("default (anchor + tag path, m 100)".into(), base),
+        ];
+        for decay in [10.0, 300.0] {
+            variants.push((
+                format!("default, m {decay}"),
+                AnthelionConfig { decay, ..base },
             ));
         }
+        for alpha in [0.2, 0.5] {
+            let mut c = base;
+            c.ftrl.alpha = alpha;
+            variants.push((format!("default, alpha {alpha}"), c));
+        }
         for (name, config) in variants {
-            let v: Vec<f64> = (1..=5)
-                .map(|seed| {
-                    let mut a = Anthelion::with_config(seed, config);
-                    share_at(&simulate(&truth, &mut a, budget, 1), budget)
+            let mut line = format!("{name:28}");
+            for (truth, budget, bfs) in &webs {
+                let v: Vec<f64> = (1..=5)
+                    .map(|seed| {
+                        let mut a = Anthelion::with_config(seed, config);
+                        share_at(&simulate(truth, &mut a, *budget, 1), *budget)
+                    })
+                    .collect();
+                let m = MeanStd::of(&v).unwrap();
+                let _ = write!(
+                    line,
+                    " | {:.3} ± {:.3} ({:.2}x)",
+                    m.mean,
+                    m.std,
+                    m.mean / bfs
+                );
+            }
+            eprintln!("{line}");
+        }
+    }
+
+    /// Where anthelion's budget goes, by host kind and page type, 5 seeds:
+    /// `cargo test --release --lib bench::structured::tests::anthelion_budget -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement (seconds in release), not a check"]
+    fn anthelion_budget() {
+        use crate::strategy::Anthelion;
+        for (hosts, per, wseed) in [(150, 30, 1), (150, 30, 2)] {
+            let web = StructuredWeb::new(hosts, per, wseed);
+            let truth = ground_truth(&web, DEFAULT_MIN_STATEMENTS).unwrap();
+            let budget = truth.pages.len() / 4;
+            let kind_of = |u: &Url| {
+                let h = u.host_str().unwrap_or_default();
+                let i: usize = h
+                    .trim_start_matches("site")
+                    .trim_end_matches(".test")
+                    .parse()
+                    .unwrap_or(0);
+                web.kind(i)
+            };
+            let page_of = |u: &Url| match u.path().split('/').nth(1).unwrap_or("") {
+                "" => "home",
+                "about" => "about",
+                "category" | "tag" | "calendar" | "section" | "topic" => "listing",
+                _ => "item",
+            };
+            // Realistic ideal: a crawler that knows each host's item relevance
+            // rate but not which item is relevant, fetching items only.
+            let mut rates: Vec<(usize, usize)> = (0..web.hosts)
+                .map(|i| {
+                    let n = (0..web.per_host)
+                        .filter(|&j| truth.relevant.contains(&web.item_url(i, j)))
+                        .count();
+                    (n, web.per_host)
                 })
                 .collect();
-            let m = MeanStd::of(&v).unwrap();
-            eprintln!("{name:32} {:.3} ± {:.3}", m.mean, m.std);
+            rates.sort_by_key(|r| std::cmp::Reverse(r.0));
+            let (mut got, mut left) = (0.0, budget);
+            for (n, all) in rates {
+                let take = all.min(left);
+                got += n as f64 * take as f64 / all as f64;
+                left -= take;
+            }
+            eprintln!(
+                "web {hosts}:{per}:{wseed}: {} pages, {} relevant; items-only ideal {:.3}",
+                truth.pages.len(),
+                truth.relevant.len(),
+                got / budget as f64
+            );
+            let mut table: BTreeMap<(String, &str), (usize, usize)> = BTreeMap::new();
+            let mut hosts_seen = 0;
+            for seed in 1..=5 {
+                let mut a = Anthelion::new(seed);
+                let order = simulate_urls(&truth, &mut a, budget, 1);
+                let mut hs = BTreeSet::new();
+                for u in order.iter().take(budget) {
+                    hs.insert(u.host_str().unwrap_or_default().to_string());
+                    let e = table
+                        .entry((format!("{:?}", kind_of(u)), page_of(u)))
+                        .or_default();
+                    e.0 += 1;
+                    e.1 += usize::from(truth.relevant.contains(u.as_str()));
+                }
+                hosts_seen += hs.len();
+                eprintln!("  seed {seed}: explorations {}", a.explorations());
+            }
+            eprintln!("  hosts touched per run {:.1}", hosts_seen as f64 / 5.0);
+            for ((k, p), (n, r)) in &table {
+                eprintln!(
+                    "  {k:8} {p:8} fetched {:7.1} relevant {:7.1}",
+                    *n as f64 / 5.0,
+                    *r as f64 / 5.0
+                );
+            }
         }
     }
 
