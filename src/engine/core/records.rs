@@ -15,7 +15,9 @@ use std::collections::{HashMap, VecDeque};
 
 /// Frontier records by id. Invariants (debug-asserted): the deque's first
 /// slot is filled (empty slots at the front are trimmed), `len` counts the
-/// filled slots plus the side map, and no id is in both.
+/// filled slots plus the side map, and no id is in both. The deque holds
+/// only records of new ids, which the commit of their checkpoint removes,
+/// so it spans at most the links queued since the last commit but one.
 #[derive(Debug, Default)]
 pub(super) struct LinkRecords {
     /// Id of `recent[0]`.
@@ -47,22 +49,20 @@ impl LinkRecords {
     }
 
     /// A record going back under an id it had (a popped link parked or
-    /// abandoned), or any id not known to be new.
+    /// abandoned), or any id not known to be new: to the side map, even
+    /// within the deque's range, because such a record is in no delta and
+    /// no commit would remove it, so in the deque it could hold the front
+    /// (and every later slot) for as long as it waits in the frontier.
     pub(super) fn put_back(&mut self, id: LinkId, entry: FrontierEntry) {
-        if let Some(slot) = self.slot_mut(id) {
-            if slot.replace(entry).is_none() {
-                self.len += 1;
-            }
-        } else if self.older.insert(id, entry).is_none() {
+        debug_assert!(!self.in_recent(id), "{id} has a record already");
+        if self.older.insert(id, entry).is_none() {
             self.len += 1;
         }
     }
 
     pub(super) fn remove(&mut self, id: LinkId) -> Option<FrontierEntry> {
-        let removed = match self.slot_mut(id) {
-            Some(slot) => slot.take(),
-            None => self.older.remove(&id),
-        };
+        let recent = self.index(id).and_then(|i| self.recent[i].take());
+        let removed = recent.or_else(|| self.older.remove(&id));
         if removed.is_some() {
             self.len -= 1;
             self.trim_front();
@@ -71,10 +71,11 @@ impl LinkRecords {
     }
 
     pub(super) fn contains(&self, id: LinkId) -> bool {
-        match self.index(id) {
-            Some(i) => self.recent[i].is_some(),
-            None => self.older.contains_key(&id),
-        }
+        self.in_recent(id) || self.older.contains_key(&id)
+    }
+
+    fn in_recent(&self, id: LinkId) -> bool {
+        self.index(id).is_some_and(|i| self.recent[i].is_some())
     }
 
     pub(super) fn len(&self) -> usize {
@@ -84,11 +85,6 @@ impl LinkRecords {
     fn index(&self, id: LinkId) -> Option<usize> {
         let i = usize::try_from(id.0.checked_sub(self.base)?).ok()?;
         (i < self.recent.len()).then_some(i)
-    }
-
-    fn slot_mut(&mut self, id: LinkId) -> Option<&mut Option<FrontierEntry>> {
-        let i = self.index(id)?;
-        self.recent.get_mut(i)
     }
 
     fn trim_front(&mut self) {
@@ -158,11 +154,13 @@ mod tests {
         assert_eq!(r.recent.len(), 1);
         assert_eq!(r.len(), 2);
         assert!(r.contains(LinkId(3)));
-        // Put back within the deque's range: into its slot.
+        // Put back within the deque's range: to the side map too, so that
+        // the deque's front is freed by the commit of its records.
         r.insert_new(LinkId(1_000_001), entry(2));
         let e = r.remove(LinkId(1_000_001)).unwrap();
         r.put_back(LinkId(1_000_001), e);
-        assert_eq!(r.older.len(), 1);
+        assert_eq!(r.older.len(), 2);
+        assert!(r.contains(LinkId(1_000_001)));
         assert_eq!(
             r.remove(LinkId(3)).as_ref().map(url_of),
             Some("http://a.test/3")
