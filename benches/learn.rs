@@ -11,11 +11,18 @@
 //!
 //! Inputs are synthetic but shaped like real pages: tag paths repeat a page
 //! template with a few new paths per page; URLs mix pages and data files.
+//!
+//! Before criterion's figure, `pipeline` prints the *thread CPU time* per
+//! page over [`CPU_PAGES`] pages (and, apart, the core's share of the
+//! checkpoints those pages needed): on a loaded machine wall-clock samples
+//! spread by ±25 %, CPU time far less, so compare builds with it, runs
+//! interleaved. `LEARN_CPU_ONLY=1 cargo bench --bench learn` prints only
+//! that figure (no actions index, no criterion sampling).
 
 mod common;
 
 use common::random_path;
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::{criterion_group, BatchSize, Criterion};
 use forager::config::JobSpec;
 use forager::engine::replay::{Answers, Replay};
 use forager::extract::{ExtractedLink, PageLinks, RejectCounts};
@@ -291,15 +298,69 @@ impl Crawl {
     }
 }
 
-fn bench_pipeline(c: &mut Criterion) {
+/// Pages the CPU-time figure is taken over (after the warm-up).
+const CPU_PAGES: u64 = 3000;
+
+/// CPU time the calling thread has used so far (`CLOCK_THREAD_CPUTIME_ID`):
+/// unlike wall-clock time, not inflated by other processes on the machine.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A crawl warmed up as the benchmark starts it: classifier trained, a few
+/// hundred pages of learning.
+fn warmed_up() -> (Pages, Crawl) {
     let mut pages = Pages::new(&mut Xoshiro256PlusPlus::seed_from_u64(11), 200_000);
     let mut crawl = Crawl::new();
-    // Warm up: classifier trained, a few hundred pages of learning.
     for _ in 0..WARM_LINKS / LINKS_PER_PAGE {
         let links = pages.next_page();
         crawl.page(links);
         crawl.maybe_checkpoint();
     }
+    (pages, crawl)
+}
+
+/// Thread CPU time per page over [`CPU_PAGES`] pages, and apart the core's
+/// part of the checkpoints due meanwhile ([`Replay::take_checkpoint`]: what
+/// the job thread pays; the replay's in-memory commit is not timed).
+fn cpu_per_page(pages: &mut Pages, crawl: &mut Crawl) {
+    let mut spent = Duration::ZERO;
+    let mut checkpoints = Duration::ZERO;
+    for _ in 0..CPU_PAGES {
+        let links = pages.next_page();
+        let started = thread_cpu();
+        crawl.page(links);
+        spent += thread_cpu() - started;
+        if crawl.pages % PAGES_PER_CHECKPOINT == 0 {
+            let started = thread_cpu();
+            let taken = crawl.replay.take_checkpoint(0);
+            checkpoints += thread_cpu() - started;
+            let committed: Result<(), std::convert::Infallible> =
+                crawl.replay.commit_with(taken, |_| Ok(()));
+            if let Err(never) = committed {
+                match never {}
+            }
+        }
+    }
+    let per_page = |d: Duration| d.as_secs_f64() * 1e3 / CPU_PAGES as f64;
+    eprintln!(
+        "pipeline/sb_page_200_new_links: {:.3} ms of thread CPU per page over {CPU_PAGES} pages, \
+         + {:.3} ms per page of checkpoint takes",
+        per_page(spent),
+        per_page(checkpoints),
+    );
+}
+
+fn bench_pipeline(c: &mut Criterion) {
+    let (mut pages, mut crawl) = warmed_up();
+    cpu_per_page(&mut pages, &mut crawl);
     let mut group = c.benchmark_group("pipeline");
     group.sample_size(30);
     group.measurement_time(Duration::from_secs(8));
@@ -341,4 +402,13 @@ fn bench_pipeline(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_actions, bench_pipeline);
-criterion_main!(benches);
+
+fn main() {
+    if std::env::var_os("LEARN_CPU_ONLY").is_some() {
+        let (mut pages, mut crawl) = warmed_up();
+        cpu_per_page(&mut pages, &mut crawl);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -138,7 +138,7 @@ pub struct JobCore {
     strategy: Box<dyn Strategy>,
     rules: AdmitRules,
     /// Records of the frontier links not committed yet.
-    links: HashMap<LinkId, FrontierEntry, IntHashBuilder>,
+    links: records::LinkRecords,
     /// Hashes of every URL discovered (queued, in flight, unsettled, done).
     /// Its keys are hashes already and every link of a page is looked up
     /// here: SipHash would hash them again at ~20 ns each
@@ -241,7 +241,7 @@ impl JobCore {
             seed: spec.seed,
             strategy: spec.strategy.build(spec.seed),
             rules: AdmitRules::of(spec),
-            links: HashMap::default(),
+            links: records::LinkRecords::default(),
             seen: HashSet::default(),
             seen_pending: Vec::new(),
             unsettled: HashMap::default(),
@@ -453,7 +453,7 @@ impl JobCore {
                 (id, key)
             }
         };
-        Some((id, key, self.links.remove(&id)))
+        Some((id, key, self.links.remove(id)))
     }
 
     /// Retried links whose wait is over go back to the strategy.
@@ -501,7 +501,7 @@ impl JobCore {
     /// A popped link parked by the driver (its host was not ready) goes back.
     pub fn unpop(&mut self, id: LinkId, key: QueueKey, entry: Option<FrontierEntry>) {
         if let Some(entry) = entry {
-            self.links.insert(id, entry);
+            self.links.put_back(id, entry);
         }
         self.strategy.push(id, key);
     }
@@ -541,7 +541,7 @@ impl JobCore {
         let mut popped: Vec<Popped> = self.in_flight.drain().map(|(_, p)| p).collect();
         popped.sort_by_key(|p| p.id);
         for p in popped {
-            self.links.insert(p.id, p.entry);
+            self.links.put_back(p.id, p.entry);
             self.strategy.push(p.id, p.key);
         }
         let mut links: Vec<Link> = self.unsettled.drain().map(|(_, (_, l))| l).collect();
@@ -640,7 +640,7 @@ impl JobCore {
         self.next_link_id += 1;
         let entry = FrontierEntry { link, key };
         self.delta.frontier_added.push((id, entry.clone()));
-        self.links.insert(id, entry);
+        self.links.insert_new(id, entry);
         id
     }
 
@@ -897,6 +897,11 @@ impl JobCore {
             updated_at: now_secs,
         };
         let mut delta = std::mem::replace(&mut self.delta, JobDelta::new(&self.name));
+        // The next interval queues about as many links as this one: room for
+        // them now rather than a doubling copy of every record as it grows.
+        self.delta
+            .frontier_added
+            .reserve(delta.frontier_added.len());
         let unsettled = &self.unsettled;
         let (held, settled): (Vec<u64>, Vec<u64>) = std::mem::take(&mut self.seen_pending)
             .into_iter()
@@ -916,7 +921,7 @@ impl JobCore {
     /// The checkpoint committed: its frontier records now live in the store.
     pub fn committed(&mut self, links: &[LinkId]) {
         for id in links {
-            self.links.remove(id);
+            self.links.remove(*id);
         }
     }
 
@@ -955,7 +960,7 @@ impl JobCore {
         }
         for id in self.in_flight.keys() {
             assert!(
-                !self.links.contains_key(id),
+                !self.links.contains(*id),
                 "{id} is in flight and in the frontier records"
             );
         }
@@ -972,6 +977,7 @@ impl JobCore {
     }
 }
 
+mod records;
 pub mod replay;
 mod revisits;
 #[cfg(test)]

@@ -1785,8 +1785,7 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Stable 64-bit hash of a normalised URL (MurmurHash3 x64/128, low half): the seen-set key.
 pub fn url_hash(url: &Url) -> u64 {
-    let mut cursor = std::io::Cursor::new(url.as_str().as_bytes());
-    murmur3::murmur3_x64_128(&mut cursor, 0x666f_7261).map_or(0, |h| h as u64)
+    crate::learn::hash::murmur3_x64_128(url.as_str().as_bytes(), 0x666f_7261) as u64
 }
 
 fn method_name(kind: RequestKind) -> &'static str {

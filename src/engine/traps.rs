@@ -8,7 +8,9 @@
 //! link is refused — unless pages of that pattern (or pages they link to)
 //! yielded targets, as the pagination of a data listing does.
 
+use crate::learn::hash::Murmur3x64;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::HashSet;
 use url::Url;
 
@@ -59,31 +61,47 @@ impl TrapGuard {
 }
 
 /// Hash of the URL's pattern (host, digit-folded path, sorted query keys).
+///
+/// The shape is hashed as it is walked, not assembled in a string: this runs
+/// for every link of every page, and a URL without a query allocates nothing.
+/// The value is stored (the rewarded patterns), so it must stay that of the
+/// assembled shape (`shape_of` in the tests).
 pub fn pattern_key(url: &Url) -> u64 {
-    let mut shape = String::with_capacity(url.as_str().len());
-    shape.push_str(url.host_str().unwrap_or(""));
-    let mut in_digits = false;
-    for c in url.path().chars() {
-        if c.is_ascii_digit() {
-            if !in_digits {
-                shape.push('0');
-            }
-            in_digits = true;
-        } else {
-            in_digits = false;
-            shape.push(c);
+    let mut h = Murmur3x64::new(PATTERN_SEED);
+    h.write(url.host_str().unwrap_or("").as_bytes());
+    // Path bytes, each run of ASCII digits as one `0` (a multi-byte
+    // character never contains an ASCII digit byte, so bytes fold as chars do).
+    let mut rest = url.path().as_bytes();
+    while !rest.is_empty() {
+        let plain = rest
+            .iter()
+            .position(u8::is_ascii_digit)
+            .unwrap_or(rest.len());
+        h.write(&rest[..plain]);
+        rest = &rest[plain..];
+        if !rest.is_empty() {
+            h.write(b"0");
+            let digits = rest
+                .iter()
+                .position(|b| !b.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest = &rest[digits..];
         }
     }
-    let mut keys: Vec<String> = url.query_pairs().map(|(k, _)| k.into_owned()).collect();
-    keys.sort();
-    keys.dedup();
-    for k in keys {
-        shape.push('&');
-        shape.push_str(&k);
+    if url.query().is_some() {
+        // Keys borrow from the URL unless percent-decoding changed them.
+        let mut keys: Vec<Cow<'_, str>> = url.query_pairs().map(|(k, _)| k).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            h.write(b"&");
+            h.write(k.as_bytes());
+        }
     }
-    let mut cursor = std::io::Cursor::new(shape.as_bytes());
-    murmur3::murmur3_x64_128(&mut cursor, 0x7472_6170).map_or(0, |h| h as u64)
+    h.finish() as u64
 }
+
+const PATTERN_SEED: u32 = 0x7472_6170;
 
 #[cfg(test)]
 mod tests {
@@ -91,6 +109,49 @@ mod tests {
 
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap()
+    }
+
+    /// The pattern as one string: what [`pattern_key`] hashes piece by piece.
+    fn shape_of(url: &Url) -> String {
+        let mut shape = String::new();
+        shape.push_str(url.host_str().unwrap_or(""));
+        let mut in_digits = false;
+        for c in url.path().chars() {
+            if c.is_ascii_digit() {
+                if !in_digits {
+                    shape.push('0');
+                }
+                in_digits = true;
+            } else {
+                in_digits = false;
+                shape.push(c);
+            }
+        }
+        let mut keys: Vec<String> = url.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            shape.push('&');
+            shape.push_str(&k);
+        }
+        shape
+    }
+
+    #[test]
+    fn the_key_is_the_hash_of_the_assembled_shape() {
+        for s in [
+            "http://a.test/",
+            "http://a.test/calendar/2024/05?view=m&b=1&view=w",
+            "http://a.test/1/22/333/x4y55z?%C3%A9t%C3%A9=1&a%20b=2&=3",
+            "http://a.test/caf%C3%A9/%E2%82%AC12/p-9.html?q",
+            "http://b.test/a-very-long-path-segment/that-spans/several/blocks/0123456789/x",
+            "file:///tmp/2024/x",
+        ] {
+            let url = u(s);
+            let mut cursor = std::io::Cursor::new(shape_of(&url).into_bytes());
+            let want = murmur3::murmur3_x64_128(&mut cursor, PATTERN_SEED).unwrap() as u64;
+            assert_eq!(pattern_key(&url), want, "{s}");
+        }
     }
 
     #[test]

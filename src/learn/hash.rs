@@ -50,6 +50,132 @@ fn fmix32(mut h: u32) -> u32 {
     h
 }
 
+/// MurmurHash3, x64 128-bit variant (`MurmurHash3_x64_128`), of a byte
+/// slice: the same value as the `murmur3` crate's `murmur3_x64_128` (which
+/// the tests check), without its `io::Read` plumbing — on a URL the crate
+/// spends more in `read` calls and a 16-byte staging copy than in the hash.
+/// URL hashes of the seen set and trap patterns are stored, so the value
+/// must never change.
+pub fn murmur3_x64_128(data: &[u8], seed: u32) -> u128 {
+    let mut h = Murmur3x64::new(seed);
+    h.write(data);
+    h.finish()
+}
+
+const X64_C1: u64 = 0x87c3_7b91_1142_53d5;
+const X64_C2: u64 = 0x4cf5_ad43_2745_937f;
+
+/// [`murmur3_x64_128`] over bytes given in pieces: hashing `a` then `b` is
+/// hashing their concatenation, so a key made of parts (a URL pattern)
+/// needs no buffer to assemble it.
+#[derive(Clone, Debug)]
+pub struct Murmur3x64 {
+    h1: u64,
+    h2: u64,
+    /// Bytes not yet forming a 16-byte block (`pending_len` of them).
+    pending: [u8; 16],
+    pending_len: usize,
+    total: u64,
+}
+
+impl Murmur3x64 {
+    pub fn new(seed: u32) -> Self {
+        Murmur3x64 {
+            h1: u64::from(seed),
+            h2: u64::from(seed),
+            pending: [0; 16],
+            pending_len: 0,
+            total: 0,
+        }
+    }
+
+    #[inline]
+    fn block(&mut self, block: &[u8; 16]) {
+        let mut k1 = [0u8; 8];
+        let mut k2 = [0u8; 8];
+        k1.copy_from_slice(&block[..8]);
+        k2.copy_from_slice(&block[8..]);
+        let (k1, k2) = (u64::from_le_bytes(k1), u64::from_le_bytes(k2));
+        self.h1 ^= k1.wrapping_mul(X64_C1).rotate_left(31).wrapping_mul(X64_C2);
+        self.h1 = self
+            .h1
+            .rotate_left(27)
+            .wrapping_add(self.h2)
+            .wrapping_mul(5)
+            .wrapping_add(0x52dc_e729);
+        self.h2 ^= k2.wrapping_mul(X64_C2).rotate_left(33).wrapping_mul(X64_C1);
+        self.h2 = self
+            .h2
+            .rotate_left(31)
+            .wrapping_add(self.h1)
+            .wrapping_mul(5)
+            .wrapping_add(0x3849_5ab5);
+    }
+
+    pub fn write(&mut self, mut data: &[u8]) {
+        self.total += data.len() as u64;
+        if self.pending_len > 0 {
+            let take = (16 - self.pending_len).min(data.len());
+            self.pending[self.pending_len..self.pending_len + take].copy_from_slice(&data[..take]);
+            self.pending_len += take;
+            data = &data[take..];
+            if self.pending_len < 16 {
+                return;
+            }
+            let block = self.pending;
+            self.block(&block);
+            self.pending_len = 0;
+        }
+        let mut blocks = data.chunks_exact(16);
+        for b in &mut blocks {
+            let mut block = [0u8; 16];
+            block.copy_from_slice(b);
+            self.block(&block);
+        }
+        let tail = blocks.remainder();
+        self.pending[..tail.len()].copy_from_slice(tail);
+        self.pending_len = tail.len();
+    }
+
+    pub fn finish(&self) -> u128 {
+        let (mut h1, mut h2) = (self.h1, self.h2);
+        let tail = &self.pending[..self.pending_len];
+        if tail.len() > 8 {
+            let mut k2 = 0u64;
+            for (i, &b) in tail[8..].iter().enumerate() {
+                k2 |= u64::from(b) << (8 * i);
+            }
+            h2 ^= k2.wrapping_mul(X64_C2).rotate_left(33).wrapping_mul(X64_C1);
+        }
+        if !tail.is_empty() {
+            let mut k1 = 0u64;
+            for (i, &b) in tail[..tail.len().min(8)].iter().enumerate() {
+                k1 |= u64::from(b) << (8 * i);
+            }
+            h1 ^= k1.wrapping_mul(X64_C1).rotate_left(31).wrapping_mul(X64_C2);
+        }
+        h1 ^= self.total;
+        h2 ^= self.total;
+        h1 = h1.wrapping_add(h2);
+        h2 = h2.wrapping_add(h1);
+        h1 = fmix64(h1);
+        h2 = fmix64(h2);
+        h1 = h1.wrapping_add(h2);
+        h2 = h2.wrapping_add(h1);
+        (u128::from(h2) << 64) | u128::from(h1)
+    }
+}
+
+#[inline]
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^= k >> 33;
+    k
+}
+
 /// A 64-bit fingerprint of a string (two independent MurmurHash3 runs), used as
 /// a compact key for URLs in bounded memories where a rare collision only
 /// costs one accuracy sample.
@@ -138,6 +264,35 @@ mod tests {
         #[test]
         fn murmur3_matches_the_crate(data in proptest::collection::vec(any::<u8>(), 0..64), seed in any::<u32>()) {
             prop_assert_eq!(murmur3_32(&data, seed), reference(&data, seed));
+        }
+    }
+
+    fn reference_x64(data: &[u8], seed: u32) -> u128 {
+        murmur3::murmur3_x64_128(&mut std::io::Cursor::new(data), seed).unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn murmur3_x64_matches_the_crate(data in proptest::collection::vec(any::<u8>(), 0..80), seed in any::<u32>()) {
+            prop_assert_eq!(murmur3_x64_128(&data, seed), reference_x64(&data, seed));
+        }
+
+        #[test]
+        fn murmur3_x64_in_pieces_is_murmur3_x64_of_the_whole(
+            data in proptest::collection::vec(any::<u8>(), 0..80),
+            cuts in proptest::collection::vec(0usize..80, 0..6),
+            seed in any::<u32>(),
+        ) {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(data.len())).collect();
+            cuts.sort_unstable();
+            let mut h = Murmur3x64::new(seed);
+            let mut from = 0;
+            for c in cuts {
+                h.write(&data[from..c]);
+                from = c;
+            }
+            h.write(&data[from..]);
+            prop_assert_eq!(h.finish(), reference_x64(&data, seed));
         }
     }
 
