@@ -525,11 +525,16 @@ fn truth_of(url: &Url) -> (Label, &'static str) {
 // ---------------------------------------------------------------------------
 // Part 1: the big job's checkpoints
 
-/// Bytes of a delta, as the store receives them (encoded values; keys are
+/// Bytes of a delta, as the store writes them (encoded values; keys are
 /// the job name and 8 bytes).
 #[derive(Clone, Copy, Debug, Default)]
 struct DeltaBytes {
+    /// The learner's whole state (`Strategy::save`).
     strategy_state: u64,
+    /// What the store wrote of it: the chunks that changed and the chunk
+    /// index (`Store::state_bytes_written`, schema 6).
+    state_written: u64,
+    /// The job record without its learned state.
     record: u64,
     frontier: u64,
     frontier_rows: u64,
@@ -543,6 +548,7 @@ impl DeltaBytes {
     fn total(&self, job: &str) -> u64 {
         let key = job.len() as u64 + 8;
         self.record
+            + self.state_written
             + self.frontier
             + self.manifest
             + self.shared
@@ -856,10 +862,9 @@ impl BigJob {
                 .record
                 .as_ref()
                 .map_or(0, |r| r.strategy_state.len() as u64),
-            record: delta
-                .record
-                .as_ref()
-                .map_or(0, |r| codec::encode(r).len() as u64),
+            record: delta.record.as_ref().map_or(0, |r| {
+                (codec::encode(r).len() - r.strategy_state.len()) as u64
+            }),
             frontier_rows: delta.frontier_added.len() as u64,
             removed_rows: delta.frontier_removed.len() as u64,
             seen_rows: delta.seen_added.len() as u64,
@@ -880,6 +885,7 @@ impl BigJob {
 
         let mut commit = Duration::ZERO;
         let mut writer = Duration::ZERO;
+        let state_before = store.state_bytes_written();
         let report: CommitReport = self.replay.commit_with(taken, |delta| {
             let cpu_before = writer_cpu()?;
             let commit_started = Instant::now();
@@ -888,6 +894,7 @@ impl BigJob {
             writer = writer_cpu()?.saturating_sub(cpu_before);
             Ok::<_, anyhow::Error>(report)
         })?;
+        bytes.state_written = store.state_bytes_written() - state_before;
         let file_after = file_len(&db)?;
         Ok(CheckpointCost {
             encode,
@@ -964,11 +971,13 @@ fn big_job_checkpoints(dir: &Path, port: u16, config: &BenchConfig) -> Result<Bi
         }
         let cost = job.checkpoint(&store)?;
         eprintln!(
-            "  steady {round}: encode {} (save {}), commit {}, {} written, file {}",
+            "  steady {round}: encode {} (save {}), commit {}, {} written ({} of a learned state of {}), file {}",
             ms(cost.encode),
             ms(cost.save),
             ms(cost.commit),
             size(cost.bytes.total(BIG_JOB)),
+            size(cost.bytes.state_written),
+            size(cost.bytes.strategy_state),
             signed_size(cost.file_growth)
         );
         steady.push(cost);
@@ -1792,12 +1801,12 @@ impl Report {
         ));
         self.line(
             "| checkpoint | encode (job thread) | Strategy::save (own call) | commit (Store::commit) | \
-             writer CPU | value codec (in commit) | bytes committed | strategy state | frontier rows +/- | redb file growth |",
+             writer CPU | value codec (in commit) | bytes committed | learned state written / whole | frontier rows +/- | redb file growth |",
         );
         self.line("|---|---|---|---|---|---|---|---|---|---|");
         let row = |name: &str, k: &CheckpointCost| {
             format!(
-                "| {name} | {} | {} | {} (txn {}) | {} | {} | {} | {} | +{} / -{} | {} |",
+                "| {name} | {} | {} | {} (txn {}) | {} | {} | {} | {} / {} | +{} / -{} | {} |",
                 ms(k.encode),
                 ms(k.save),
                 ms(k.commit),
@@ -1805,6 +1814,7 @@ impl Report {
                 ms(k.writer_cpu),
                 ms(k.value_codec),
                 size(k.bytes.total(BIG_JOB)),
+                size(k.bytes.state_written),
                 size(k.bytes.strategy_state),
                 k.bytes.frontier_rows,
                 k.bytes.removed_rows,
@@ -1842,9 +1852,10 @@ impl Report {
         ));
         let b = &mid.bytes;
         self.line(format!(
-            "Last steady checkpoint's bytes: job record {} (strategy state {}), frontier values {} \
-             ({} rows), seen keys {}, manifest {}, MIME filter chunks {}.",
+            "Last steady checkpoint's bytes: job record {} without its learned state, learned state \
+             {} written of {}, frontier values {} ({} rows), seen keys {}, manifest {}, MIME filter chunks {}.",
             size(b.record),
+            size(b.state_written),
             size(b.strategy_state),
             size(b.frontier),
             b.frontier_rows,

@@ -108,3 +108,129 @@ async fn bfs_survives_stops_at_any_moment() {
 async fn sb_survives_stops_at_any_moment() {
     interrupted_equals_uninterrupted(StrategyKind::Sb).await;
 }
+
+/// A made-up site for [`a_job_killed_between_checkpoints_resumes_its_last_learned_state`]:
+/// page `n` links to twelve pages and three CSV files, under tag paths drawn
+/// from thousands, so the learner grows many actions and changes in many
+/// places between two checkpoints.
+struct ManyPaths;
+
+impl ManyPaths {
+    const TAGS: [&'static str; 10] = [
+        "div", "section", "ul", "li", "span", "nav", "table", "tr", "td", "article",
+    ];
+
+    fn number(url: &url::Url) -> u64 {
+        url.path()
+            .trim_start_matches('/')
+            .trim_end_matches(".csv")
+            .parse()
+            .unwrap_or(0)
+    }
+
+    fn path(mut k: u64) -> forager::link::TagPath {
+        let mut path = String::from("/html/body");
+        for _ in 0..5 {
+            path.push('/');
+            path.push_str(Self::TAGS[(k % 10) as usize]);
+            k /= 10;
+        }
+        path.push_str("/a");
+        forager::link::TagPath::new(path)
+    }
+}
+
+impl forager::engine::replay::Answers for ManyPaths {
+    fn label(&mut self, url: &url::Url) -> Option<forager::mime::Label> {
+        Some(if url.path().ends_with(".csv") {
+            forager::mime::Label::Target
+        } else {
+            forager::mime::Label::Html
+        })
+    }
+
+    fn links(&mut self, page: &forager::link::Link) -> forager::extract::PageLinks {
+        let n = Self::number(&page.url);
+        let links = (0..15u64)
+            .map(|k| {
+                let (child, ext) = if k < 12 {
+                    (n * 12 + k + 1, "")
+                } else {
+                    (n * 3 + k, ".csv")
+                };
+                forager::extract::ExtractedLink {
+                    url: page.url.join(&format!("/{child}{ext}")).unwrap(),
+                    // Targets sit under a few paths, pages under many.
+                    tag_path: Self::path(if ext.is_empty() {
+                        (n * 7919 + k * 104_729) % 20_000
+                    } else {
+                        k
+                    }),
+                    anchor: String::new(),
+                }
+            })
+            .collect();
+        forager::engine::replay::page_links(&page.url, links)
+    }
+
+    fn target(&mut self, _link: &forager::link::Link, _requests: u64) -> bool {
+        true
+    }
+}
+
+/// A job killed between checkpoints resumes to its last checkpoint's learned
+/// state, byte for byte, although each checkpoint wrote only the chunks of
+/// it that changed: the store is closed after every few checkpoints with
+/// steps taken since the last one (lost, as a kill loses them), reopened,
+/// and what it gives back is the record, learned state included, that the
+/// last commit carried; a fresh learner restored from it saves it unchanged.
+#[test]
+fn a_job_killed_between_checkpoints_resumes_its_last_learned_state() {
+    use forager::engine::replay::Replay;
+    use forager::store::Store;
+    use forager::strategy::{SleepingBandit, Strategy};
+
+    let dir = tempfile::tempdir().unwrap();
+    let seed = url::Url::parse("http://many.test/0").unwrap();
+    let spec = JobSpec::new("killed".to_string(), vec![seed]);
+    let mut job = Replay::new(spec, Box::new(SleepingBandit::new(7)));
+    let mut site = ManyPaths;
+    let (mut written, mut whole) = (0u64, 0u64);
+    for life in 0..4u64 {
+        let store = Store::open(dir.path(), 4 << 20).unwrap();
+        if life > 0 {
+            let record = store.job_record("killed").unwrap().unwrap();
+            assert_eq!(
+                &record,
+                job.record(),
+                "life {life}: the last checkpoint's record"
+            );
+            let mut learner = SleepingBandit::new(7);
+            learner.restore(&record.strategy_state).unwrap();
+            assert_eq!(learner.save(), record.strategy_state);
+            let frontier: Vec<_> = job.stored_frontier().collect();
+            assert_eq!(store.load_job("killed").unwrap().frontier, frontier);
+        }
+        for round in 0..6 {
+            for _ in 0..8 {
+                assert!(job.step(&mut site).is_some(), "the site never runs dry");
+            }
+            let taken = job.take_checkpoint(life * 10 + round);
+            whole += taken
+                .delta
+                .record
+                .as_ref()
+                .map_or(0, |r| r.strategy_state.len() as u64);
+            let before = store.state_bytes_written();
+            job.commit_with(taken, |delta| store.commit_blocking(delta))
+                .unwrap();
+            written += store.state_bytes_written() - before;
+        }
+        // Steps after the last checkpoint: the kill loses them.
+        for _ in 0..5 {
+            job.step(&mut site);
+        }
+    }
+    assert!(job.record().strategy_state.len() > 10_000);
+    eprintln!("learned state: {written} bytes written over 24 checkpoints of {whole} bytes in all");
+}

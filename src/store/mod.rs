@@ -10,13 +10,15 @@
 //! | table      | key                | value                                  |
 //! |------------|--------------------|----------------------------------------|
 //! | `meta`     | name               | format version of the schema           |
-//! | `jobs`     | job                | [`JobRecord`]: counters, learner state |
+//! | `jobs`     | job                | [`JobRecord`]: counters, small state (the learner's is in the state tables) |
 //! | `frontier` | (job, link id)     | [`FrontierEntry`]                      |
 //! | `seen`     | (job, url hash)    | nothing                                |
 //! | `manifest` | (job, row number)  | [`ManifestRow`]                        |
 //! | `shared`   | name               | process-wide blobs (MIME filters)      |
 //! | `revisit`  | (job, url hash)    | a continuous job's fetched URL: validators, schedule, action |
 //! | `revisit_state` | job           | a continuous job's revisit learner and counts |
+//! | `state_index` | job             | the chunks of the job's learned state, in order ([`state`]) |
+//! | `state_chunks` | (job, chunk key) | one chunk of it: a checkpoint writes only the chunks that changed |
 //!
 //! Writes go through [`Store::commit`]: a job sends a [`JobDelta`] and awaits
 //! the commit; the writer thread drains its queue and commits every pending
@@ -27,6 +29,7 @@ use crate::codec;
 mod crash_backend;
 pub mod repair;
 mod schema;
+pub mod state;
 
 pub use schema::{
     ChangeKind, FrontierEntry, JobCounters, JobRecord, ManifestRow, RdfStatements, StopReason,
@@ -40,6 +43,7 @@ use redb::backends::FileBackend;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -60,7 +64,9 @@ const REVISIT_STATE: TableDefinition<&str, &[u8]> = TableDefinition::new("revisi
 /// 4: manifest rows end with a structured-data page's counts (migrated from 2 and 3).
 /// 5: manifest rows end with what a continuous job's revisit found (migrated
 ///    from 2 to 4); the `revisit` and `revisit_state` tables.
-const SCHEMA_VERSION: u32 = 5;
+/// 6: a job's learned state in content-defined chunks (`state_index`,
+///    `state_chunks`), out of its record (migrated from 2 to 5).
+const SCHEMA_VERSION: u32 = 6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -92,6 +98,8 @@ pub enum StoreError {
     Damaged { path: PathBuf, why: String },
     #[error("state database: {0}")]
     Db(#[from] redb::Error),
+    #[error("state database: job {job}'s learned state is damaged: {why}")]
+    State { job: String, why: String },
     #[error("state database: corrupt value in {table}: {source}")]
     Corrupt {
         table: &'static str,
@@ -272,6 +280,8 @@ struct DbSlot {
     path: PathBuf,
     cache_bytes: usize,
     db: RwLock<Result<Arc<Database>, String>>,
+    /// Learned-state bytes (chunks and indexes) committed since open.
+    state_bytes: AtomicU64,
 }
 
 impl DbSlot {
@@ -368,7 +378,9 @@ fn is_corruption(e: &StoreError) -> bool {
             cause: redb::DatabaseError::Storage(s),
             ..
         } => storage(s),
-        StoreError::Db(redb::Error::Corrupted(_)) | StoreError::Corrupt { .. } => true,
+        StoreError::Db(redb::Error::Corrupted(_))
+        | StoreError::Corrupt { .. }
+        | StoreError::State { .. } => true,
         _ => false,
     }
 }
@@ -425,6 +437,7 @@ impl Store {
             path,
             cache_bytes,
             db: RwLock::new(Ok(Arc::new(db))),
+            state_bytes: AtomicU64::new(0),
         });
         let (tx, rx) = mpsc::channel();
         let writer_slot = slot.clone();
@@ -457,13 +470,16 @@ impl Store {
                 Some(v) => Some(decode_row::<u32>("meta", v.value())?),
                 None => None,
             };
-            if let Some(old @ (2..=4)) = found {
-                Self::migrate_manifest(&txn, old)?;
+            if let Some(old @ (2..=5)) = found {
+                if old <= 4 {
+                    Self::migrate_manifest(&txn, old)?;
+                }
+                let jobs = state::migrate_records(&txn)?;
                 meta.insert("schema_version", codec::encode(&SCHEMA_VERSION).as_slice())?;
-                tracing::info!(path = %path.display(), from = old, to = SCHEMA_VERSION, "state database migrated");
+                tracing::info!(path = %path.display(), from = old, to = SCHEMA_VERSION, jobs, "state database migrated");
             }
             let found = found.map(|v| {
-                if (2..=4).contains(&v) {
+                if (2..=5).contains(&v) {
                     SCHEMA_VERSION
                 } else {
                     v
@@ -489,12 +505,14 @@ impl Store {
             txn.open_table(SHARED)?;
             txn.open_table(REVISIT)?;
             txn.open_table(REVISIT_STATE)?;
+            txn.open_table(state::STATE_INDEX)?;
+            txn.open_table(state::STATE_CHUNKS)?;
         }
         txn.commit()?;
         Ok(())
     }
 
-    /// Schema 2, 3 or 4 → 5: every manifest row gains the fields it lacks, empty.
+    /// Schema 2, 3 or 4 → 5 (and on to 6): every manifest row gains the fields it lacks, empty.
     fn migrate_manifest(txn: &redb::WriteTransaction, from: u32) -> Result<(), StoreError> {
         let mut manifest = txn.open_table(MANIFEST)?;
         let mut rows = Vec::new();
@@ -586,7 +604,7 @@ impl Store {
         Ok(names)
     }
 
-    /// A job's small record only (for status and explain).
+    /// A job's record, its learned state assembled from its chunks.
     pub fn job_record(&self, job: &str) -> Result<Option<JobRecord>, StoreError> {
         let db = self.inner.db.get()?;
         let txn = db.begin_read()?;
@@ -594,8 +612,19 @@ impl Store {
         let Some(v) = jobs.get(job)? else {
             return Ok(None);
         };
-        let record = decode_row("jobs", v.value())?;
+        let mut record: JobRecord = decode_row("jobs", v.value())?;
+        let index = txn.open_table(state::STATE_INDEX)?;
+        let chunks = txn.open_table(state::STATE_CHUNKS)?;
+        if let Some(learned) = state::read_state(&index, &chunks, job)? {
+            record.strategy_state = learned;
+        }
         Ok(Some(record))
+    }
+
+    /// Learned-state bytes (chunks and indexes) this store has committed
+    /// since it was opened: what incremental checkpoints write (benchmarks).
+    pub fn state_bytes_written(&self) -> u64 {
+        self.inner.db.state_bytes.load(Ordering::Relaxed)
     }
 
     /// A process-wide blob.
@@ -724,7 +753,17 @@ fn writer_loop(slot: &DbSlot, rx: mpsc::Receiver<WriterMsg>) {
         let started = Instant::now();
         let result = {
             let deltas: Vec<&JobDelta> = commits.iter().map(|(d, _)| d.as_ref()).collect();
-            with_db(slot, |db| write_deltas(db, &deltas))
+            with_db(slot, |db| {
+                let written = write_deltas(db, &deltas)?;
+                slot.state_bytes.fetch_add(written.bytes, Ordering::Relaxed);
+                tracing::debug!(
+                    state_bytes = written.bytes,
+                    chunks_put = written.chunks_put,
+                    chunks_removed = written.chunks_removed,
+                    "learned state committed"
+                );
+                Ok(())
+            })
         };
         let report = CommitReport {
             duration: started.elapsed(),
@@ -761,7 +800,9 @@ fn with_db(
     result
 }
 
-fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<(), StoreError> {
+/// Commit `deltas` in one transaction; what the learned states wrote.
+fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<state::StateWrite, StoreError> {
+    let mut written = state::StateWrite::default();
     let mut txn = db.begin_write()?;
     txn.set_durability(redb::Durability::Immediate)?;
     txn.set_quick_repair(true);
@@ -773,6 +814,8 @@ fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<(), StoreError> {
         let mut shared = txn.open_table(SHARED)?;
         let mut revisit = txn.open_table(REVISIT)?;
         let mut revisit_state = txn.open_table(REVISIT_STATE)?;
+        let mut state_index = txn.open_table(state::STATE_INDEX)?;
+        let mut state_chunks = txn.open_table(state::STATE_CHUNKS)?;
         for d in deltas {
             let job = d.job.as_str();
             for (id, entry) in &d.frontier_added {
@@ -797,12 +840,21 @@ fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<(), StoreError> {
                 revisit_state.insert(job, state.as_slice())?;
             }
             if let Some(record) = &d.record {
-                jobs.insert(job, codec::encode(record).as_slice())?;
+                let w = state::put_state(
+                    &mut state_index,
+                    &mut state_chunks,
+                    job,
+                    &record.strategy_state,
+                )?;
+                written.bytes += w.bytes;
+                written.chunks_put += w.chunks_put;
+                written.chunks_removed += w.chunks_removed;
+                jobs.insert(job, state::stored_record(record).as_slice())?;
             }
         }
     }
     txn.commit()?;
-    Ok(())
+    Ok(written)
 }
 
 fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
@@ -820,6 +872,9 @@ fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
             .retain_in(range.clone(), |_, _| false)?;
         txn.open_table(REVISIT)?.retain_in(range, |_, _| false)?;
         txn.open_table(REVISIT_STATE)?.remove(job)?;
+        txn.open_table(state::STATE_INDEX)?.remove(job)?;
+        txn.open_table(state::STATE_CHUNKS)?
+            .retain_in((job, 0u128)..=(job, u128::MAX), |_, _| false)?;
     }
     txn.commit()?;
     Ok(())
@@ -1107,6 +1162,114 @@ mod tests {
         rt.block_on(store.purge("j")).unwrap();
         let loaded = store.load_job("j").unwrap();
         assert!(loaded.revisit.is_empty() && loaded.revisit_state.is_none());
+    }
+
+    /// A state database the previous build (schema 5) left: the learned state
+    /// inside the job record.
+    fn schema_5_store(dir: &Path, record: &JobRecord) {
+        let db = Database::create(dir.join("forager.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert("schema_version", codec::encode(&5u32).as_slice())
+            .unwrap();
+        txn.open_table(JOBS)
+            .unwrap()
+            .insert("j", codec::encode(record).as_slice())
+            .unwrap();
+        txn.open_table(MANIFEST)
+            .unwrap()
+            .insert(("j", 0u64), codec::encode(&row(0)).as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+
+    /// The rows as stored: the record's own blob and the state index's length.
+    fn stored_state(store: &Store, job: &str) -> (Vec<u8>, Option<usize>) {
+        let db = store.inner.db.get().unwrap();
+        let txn = db.begin_read().unwrap();
+        let record: JobRecord = codec::decode(
+            txn.open_table(JOBS)
+                .unwrap()
+                .get(job)
+                .unwrap()
+                .unwrap()
+                .value(),
+        )
+        .unwrap();
+        let index = txn
+            .open_table(state::STATE_INDEX)
+            .unwrap()
+            .get(job)
+            .unwrap()
+            .map(|v| codec::decode::<state::StateIndex>(v.value()).unwrap().len());
+        (record.strategy_state, index)
+    }
+
+    fn chunk_rows(store: &Store) -> usize {
+        let db = store.inner.db.get().unwrap();
+        let txn = db.begin_read().unwrap();
+        let rows = txn
+            .open_table(state::STATE_CHUNKS)
+            .unwrap()
+            .iter()
+            .unwrap()
+            .count();
+        rows
+    }
+
+    #[test]
+    fn schema_5_learned_state_moves_into_chunks_and_checkpoints_write_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        // 800 kB that never repeats.
+        let mut learned = vec![0u8; 800_000];
+        rand::RngCore::fill_bytes(
+            &mut <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(9),
+            &mut learned,
+        );
+        let record = JobRecord {
+            strategy: "sb".into(),
+            seed: 3,
+            strategy_state: learned.clone(),
+            early_stop_state: vec![1, 2],
+            next_link_id: 9,
+            ..Default::default()
+        };
+        schema_5_store(dir.path(), &record);
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(store.job_record("j").unwrap().as_ref(), Some(&record));
+        assert_eq!(store.manifest_rows("j").unwrap(), vec![row(0)]);
+        // Out of the record, into chunks.
+        assert_eq!(stored_state(&store, "j"), (Vec::new(), Some(learned.len())));
+        assert!(chunk_rows(&store) > 20);
+
+        // A checkpoint that changes two places writes a few chunks, not the state.
+        let mut next = record.clone();
+        next.strategy_state[1_000] ^= 1;
+        next.strategy_state[500_000] ^= 1;
+        next.next_link_id = 10;
+        let mut d = JobDelta::new("j");
+        d.record = Some(next.clone());
+        let before = store.state_bytes_written();
+        store.commit_blocking(d).unwrap();
+        let written = store.state_bytes_written() - before;
+        assert!(
+            written > 0 && written < learned.len() as u64 / 10,
+            "{written} bytes written for a state of {}",
+            learned.len()
+        );
+        assert_eq!(store.job_record("j").unwrap().as_ref(), Some(&next));
+        drop(store);
+
+        // Migrated once: reopened as schema 6, the same state.
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(store.job_record("j").unwrap().as_ref(), Some(&next));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(store.purge("j")).unwrap();
+        assert_eq!(chunk_rows(&store), 0);
+        assert!(store.job_record("j").unwrap().is_none());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! duplicates. The shared rows (MIME filters, robots.txt copies) are caches and
 //! are copied one by one, as far as they read.
 
+use super::state::{self, STATE_CHUNKS, STATE_INDEX};
 use super::{
     decode_row, guard_panics, open_database, FrontierEntry, JobRecord, ManifestRow, Store,
     StoreError, FILE_NAME, FRONTIER, JOBS, MANIFEST, REVISIT, REVISIT_STATE, SEEN, SHARED,
@@ -34,7 +35,9 @@ pub struct RepairReport {
 
 /// One job's rows, read in full.
 struct JobRows {
-    record: Vec<u8>,
+    /// The record, with its learned state (assembled from its chunks, or
+    /// the record's own in a database older than schema 6).
+    record: JobRecord,
     frontier: Vec<(u64, Vec<u8>)>,
     seen: Vec<u64>,
     manifest: Vec<(u64, Vec<u8>)>,
@@ -105,6 +108,14 @@ pub fn repair(state_dir: &Path, cache_bytes: usize) -> Result<RepairReport, Stor
     let (shared, complete) = read_shared(&old, &moved_to);
     report.shared_incomplete = !complete;
     report.shared_rows = shared.len();
+    // redb writes its allocator state when a database closes: on a damaged
+    // file that can panic too (seen with flipped bytes in a chunk table).
+    if let Err(e) = guard_panics(&moved_to, move || {
+        drop(old);
+        Ok(())
+    }) {
+        tracing::warn!(path = %moved_to.display(), error = %e, "the damaged database did not close cleanly");
+    }
     let txn = new.begin_write()?;
     {
         let mut t = txn.open_table(SHARED)?;
@@ -147,12 +158,23 @@ fn job_names(db: &Database) -> Result<Vec<String>, StoreError> {
 fn read_job(db: &Database, job: &str) -> Result<JobRows, StoreError> {
     let txn = db.begin_read()?;
     let jobs = txn.open_table(JOBS)?;
-    let record = jobs
-        .get(job)?
-        .ok_or_else(|| StoreError::Db(redb::Error::Corrupted(format!("job {job} vanished"))))?
-        .value()
-        .to_vec();
-    decode_row::<JobRecord>("jobs", &record)?;
+    let mut record: JobRecord = decode_row(
+        "jobs",
+        jobs.get(job)?
+            .ok_or_else(|| StoreError::Db(redb::Error::Corrupted(format!("job {job} vanished"))))?
+            .value(),
+    )?;
+    // A database older than schema 6 has no state tables: the record holds the state.
+    match (txn.open_table(STATE_INDEX), txn.open_table(STATE_CHUNKS)) {
+        (Ok(index), Ok(chunks)) => {
+            if let Some(learned) = state::read_state(&index, &chunks, job)? {
+                record.strategy_state = learned;
+            }
+        }
+        (Err(redb::TableError::TableDoesNotExist(_)), _)
+        | (_, Err(redb::TableError::TableDoesNotExist(_))) => {}
+        (Err(e), _) | (_, Err(e)) => return Err(e.into()),
+    }
     let range = (job, 0u64)..=(job, u64::MAX);
     let mut rows = JobRows {
         record,
@@ -199,7 +221,14 @@ fn write_job(db: &Database, job: &str, rows: &JobRows) -> Result<(), StoreError>
     let mut txn = db.begin_write()?;
     txn.set_durability(redb::Durability::Immediate)?;
     {
-        txn.open_table(JOBS)?.insert(job, rows.record.as_slice())?;
+        state::put_state(
+            &mut txn.open_table(STATE_INDEX)?,
+            &mut txn.open_table(STATE_CHUNKS)?,
+            job,
+            &rows.record.strategy_state,
+        )?;
+        txn.open_table(JOBS)?
+            .insert(job, state::stored_record(&rows.record).as_slice())?;
         let mut frontier = txn.open_table(FRONTIER)?;
         for (id, v) in &rows.frontier {
             frontier.insert((job, *id), v.as_slice())?;

@@ -87,6 +87,8 @@ pub struct JobRecord {
     pub counters: JobCounters,
     /// [`crate::strategy::Strategy::save`] output. (Blobs go through serde as
     /// byte strings: the same bincode bytes as a `Vec<u8>`, ~3× faster to decode.)
+    /// Stored empty since schema 6: the store keeps it in chunks
+    /// (`store/state.rs`) and puts it back here when it reads the record.
     #[serde(with = "serde_bytes")]
     pub strategy_state: Vec<u8>,
     /// Encoded early-stop state.
