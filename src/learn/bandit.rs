@@ -376,6 +376,28 @@ mod tests {
         assert_eq!(b.stats(0).unwrap().selections, u64::from(picks[0]));
     }
 
+    /// Picks of each of 20 arms that never pay, over 500 selections beside one arm paying 2.
+    fn zero_arm_picks(alpha: f64) -> Vec<u64> {
+        let mut b = AuerBandit::new(AuerConfig { alpha });
+        for arm in 0..21 {
+            b.wake(arm);
+        }
+        for _ in 0..500 {
+            let a = b.select().unwrap();
+            b.reward(a, if a == 0 { 2.0 } else { 0.0 });
+        }
+        (1..21).map(|a| b.stats(a).unwrap().selections).collect()
+    }
+
+    #[test]
+    fn rewards_that_count_targets_want_a_smaller_alpha() {
+        // With rewards of 2 (targets per page), the paper's 2√2 tries each
+        // arm that never pays 9 times, as sb did on `synthetic:small`; √2
+        // (sb's bandit over actions) 3 times, and still tries every arm.
+        assert_eq!(zero_arm_picks(AuerConfig::default().alpha), vec![9; 20]);
+        assert_eq!(zero_arm_picks(std::f64::consts::SQRT_2), vec![3; 20]);
+    }
+
     #[test]
     fn ties_go_to_the_lowest_id() {
         let mut b = AuerBandit::new(AuerConfig::default());

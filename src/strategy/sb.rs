@@ -14,7 +14,8 @@
 //! Which link of the chosen action (beyond the paper, [`LinkPick`]): the
 //! paper takes one uniformly at random. forager keeps an action's links
 //! apart by their exact tag path (the action's *members*) and picks the
-//! member with a second AUER bandit — same score, α and rewards, the
+//! member with a second AUER bandit — same score and rewards, the paper's
+//! α = 2√2 (the bandit over actions has √2, [`ACTION_ALPHA`]), the
 //! action's own selections as its clock — then a uniformly random link of
 //! that member. Why: θ = 0.75 merges paths that differ in one or two
 //! elements, e.g. the same listing markup in two sections whose `<body>`
@@ -43,6 +44,11 @@
 //! action that chose them is rewarded 0 for each (a restore keeps them
 //! waiting: the suspects are saved). The
 //! classifier is not touched: a 3-class model cost sklearn's accuracy 85 %.
+//! The action that chose a link that answered neither earns 0 for it, as
+//! for a page without targets: a negative reward was measured and not kept
+//! (`synthetic:variants`, α = 1.41, 5 seeds: req@90 32.4 ± 4.2 % with 0, 39.5
+//! ± 2.7 with −0.5, 38.5 ± 5.3 with −1; the footer and breadcrumb actions
+//! that carry the variant links carry pages too).
 //! Why: on a Sphinx site sb spent a third of its requests before 90 % of the
 //! targets on `_sources/*.txt` (DESIGN.md "Beyond the paper"). Measured on
 //! `synthetic:variants` against `sb-binary` ([`SleepingBandit::binary`], sb
@@ -153,12 +159,34 @@ fn member_of(key: QueueKey) -> u32 {
 /// fake site, fails at 0.3.)
 pub const CLASSIFIER_ALPHA: f64 = 0.3;
 
-/// Tuning of the `sb` strategy (ARCHITECTURE.md § Crawl loop defaults, but [`CLASSIFIER_ALPHA`] and [`LinkPick`]).
+/// AUER's α of the bandit over actions: √2, not the paper's 2√2 (beyond the paper, issue #18).
+///
+/// sb's reward is a count of targets (2–3 per data page on the synthetic
+/// sites), not a reward in [0, 1], so at α = 2√2 an action that never paid
+/// keeps a bonus above a paying action's score for long: traced on
+/// `synthetic:small` (seed 8), before 90 % of the targets 20 actions that
+/// never found a target (sort links, the calendar trap, content sections'
+/// related lists) were chosen 9 times each, about 180 of sb's 442 requests
+/// for pages. At √2 they are chosen 2–7 times. The member bandits keep 2√2
+/// ([`SbConfig::member_bandit`]): inside an action the paying path is
+/// found by trying the paths (the `sparse` site), and lowering theirs
+/// gained nothing on `small` (39.3 vs 39.4 % at 10 seeds).
+/// Measured with sb, 5 seeds, req@90 % 2√2 → √2 (docs/bench/sb-alpha-2026-11-25.md):
+/// small 47.3 ± 4.0 → 37.3 ± 5.4, deep 44.7 ± 0.9 → 42.9 ± 2.3, sparse 6.5
+/// → 4.7, dense 64.3 ± 0.8 → 65.3 ± 1.2 (the one site it costs), sklearn
+/// 57.0 → 54.7, twisted 15.3 → 14.1, variants 43.8 → 32.7; accuracy
+/// 95.3–99.4 %. On small at 10 seeds, α 2√2 46.9 ± 4.8, 2 47.0, 1.7 43.5,
+/// 1.41 39.4 ± 7.6, 1.2 40.6, 1 43.5 %.
+pub const ACTION_ALPHA: f64 = std::f64::consts::SQRT_2;
+
+/// Tuning of the `sb` strategy (ARCHITECTURE.md § Crawl loop defaults, but [`CLASSIFIER_ALPHA`], [`ACTION_ALPHA`] and [`LinkPick`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SbConfig {
     pub actions: ActionConfig,
-    /// Both bandits: over actions, and over the member paths of an action.
+    /// The bandit over actions ([`ACTION_ALPHA`]).
     pub bandit: AuerConfig,
+    /// The bandits over the member paths of each action (the paper's α = 2√2).
+    pub member_bandit: AuerConfig,
     pub classifier: ClassifierConfig,
     /// Which link of the chosen action is fetched.
     pub pick: LinkPick,
@@ -172,7 +200,10 @@ impl Default for SbConfig {
         classifier.ftrl.alpha = CLASSIFIER_ALPHA;
         SbConfig {
             actions: ActionConfig::default(),
-            bandit: AuerConfig::default(),
+            bandit: AuerConfig {
+                alpha: ACTION_ALPHA,
+            },
+            member_bandit: AuerConfig::default(),
             classifier,
             pick: LinkPick::default(),
             neither: NeitherPatternConfig::default(),
@@ -465,7 +496,7 @@ impl SleepingBandit {
     fn member_bandit(&mut self, slot: u32) -> &mut AuerBandit {
         let i = slot as usize;
         if self.member_bandits.len() <= i {
-            let config = self.config.bandit;
+            let config = self.config.member_bandit;
             self.member_bandits
                 .resize_with(i + 1, || AuerBandit::new(config));
         }
@@ -794,7 +825,7 @@ impl Strategy for SleepingBandit {
         bandit.ensure_arms(actions.len());
         let mut member_bandits = stored.member_bandits;
         for members in &mut member_bandits {
-            members.set_config(self.config.bandit);
+            members.set_config(self.config.member_bandit);
         }
         let mut classifier = stored.classifier;
         classifier.set_config(self.config.classifier);
