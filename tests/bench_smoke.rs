@@ -1,6 +1,8 @@
 //! The benchmark harness end to end on one small synthetic site and two
 //! strategies (the full runs are documented commands, not CI).
 
+mod common;
+
 use std::process::Command;
 
 #[test]
@@ -383,4 +385,115 @@ fn bench_changing_runs_alone_and_checks_its_settings() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+/// `bench --cpu --reference` end to end with a reference of its own: the
+/// `forager crawl` binary on a job written by the command from `{url}`, so
+/// the CPU time counted is that of a process tree (sh, printf, forager).
+#[test]
+fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let job = work.path().join("reference.toml");
+    // The job as a printf format: the shell puts the site's URL in the seed.
+    let format = common::JobFile::new("reference")
+        .seed("%s")
+        .delay("0s")
+        .set("budget", "requests", 40)
+        .toml();
+    let state = work.path().join("state");
+    let crawl = common::Crawl::new(&job, &state).allow_private();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    // A fresh state each run: a finished job would resume and fetch nothing.
+    let command = format!(
+        "rm -rf {} && printf {} {{url}} > {} && {} {}",
+        quote(&state.to_string_lossy()),
+        quote(&format),
+        quote(&job.to_string_lossy()),
+        quote(common::crawl::forager()),
+        crawl
+            .args()
+            .iter()
+            .map(|a| quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let run = Command::new(common::crawl::forager())
+        .args(["bench", "--cpu", "--site", "synthetic:small"])
+        .args(["--strategies", "bfs", "--max-requests", "300"])
+        .args(["--reference", &command, "--reference-name", "itself"])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("round 3: itself"), "{stderr}");
+    let table =
+        std::fs::read_to_string(out.path().join("cpu-reference-synthetic-small.md")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), table.trim());
+    let cells = |name: &str| -> Vec<String> {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no {name} row in {table}"));
+        line.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    let number = |cells: &[String], i: usize| -> f64 {
+        cells[i]
+            .parse()
+            .unwrap_or_else(|_| panic!("column {i} of {cells:?}"))
+    };
+    let forager = cells("forager bfs");
+    let itself = cells("itself");
+    assert_eq!(forager[2], "3", "three runs: {forager:?}");
+    assert_eq!(itself[2], "3", "three runs: {itself:?}");
+    // Each side's requests are its own, from the server's log: forager's
+    // budget of 300 (robots.txt and a last redirect hop may add a few), the
+    // reference job's 40.
+    let requests = number(&forager, 3);
+    assert!((300.0..=320.0).contains(&requests), "{forager:?}");
+    let requests = number(&itself, 3);
+    assert!((40.0..=60.0).contains(&requests), "{itself:?}");
+    for row in [&forager, &itself] {
+        assert!(number(row, 4) > 0.0, "HTML pages: {row:?}");
+        assert!(number(row, 7) > 0.0, "CPU per MiB: {row:?}");
+        assert!(number(row, 8) > 0.0, "CPU per request: {row:?}");
+    }
+    assert_eq!(itself[9], "1.00×");
+    assert!(
+        forager[9].ends_with('×') && forager[9] != "—",
+        "{forager:?}"
+    );
+}
+
+#[test]
+fn bench_cpu_reference_refuses_other_urls_and_explains_a_failing_command() {
+    let bench = |reference: &str| {
+        let out = tempfile::tempdir().unwrap();
+        let run = Command::new(common::crawl::forager())
+            .args(["bench", "--cpu", "--site", "synthetic:small"])
+            .args(["--strategies", "bfs", "--max-requests", "20"])
+            .args(["--reference", reference, "--out"])
+            .arg(out.path())
+            .output()
+            .unwrap();
+        assert!(!run.status.success(), "{reference}: succeeded");
+        String::from_utf8_lossy(&run.stderr).into_owned()
+    };
+    let stderr = bench("wget -r {url} http://example.com/");
+    assert!(
+        stderr.contains("names http://example.com/, which is not on this machine"),
+        "{stderr}"
+    );
+    let stderr = bench("wget -r http://127.0.0.1:1/");
+    assert!(stderr.contains("has no {url}"), "{stderr}");
+    let stderr = bench("echo crawling {url}; exit 3");
+    assert!(
+        stderr.contains("the reference exited with status 3")
+            && stderr.contains("crawling http://127.0.0.1:"),
+        "{stderr}"
+    );
+    let stderr = bench("true {url}");
+    assert!(stderr.contains("made no request"), "{stderr}");
 }

@@ -654,6 +654,8 @@ impl Drop for Guarded {
 /// A site server child process (`forager serve-site`): it serves until its stdin closes.
 pub struct SiteProcess {
     process: Guarded,
+    /// Its stdout, past the greeting: the answers to `tally`.
+    answers: std::io::BufReader<std::process::ChildStdout>,
     pub addr: SocketAddr,
 }
 
@@ -661,10 +663,25 @@ impl SiteProcess {
     /// Start `exe serve-site [--hosts N] SITE`, read its `listening ADDR` line.
     /// `hosts` 0 serves the site under its own name.
     pub fn spawn(exe: &Path, site: &str, hosts: usize, log: Stdio) -> anyhow::Result<SiteProcess> {
+        Self::spawn_with(exe, site, hosts, false, log)
+    }
+
+    /// As [`SiteProcess::spawn`]; `loopback_name` also serves the site under
+    /// `127.0.0.1`, for a crawler given `http://127.0.0.1:PORT/…`.
+    pub fn spawn_with(
+        exe: &Path,
+        site: &str,
+        hosts: usize,
+        loopback_name: bool,
+        log: Stdio,
+    ) -> anyhow::Result<SiteProcess> {
         let mut command = Command::new(exe);
         command.arg("serve-site");
         if hosts > 0 {
             command.args(["--hosts", &hosts.to_string()]);
+        }
+        if loopback_name {
+            command.arg("--loopback-name");
         }
         let mut child = command
             .arg(site)
@@ -678,8 +695,9 @@ impl SiteProcess {
             child,
             what: "site server",
         };
+        let mut answers = std::io::BufReader::new(stdout);
         let mut line = String::new();
-        std::io::BufReader::new(stdout)
+        answers
             .read_line(&mut line)
             .context("reading the site server's address")?;
         let addr: SocketAddr = match line.trim().strip_prefix("listening ").map(str::parse) {
@@ -689,11 +707,36 @@ impl SiteProcess {
                 bail!("unexpected site server greeting {line:?} (exit status {status:?})")
             }
         };
-        Ok(SiteProcess { process, addr })
+        Ok(SiteProcess {
+            process,
+            answers,
+            addr,
+        })
     }
 
     pub fn pid(&self) -> u32 {
         self.process.pid()
+    }
+
+    /// What the server answered since the last tally (or its start), from
+    /// its log; the log starts over.
+    pub fn tally(&mut self) -> anyhow::Result<super::reference::ServedTally> {
+        let stdin = self
+            .process
+            .child
+            .stdin
+            .as_mut()
+            .context("the site server's stdin is closed")?;
+        stdin
+            .write_all(b"tally\n")
+            .and_then(|()| stdin.flush())
+            .context("asking the site server for its tally")?;
+        let mut line = String::new();
+        self.answers
+            .read_line(&mut line)
+            .context("reading the site server's tally")?;
+        serde_json::from_str(line.trim())
+            .with_context(|| format!("the site server's tally {line:?}"))
     }
 
     /// Ask it to stop (close its stdin) and wait a little; kill it after that.

@@ -6,7 +6,8 @@
 //! ([`report`]), one job over a web of many hosts measured from the server's
 //! log ([`multihost`]), the linked-data benchmark ([`linked`]), the structured-data benchmark
 //! ([`structured`]), continuous jobs over a site that changes over simulated
-//! days ([`changing`]), and the
+//! days ([`changing`]), forager side by side with a reference crawler the
+//! user names ([`reference`]: CPU per MiB of HTML and per request), and the
 //! daemon load benchmark ([`daemon_load`]).
 //!
 //! Must not touch: the network beyond 127.0.0.1. It sits above the engine and
@@ -17,6 +18,7 @@ pub mod daemon_load;
 pub mod groundtruth;
 pub mod linked;
 pub mod multihost;
+pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod structured;

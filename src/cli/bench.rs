@@ -4,6 +4,7 @@ use crate::bench::changing;
 use crate::bench::daemon_load;
 use crate::bench::linked;
 use crate::bench::multihost;
+use crate::bench::reference::{self, ReferenceCommand, RunSample};
 use crate::bench::report::{self, RunFigures};
 use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
 use crate::bench::structured;
@@ -66,8 +67,25 @@ pub struct BenchArgs {
     early_stop: bool,
     /// CPU mode: serve the first site from a child process, crawl it once with the
     /// first strategy, report pages/s, CPU per page and per MiB of HTML, peak RSS.
+    /// With --reference: side by side with another crawler.
     #[arg(long)]
     cpu: bool,
+    /// CPU mode: a reference crawler's command line, run with `sh -c`; `{url}` becomes the
+    /// site's http://127.0.0.1:PORT/ start URL (no other URL allowed). Each of --runs
+    /// rounds crawls the site with every --strategies, then with the reference; prints the
+    /// medians of CPU ms per MiB of HTML and per request (requests and bytes from the
+    /// site server's log) and their ratios to the reference's.
+    #[arg(long, requires = "cpu")]
+    reference: Option<String>,
+    /// CPU mode with --reference: the reference's name in the table.
+    #[arg(long, default_value = "reference", requires = "reference")]
+    reference_name: String,
+    /// CPU mode with --reference: interleaved rounds (at least 3, for a median).
+    #[arg(long, default_value_t = 3, requires = "reference")]
+    runs: usize,
+    /// CPU mode with --reference: a reference run still going after this is killed.
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration, requires = "reference")]
+    reference_timeout: Duration,
     /// Daemon load mode: the real daemon with --jobs site jobs (the first --site,
     /// default synthetic:medium, under one host name per job) for --warmup then
     /// --duration; reports aggregate requests/s, HTML pages/s, daemon CPU and RSS,
@@ -124,6 +142,10 @@ pub struct ServeArgs {
     /// Serve it under this many host names, site-0001.test … (the daemon load bench); 0: its own name.
     #[arg(long, default_value_t = 0)]
     hosts: usize,
+    /// Also serve it under the name 127.0.0.1, for a crawler given http://127.0.0.1:PORT/…
+    /// (the reference of `bench --cpu --reference`).
+    #[arg(long)]
+    loopback_name: bool,
 }
 
 /// `linked[:HOSTS[:PER_HOST[:SEED]]]`: a web of linked data; `None` for another kind of site.
@@ -321,6 +343,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         sites.push(parse_site("synthetic:small")?);
     }
     let kinds = strategies(&args.strategies)?;
+    if let Some(template) = &args.reference {
+        let reference = ReferenceCommand::parse(template)?;
+        let kinds = if args.strategies.is_empty() {
+            vec![StrategyKind::Sb]
+        } else {
+            kinds
+        };
+        return cpu_reference(&args, &sites[0], &kinds, &reference);
+    }
     if args.cpu {
         return cpu_mode(
             &args,
@@ -678,6 +709,130 @@ fn cpu_mode(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `bench --cpu --reference CMD`: forager's strategies and the reference
+/// crawler, interleaved over `--runs` rounds on the same loopback site.
+fn cpu_reference(
+    args: &BenchArgs,
+    site: &BenchSite,
+    kinds: &[StrategyKind],
+    command: &ReferenceCommand,
+) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.runs >= 3,
+        "--runs {}: side by side needs at least 3 rounds, for a median",
+        args.runs
+    );
+    // The child serves the site from its spec; `site` is the same one, parsed here.
+    let spec = match (args.sites.first(), &args.corpora) {
+        (Some(spec), _) => spec.clone(),
+        (None, None) => "synthetic:small".to_string(),
+        (None, Some(_)) => bail!(
+            "--cpu --reference serves one --site; give a corpus as --site dir:NAME=ROOT[:START], \
+             not --corpora"
+        ),
+    };
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let exe = std::env::current_exe().context("locating the forager binary")?;
+    // The site runs in a child process so that this process's CPU time is forager's alone.
+    let mut server =
+        daemon_load::SiteProcess::spawn_with(&exe, &spec, 0, true, std::process::Stdio::inherit())?;
+    let url = url::Url::parse(&format!(
+        "http://127.0.0.1:{}{}",
+        server.addr.port(),
+        site.start_path
+    ))
+    .with_context(|| format!("the reference's start URL for {}", site.name))?;
+    let line = command.command_line(&url)?;
+    errln!("reference ({}): {line}", args.reference_name);
+    let state_root = args.out.join("state-cpu");
+    let log = args.out.join("reference.log");
+    let rt = runtime()?;
+    let mut forager_runs: Vec<Vec<RunSample>> = vec![Vec::new(); kinds.len()];
+    let mut reference_runs = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        for round in 1..=args.runs {
+            for (kind, runs) in kinds.iter().zip(forager_runs.iter_mut()) {
+                let config = RunConfig {
+                    strategy: *kind,
+                    seed: 1,
+                    max_requests: args.max_requests,
+                    early_stop: args.early_stop,
+                };
+                let before = cpu_time();
+                rt.block_on(run_once(server.addr, site, config, &state_root))?;
+                let sample = RunSample {
+                    cpu: cpu_time().saturating_sub(before),
+                    served: server.tally()?,
+                };
+                errln!(
+                    "  round {round}: forager {:<8} {}",
+                    kind.name(),
+                    describe(&sample)
+                );
+                runs.push(sample);
+            }
+            let cpu = reference::run_reference(&line, &log, args.reference_timeout)?;
+            let sample = RunSample {
+                cpu,
+                served: server.tally()?,
+            };
+            anyhow::ensure!(
+                sample.served.requests > 0,
+                "the reference exited 0 but made no request to {url}: does the command crawl \
+                 the URL it is given? Its output is in {}",
+                log.display()
+            );
+            errln!(
+                "  round {round}: {:<16} {}",
+                args.reference_name,
+                describe(&sample)
+            );
+            reference_runs.push(sample);
+        }
+        Ok(())
+    })();
+    if let Err(e) = server.stop() {
+        errln!("stopping the site server: {e:#}");
+    }
+    let _ = std::fs::remove_dir_all(&state_root);
+    result?;
+    let rows: Vec<reference::CrawlerSummary> = kinds
+        .iter()
+        .zip(&forager_runs)
+        .map(|(kind, runs)| reference::summarise(&format!("forager {}", kind.name()), runs))
+        .collect();
+    let table = reference::markdown_table(
+        &site.name,
+        &rows,
+        &reference::summarise(&args.reference_name, &reference_runs),
+    );
+    out!("{table}");
+    let saved = args
+        .out
+        .join(format!("cpu-reference-{}.md", sanitize(&site.name)));
+    std::fs::write(&saved, &table).with_context(|| format!("writing {}", saved.display()))?;
+    errln!(
+        "table saved to {}; the reference's output in {}",
+        saved.display(),
+        log.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One run's figures, for the progress lines.
+fn describe(run: &RunSample) -> String {
+    format!(
+        "{} requests, {:.1} MiB of HTML, CPU {:.2} s: {} ms per MiB, {} ms per request",
+        run.served.requests,
+        run.html_mib(),
+        run.cpu.as_secs_f64(),
+        run.ms_per_mib().map_or("—".into(), |v| format!("{v:.2}")),
+        run.ms_per_request()
+            .map_or("—".into(), |v| format!("{v:.3}")),
+    )
+}
+
 /// The web of multi-host mode, when `--site web:…` asks for it (alone).
 fn multihost_web(args: &BenchArgs) -> anyhow::Result<Option<Web>> {
     let mut webs = Vec::new();
@@ -845,7 +1000,7 @@ pub fn serve_site(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let sites: Vec<(String, Arc<dyn Site>)> = if args.hosts == 0 {
+        let mut sites: Vec<(String, Arc<dyn Site>)> = if args.hosts == 0 {
             vec![(site.host.clone(), site.site.clone())]
         } else {
             // One site object behind every name: N sites cost the memory of one.
@@ -853,15 +1008,45 @@ pub fn serve_site(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .map(|i| (daemon_load::site_host(i), site.site.clone()))
                 .collect()
         };
+        if args.loopback_name {
+            sites.push(("127.0.0.1".to_string(), site.site.clone()));
+        }
         let server = SiteServer::start(sites).await?;
         outln!("listening {}", server.addr());
         std::io::stdout().flush()?;
-        // Wait for the parent to close stdin (or say stop).
-        tokio::task::spawn_blocking(|| {
-            let mut s = String::new();
-            let _ = std::io::stdin().read_line(&mut s);
-        })
-        .await?;
+        // The parent's commands, one a line: `tally` answers one JSON line of
+        // what was served since the last tally; anything else, or stdin
+        // closing, stops.
+        let (lines_tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { break };
+                if lines_tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        while let Some(line) = lines.recv().await {
+            if line.trim() != "tally" {
+                break;
+            }
+            // A response still being sent when the log is cleared would write
+            // its bytes into a record of the next run: let the crawler's last
+            // connections close first (they do as its process or client ends).
+            let settle = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < settle
+                && server
+                    .hosts()
+                    .iter()
+                    .any(|h| server.host_load(h).in_flight > 0)
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let served = reference::tally(&server.log());
+            server.clear_log();
+            outln!("{}", serde_json::to_string(&served)?);
+            std::io::stdout().flush()?;
+        }
         let _ = server.shutdown().await;
         anyhow::Ok(())
     })?;

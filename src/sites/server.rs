@@ -338,6 +338,9 @@ pub struct RequestRecord {
     pub done: Option<Instant>,
     /// Body bytes actually handed to the connection.
     pub bytes: u64,
+    /// The answer's `Content-Type`, as the site set it: what tells HTML from
+    /// the rest when the bench counts the MiB of HTML a crawler fetched.
+    pub content_type: Option<String>,
     pub user_agent: Option<String>,
     /// The request's `If-None-Match`: a conditional revisit names the ETag it holds.
     pub if_none_match: Option<String>,
@@ -628,6 +631,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         at,
         done: None,
         bytes: 0,
+        content_type: resp.content_type().map(str::to_string),
         user_agent: site_req
             .headers
             .get(header::USER_AGENT)
@@ -940,6 +944,7 @@ mod tests {
             at: t0 + Duration::from_millis(ms),
             done: None,
             bytes: 0,
+            content_type: None,
             user_agent: None,
             if_none_match: None,
         };

@@ -386,6 +386,7 @@ mod tests {
             at: base + Duration::from_millis(start_ms),
             done: end_ms.map(|e| base + Duration::from_millis(e)),
             bytes: 10,
+            content_type: None,
             user_agent: None,
             if_none_match: None,
         }
