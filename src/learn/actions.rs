@@ -168,16 +168,71 @@ pub struct ActionIndex {
     lookup: HashMap<Arc<str>, MemoEntry>,
     /// Derived from `known`: per action, its known paths' slots in member order.
     member_slots: Vec<Vec<u32>>,
-    /// Bucket → actions whose centroid is non-zero there (never shrinks: sums only grow).
-    postings: Vec<Vec<Posting>>,
-    /// Bucket → upper bound of any centroid's normalised weight there.
-    max_weight: Vec<f64>,
+    /// Bucket → its postings, allocated for the buckets some centroid uses.
+    postings: BucketPostings,
     scratch: SearchScratch,
     caps: IndexCaps,
     /// Bytes of the paths in `known` (derived).
     known_bytes: usize,
     /// Paths placed past a cap in this process (not stored: a count for logs).
     overflowed: u64,
+}
+
+/// Bucket → the actions whose centroid is non-zero there (never shrinks: sums
+/// only grow) and the upper bound of their normalised weights there.
+///
+/// Sparse because the daemon runs a thousand jobs: a dense table of
+/// [`DIMENSIONS`] lists and maxima cost 128 KiB per job before its first
+/// request, while a job's centroids touch only the buckets its tag paths hash
+/// to. `slot_of` (2 bytes a bucket, allocated on the first insert) points into
+/// `lists`, which holds only the buckets in use. Invariant: every `slot_of`
+/// entry is [`NO_SLOT`] or an index of `lists`; a bucket without a slot reads
+/// as an empty list with maximum weight 0, exactly what the dense table held.
+#[derive(Clone, Debug, Default)]
+struct BucketPostings {
+    slot_of: Vec<u16>,
+    lists: Vec<PostingList>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct PostingList {
+    postings: Vec<Posting>,
+    max_weight: f64,
+}
+
+/// `slot_of` value of a bucket no centroid uses (DIMENSIONS < u16::MAX).
+const NO_SLOT: u16 = u16::MAX;
+
+/// What a bucket without a slot reads as.
+static EMPTY_LIST: PostingList = PostingList {
+    postings: Vec::new(),
+    max_weight: 0.0,
+};
+
+impl BucketPostings {
+    /// The list of `bucket` (empty when no centroid uses it).
+    #[inline]
+    fn get(&self, bucket: u16) -> &PostingList {
+        match self.slot_of.get(usize::from(bucket)) {
+            Some(&slot) if slot != NO_SLOT => &self.lists[usize::from(slot)],
+            _ => &EMPTY_LIST,
+        }
+    }
+
+    /// The list of `bucket`, created on first use.
+    fn get_mut(&mut self, bucket: u16) -> &mut PostingList {
+        debug_assert!(usize::from(bucket) < DIMENSIONS);
+        if self.slot_of.is_empty() {
+            self.slot_of = vec![NO_SLOT; DIMENSIONS];
+        }
+        let b = usize::from(bucket);
+        if self.slot_of[b] == NO_SLOT {
+            debug_assert!(self.lists.len() < DIMENSIONS);
+            self.slot_of[b] = self.lists.len() as u16;
+            self.lists.push(PostingList::default());
+        }
+        &mut self.lists[usize::from(self.slot_of[b])]
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -472,7 +527,7 @@ impl ActionIndex {
         for e in vector.entries() {
             s.order.push(QueryBucket {
                 bucket: e.bucket,
-                posting_len: self.postings[usize::from(e.bucket)].len(),
+                posting_len: self.postings.get(e.bucket).postings.len(),
                 weight: f64::from(e.value) / qn,
             });
         }
@@ -489,7 +544,7 @@ impl ActionIndex {
                 break;
             }
             let sq = suffix_sq + q.weight * q.weight;
-            let mw = suffix_mw + q.weight * self.max_weight[usize::from(q.bucket)];
+            let mw = suffix_mw + q.weight * self.postings.get(q.bucket).max_weight;
             // Cauchy-Schwarz (normalised centroids are unit) and the per-bucket maxima.
             let bound = sq.sqrt().min(mw);
             if bound < theta - PRUNE_SLACK {
@@ -505,7 +560,7 @@ impl ActionIndex {
         s.partial.reset(scanned);
         for q in &s.order[split..] {
             let w = q.weight as f32;
-            for p in &self.postings[usize::from(q.bucket)] {
+            for p in &self.postings.get(q.bucket).postings {
                 s.partial.add(p.action, w * p.weight);
             }
         }
@@ -553,7 +608,6 @@ impl ActionIndex {
         let a = action.0 as usize;
         let act = &mut self.actions[a];
         for e in vector.entries() {
-            let b = usize::from(e.bucket);
             let value = f64::from(e.value);
             match act.centroid.binary_search_by_key(&e.bucket, |c| c.bucket) {
                 Ok(i) => {
@@ -563,7 +617,8 @@ impl ActionIndex {
                     act.norm_sq += c.sum * c.sum - old * old;
                 }
                 Err(i) => {
-                    let posting = u32::try_from(self.postings[b].len()).unwrap_or(u32::MAX);
+                    let list = &mut self.postings.get_mut(e.bucket).postings;
+                    let posting = u32::try_from(list.len()).unwrap_or(u32::MAX);
                     act.centroid.insert(
                         i,
                         CentroidEntry {
@@ -573,7 +628,7 @@ impl ActionIndex {
                         },
                     );
                     act.norm_sq += value * value;
-                    self.postings[b].push(Posting {
+                    list.push(Posting {
                         action: action.0,
                         weight: 0.0,
                     });
@@ -587,14 +642,15 @@ impl ActionIndex {
         // The norm changed: every posting of this action gets its new weight
         // (a join is rare next to searches, and a centroid has tens of entries).
         for c in &act.centroid {
-            self.postings[usize::from(c.bucket)][c.posting as usize].weight = (c.sum / norm) as f32;
+            self.postings.get_mut(c.bucket).postings[c.posting as usize].weight =
+                (c.sum / norm) as f32;
         }
         // Sums only grow, so the norm only grows: weights outside `vector` can only
         // fall, and the per-bucket maxima stay upper bounds by raising these alone.
         for e in vector.entries() {
             if let Ok(i) = act.centroid.binary_search_by_key(&e.bucket, |c| c.bucket) {
                 let w = act.centroid[i].sum / norm;
-                let m = &mut self.max_weight[usize::from(e.bucket)];
+                let m = &mut self.postings.get_mut(e.bucket).max_weight;
                 if w > *m {
                     *m = w;
                 }
@@ -603,8 +659,7 @@ impl ActionIndex {
     }
 
     fn reset_derived(&mut self) {
-        self.postings = vec![Vec::new(); DIMENSIONS];
-        self.max_weight = vec![0.0; DIMENSIONS];
+        self.postings = BucketPostings::default();
         self.scratch = SearchScratch::default();
     }
 
@@ -628,12 +683,13 @@ impl ActionIndex {
                     return Err(format!("action {id}: invalid centroid value {}", c.sum));
                 }
                 previous = Some(c.bucket);
-                c.posting = u32::try_from(self.postings[b].len()).unwrap_or(u32::MAX);
-                self.postings[b].push(Posting {
+                let list = self.postings.get_mut(c.bucket);
+                c.posting = u32::try_from(list.postings.len()).unwrap_or(u32::MAX);
+                list.postings.push(Posting {
                     action: id as u32,
                     weight: (c.sum / norm) as f32,
                 });
-                self.max_weight[b] = self.max_weight[b].max(c.sum / norm);
+                list.max_weight = list.max_weight.max(c.sum / norm);
             }
         }
         self.lookup = HashMap::with_capacity(self.known.len());
@@ -879,8 +935,33 @@ mod tests {
         assert_eq!((a.links, a.paths), (3, 2));
         // Postings hold the normalised centroid weights.
         for c in &a.centroid {
-            let p = idx.postings[usize::from(c.bucket)][c.posting as usize];
+            let p = idx.postings.get(c.bucket).postings[c.posting as usize];
             assert_eq!((p.action, p.weight), (0, (c.sum / a.norm_sq.sqrt()) as f32));
+        }
+    }
+
+    #[test]
+    fn posting_lists_exist_only_for_buckets_in_use() {
+        let mut idx = ActionIndex::new(ActionConfig::default());
+        assert!(idx.postings.slot_of.is_empty() && idx.postings.lists.is_empty());
+        idx.assign("/html/body/div/a");
+        idx.assign("/html/body/table/tr/td/a");
+        let mut used: Vec<u16> = idx
+            .actions
+            .iter()
+            .flat_map(|a| a.centroid.iter().map(|c| c.bucket))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(idx.postings.lists.len(), used.len());
+        for b in 0..DIMENSIONS as u16 {
+            let list = idx.postings.get(b);
+            assert_eq!(
+                !list.postings.is_empty(),
+                used.binary_search(&b).is_ok(),
+                "{b}"
+            );
+            assert_eq!(list.max_weight > 0.0, used.binary_search(&b).is_ok(), "{b}");
         }
     }
 
