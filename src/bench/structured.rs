@@ -255,15 +255,7 @@ pub fn simulate_urls(
         };
     for s in &truth.seeds {
         if let Ok(url) = Url::parse(s) {
-            let link = Link {
-                url,
-                tag_path: TagPath::root(),
-                anchor: String::new(),
-                depth: 0,
-                referrer: None,
-                pattern_run: 0,
-            };
-            offer(strategy, &mut links, link);
+            offer(strategy, &mut links, Link::seed(url));
         }
     }
     let mut out = Vec::new();
