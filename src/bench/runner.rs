@@ -12,7 +12,7 @@ use crate::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, RequestKi
 use crate::fetch::FetchConfig;
 use crate::mime::{Label, Preset as MimePreset};
 use crate::sites::server::Site;
-use crate::sites::synthetic::{Preset, SyntheticSite};
+use crate::sites::synthetic::{SyntheticSite, SyntheticSpec};
 use crate::store::JobCounters;
 use crate::strategy::{StrategyKind, StrategyStats};
 use anyhow::Context;
@@ -39,13 +39,14 @@ pub struct BenchSite {
 }
 
 impl BenchSite {
-    /// A synthetic preset, served as `PRESET.synthetic.test`.
-    pub fn synthetic(preset: Preset, seed: u64) -> anyhow::Result<BenchSite> {
-        let name = preset.name();
-        let site = SyntheticSite::preset(preset, seed)?;
+    /// A synthetic site (a preset, maybe resized), served as `PRESET.synthetic.test`.
+    pub fn synthetic(spec: SyntheticSpec) -> anyhow::Result<BenchSite> {
+        let site = SyntheticSite::new(spec.params())?;
         Ok(BenchSite {
-            name: format!("synthetic-{name}"),
-            host: format!("{name}.synthetic.test"),
+            name: format!("synthetic-{}", spec.name()),
+            // The preset's host whatever the size: sb learns from whole URLs,
+            // so `large:pages=100000` crawls exactly as `large` does.
+            host: format!("{}.synthetic.test", spec.preset.name()),
             start_path: site.start_path().to_string(),
             site: Arc::new(site),
             targets: BenchSite::statistics_targets(),
@@ -272,7 +273,7 @@ mod tests {
     /// filters saw different URLs in each run.)
     #[tokio::test]
     async fn the_same_seed_takes_the_same_decisions_whatever_the_server_port() {
-        let site = BenchSite::synthetic(Preset::Small, 1).unwrap();
+        let site = BenchSite::synthetic("small".parse().unwrap()).unwrap();
         // Both servers listen at once, so their ports differ.
         let a = SiteServer::start(vec![(site.host.clone(), site.site.clone())])
             .await
