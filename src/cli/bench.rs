@@ -427,6 +427,7 @@ async fn bench_site(
                 seed,
                 max_requests: args.max_requests,
                 early_stop: args.early_stop,
+                trace: true,
             };
             let run = run_once(server.addr(), site, config, state_root).await?;
             let f = report::figures(&run, &truth);
@@ -708,6 +709,8 @@ fn cpu_mode(
             seed: 1,
             max_requests: args.max_requests,
             early_stop: args.early_stop,
+            // Only the counters are reported: the crawler's memory without the bench's.
+            trace: false,
         },
         &state_root,
     ));
@@ -808,6 +811,8 @@ fn cpu_reference(
                     seed: 1,
                     max_requests: args.max_requests,
                     early_stop: args.early_stop,
+                    // Side by side with a crawler that keeps nothing.
+                    trace: false,
                 };
                 let before = cpu_time();
                 rt.block_on(run_once(server.addr, site, config, &state_root))?;
@@ -1134,6 +1139,8 @@ pub fn demo() -> anyhow::Result<ExitCode> {
                 seed: 1,
                 max_requests: 0,
                 early_stop: false,
+                // The figures are read from the trace.
+                trace: true,
             };
             server.clear_log();
             let run = run_once(server.addr(), &site, config, &tmp).await?;

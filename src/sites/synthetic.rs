@@ -308,27 +308,28 @@ impl FromStr for SyntheticSpec {
         for part in parts {
             if let Some((key, value)) = part.split_once('=') {
                 if key.trim() != "pages" {
-                    bail!("{s:?}: unknown option {key:?} (only pages=N; expected {form})");
+                    bail!("unknown option {key:?} (only pages=N; expected {form})");
                 }
                 if spec.pages.is_some() {
-                    bail!("{s:?}: pages= given twice");
+                    bail!("pages= given twice");
                 }
-                spec.pages = Some(parse_count(value).map_err(|e| {
-                    anyhow::anyhow!("{s:?}: pages={value:?}: {e} (expected {form})")
-                })?);
+                spec.pages = Some(
+                    parse_count(value)
+                        .map_err(|e| anyhow::anyhow!("pages={value:?}: {e} (expected {form})"))?,
+                );
             } else if !seed_given && spec.pages.is_none() {
                 spec.seed = part.trim().parse().map_err(|_| {
-                    anyhow::anyhow!("{s:?}: seed {part:?} is not a number (expected {form})")
+                    anyhow::anyhow!("seed {part:?} is not a number (expected {form})")
                 })?;
                 seed_given = true;
             } else {
-                bail!("{s:?}: unexpected {part:?} (expected {form})");
+                bail!("unexpected {part:?} (expected {form})");
             }
         }
         if let Some(p) = spec.pages {
             if !PAGES_RANGE.contains(&p) {
                 bail!(
-                    "{s:?}: pages={p} is outside [{}, {}]",
+                    "pages={p} is outside [{}, {}]",
                     PAGES_RANGE.start(),
                     PAGES_RANGE.end()
                 );
