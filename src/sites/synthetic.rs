@@ -247,6 +247,116 @@ impl FromStr for Preset {
     }
 }
 
+/// HTML pages a site may have: a site's layout is a few numbers per section
+/// whatever its size, so the bound only keeps page ids and counts far from
+/// overflow.
+pub const PAGES_RANGE: std::ops::RangeInclusive<u64> = 100..=100_000_000;
+
+/// A synthetic site as named on the command line:
+/// `PRESET[:SEED][:pages=N]`, e.g. `large`, `large:3`, `large:pages=1000000`
+/// or `large:3:pages=1M` (the part after `synthetic:` in `--site`).
+///
+/// `pages=` rescales a preset to any size in [`PAGES_RANGE`] and keeps its other parameters (densities, section
+/// count, pagination): a million-page site is the large preset ten times
+/// over. The site is still laid out from a handful of numbers per section,
+/// so its size costs no memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyntheticSpec {
+    pub preset: Preset,
+    pub seed: u64,
+    /// Replaces the preset's page count.
+    pub pages: Option<u64>,
+}
+
+impl SyntheticSpec {
+    /// The form accepted, for error messages.
+    pub const FORM: &'static str =
+        "PRESET[:SEED][:pages=N] (N like 1000000, 1_000_000, 200k or 1M)";
+
+    /// The site's parameters (not yet validated: [`SyntheticSite::new`] does).
+    pub fn params(&self) -> SyntheticParams {
+        let mut params = self.preset.params(self.seed);
+        if let Some(pages) = self.pages {
+            params.pages = pages;
+        }
+        params
+    }
+
+    /// A short name: the preset's, with the page count when it was changed
+    /// (`large`, `large-1000000p`).
+    pub fn name(&self) -> String {
+        match self.pages {
+            Some(p) => format!("{}-{p}p", self.preset.name()),
+            None => self.preset.name().to_string(),
+        }
+    }
+}
+
+impl FromStr for SyntheticSpec {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let form = SyntheticSpec::FORM;
+        let mut parts = s.split(':');
+        let preset: Preset = parts.next().unwrap_or("").parse()?;
+        let mut spec = SyntheticSpec {
+            preset,
+            seed: 1,
+            pages: None,
+        };
+        let mut seed_given = false;
+        for part in parts {
+            if let Some((key, value)) = part.split_once('=') {
+                if key.trim() != "pages" {
+                    bail!("unknown option {key:?} (only pages=N; expected {form})");
+                }
+                if spec.pages.is_some() {
+                    bail!("pages= given twice");
+                }
+                spec.pages = Some(
+                    parse_count(value)
+                        .map_err(|e| anyhow::anyhow!("pages={value:?}: {e} (expected {form})"))?,
+                );
+            } else if !seed_given && spec.pages.is_none() {
+                spec.seed = part.trim().parse().map_err(|_| {
+                    anyhow::anyhow!("seed {part:?} is not a number (expected {form})")
+                })?;
+                seed_given = true;
+            } else {
+                bail!("unexpected {part:?} (expected {form})");
+            }
+        }
+        if let Some(p) = spec.pages {
+            if !PAGES_RANGE.contains(&p) {
+                bail!(
+                    "pages={p} is outside [{}, {}]",
+                    PAGES_RANGE.start(),
+                    PAGES_RANGE.end()
+                );
+            }
+        }
+        Ok(spec)
+    }
+}
+
+/// A count written `1000000`, `1_000_000`, `200k` or `1M` (k = 1 000,
+/// M = 1 000 000: counts of pages, not bytes).
+fn parse_count(text: &str) -> Result<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.as_bytes().last() {
+        Some(b'k' | b'K') => (&text[..text.len() - 1], 1_000),
+        Some(b'm' | b'M') => (&text[..text.len() - 1], 1_000_000),
+        _ => (text, 1),
+    };
+    let digits: String = digits.chars().filter(|&c| c != '_').collect();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        bail!("not a whole number");
+    }
+    let n: u64 = digits.parse().map_err(|_| anyhow::anyhow!("too large"))?;
+    n.checked_mul(unit)
+        .ok_or_else(|| anyhow::anyhow!("too large"))
+}
+
 /// What a crawler can reach on the site (robots.txt respected, URLs
 /// normalised as the crawler does, calendar trap excluded).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -2263,10 +2373,12 @@ fn validate(p: &SyntheticParams) -> Result<()> {
         }
         Ok(())
     };
-    if !(100..=100_000_000).contains(&p.pages) {
+    if !PAGES_RANGE.contains(&p.pages) {
         bail!(
-            "synthetic site: pages = {} is outside [100, 100000000]",
-            p.pages
+            "synthetic site: pages = {} is outside [{}, {}]",
+            p.pages,
+            PAGES_RANGE.start(),
+            PAGES_RANGE.end()
         );
     }
     in_range("target_density", p.target_density, 0.001, 0.95)?;
@@ -2687,6 +2799,88 @@ mod tests {
         assert!(SyntheticSite::new(p).is_ok());
         assert_eq!("Deep".parse::<Preset>().unwrap(), Preset::Deep);
         assert!("huge".parse::<Preset>().is_err());
+    }
+
+    #[test]
+    fn specs_name_a_preset_a_seed_and_a_size() {
+        let spec = |s: &str| s.parse::<SyntheticSpec>();
+        let plain = spec("large").unwrap();
+        assert_eq!(
+            (plain.preset, plain.seed, plain.pages),
+            (Preset::Large, 1, None)
+        );
+        assert_eq!(plain.name(), "large");
+        assert_eq!(plain.params(), Preset::Large.params(1));
+        assert_eq!(spec("deep:7").unwrap().seed, 7);
+        for (text, pages) in [
+            ("large:pages=1000000", 1_000_000),
+            ("large:pages=1_000_000", 1_000_000),
+            ("large:pages=1M", 1_000_000),
+            ("large:pages=200k", 200_000),
+            ("large:pages=100", 100),
+        ] {
+            let s = spec(text).unwrap();
+            assert_eq!((s.seed, s.pages), (1, Some(pages)), "{text}");
+            assert_eq!(s.params().pages, pages);
+        }
+        let s = spec("large:3:pages=1M").unwrap();
+        assert_eq!((s.seed, s.pages), (3, Some(1_000_000)));
+        assert_eq!(s.name(), "large-1000000p");
+        // Everything but the page count is the preset's.
+        let p = s.params();
+        assert_eq!(
+            SyntheticParams {
+                pages: 100_000,
+                ..p
+            },
+            Preset::Large.params(3)
+        );
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        let err = |s: &str| format!("{:#}", s.parse::<SyntheticSpec>().unwrap_err());
+        assert!(
+            err("huge").contains("unknown synthetic preset"),
+            "{}",
+            err("huge")
+        );
+        assert!(err("large:x").contains("seed \"x\" is not a number"));
+        assert!(err("large:pages=lots").contains("not a whole number"));
+        assert!(err("large:pages=").contains("not a whole number"));
+        assert!(err("large:pages=1.5M").contains("not a whole number"));
+        assert!(err("large:pages=99").contains("outside [100, 100000000]"));
+        assert!(err("large:pages=200M").contains("outside [100, 100000000]"));
+        assert!(err("large:pages=99999999999999999999").contains("too large"));
+        assert!(err("large:pages=20000000000000M").contains("too large"));
+        assert!(err("large:size=10").contains("unknown option \"size\""));
+        assert!(err("large:pages=1k:pages=2k").contains("given twice"));
+        // The seed comes before the size, once.
+        assert!(err("large:pages=1k:3").contains("unexpected \"3\""));
+        assert!(err("large:3:4").contains("unexpected \"4\""));
+    }
+
+    /// A million-page site is laid out from a few numbers per section and
+    /// renders any of its pages on demand: nothing grows with its size.
+    #[test]
+    fn a_million_page_site_is_laid_out_without_holding_pages() {
+        let site = SyntheticSite::new("large:pages=1M".parse::<SyntheticSpec>().unwrap().params())
+            .unwrap();
+        let plan = site.plan();
+        assert!(
+            (999_000..=1_001_000).contains(&plan.html_pages),
+            "{}",
+            plan.html_pages
+        );
+        // The large preset's density (25 % of pages + targets).
+        assert!((plan.target_density() - 0.25).abs() < 0.01);
+        assert_eq!(site.sections.len(), 12);
+        // The last canonical page exists and is a page of real size.
+        let last = site.page_path(site.canonical_pages - 1).unwrap();
+        let resp = get(&site, &last);
+        assert_eq!(resp.status, StatusCode::OK, "{last}");
+        assert!(body_text(resp).len() > 5 * 1024);
+        assert!(site.page_path(site.canonical_pages).is_none());
     }
 
     proptest::proptest! {

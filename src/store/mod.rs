@@ -40,7 +40,7 @@ use crate::crashpoint::{self, CrashPoint};
 use crate::link::LinkId;
 use crate::link::QueueKey;
 use redb::backends::FileBackend;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -244,6 +244,28 @@ enum WriterMsg {
         oneshot::Sender<Result<CommitReport, CommitFailed>>,
     ),
     Purge(String, oneshot::Sender<Result<(), StoreError>>),
+}
+
+/// One table's share of the database ([`Store::usage`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableUsage {
+    pub name: &'static str,
+    pub entries: u64,
+    /// B-tree pages (leaves and branches) of the table.
+    pub pages: u64,
+    /// Keys and values as stored, without the tree's own overhead.
+    pub stored_bytes: u64,
+    /// Branch keys and other tree metadata.
+    pub metadata_bytes: u64,
+    /// Unused room in the table's pages.
+    pub fragmented_bytes: u64,
+}
+
+impl TableUsage {
+    /// Bytes of the file the table occupies.
+    pub fn total_bytes(&self) -> u64 {
+        self.stored_bytes + self.metadata_bytes + self.fragmented_bytes
+    }
 }
 
 /// A job's state as loaded at start-up.
@@ -651,6 +673,39 @@ impl Store {
         Ok(out)
     }
 
+    /// What each table holds and costs on disk, for benchmarks and
+    /// diagnostics (which table grows with a crawl's size).
+    pub fn usage(&self) -> Result<Vec<TableUsage>, StoreError> {
+        fn of(
+            name: &'static str,
+            t: &impl ReadableTableMetadata,
+        ) -> Result<TableUsage, StoreError> {
+            let stats = t.stats()?;
+            Ok(TableUsage {
+                name,
+                entries: t.len()?,
+                pages: stats.leaf_pages() + stats.branch_pages(),
+                stored_bytes: stats.stored_bytes(),
+                metadata_bytes: stats.metadata_bytes(),
+                fragmented_bytes: stats.fragmented_bytes(),
+            })
+        }
+        let db = self.inner.db.get()?;
+        let txn = db.begin_read()?;
+        Ok(vec![
+            of("meta", &txn.open_table(META)?)?,
+            of("jobs", &txn.open_table(JOBS)?)?,
+            of("frontier", &txn.open_table(FRONTIER)?)?,
+            of("seen", &txn.open_table(SEEN)?)?,
+            of("manifest", &txn.open_table(MANIFEST)?)?,
+            of("shared", &txn.open_table(SHARED)?)?,
+            of("revisit", &txn.open_table(REVISIT)?)?,
+            of("revisit_state", &txn.open_table(REVISIT_STATE)?)?,
+            of("state_index", &txn.open_table(state::STATE_INDEX)?)?,
+            of("state_chunks", &txn.open_table(state::STATE_CHUNKS)?)?,
+        ])
+    }
+
     /// A job's manifest rows, in row order.
     pub fn manifest_rows(&self, job: &str) -> Result<Vec<ManifestRow>, StoreError> {
         let db = self.inner.db.get()?;
@@ -956,6 +1011,25 @@ mod tests {
         let b = store.load_job("b").unwrap();
         assert_eq!(b.frontier.len(), 5);
         assert_eq!(store.job_names().unwrap(), vec!["b".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn usage_counts_each_tables_entries_and_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let mut d = JobDelta::new("j");
+        d.seen_added = (0..1000).collect();
+        d.frontier_added = vec![(LinkId(0), entry("x"))];
+        store.commit(d).await.unwrap();
+        let usage = store.usage().unwrap();
+        let table = |name: &str| usage.iter().find(|t| t.name == name).unwrap().clone();
+        let seen = table("seen");
+        assert_eq!((seen.entries, table("frontier").entries), (1000, 1));
+        // Each key is the job name ("j", with its length) and a u64.
+        assert!(seen.stored_bytes >= 1000 * 9, "{seen:?}");
+        assert!(seen.total_bytes() >= seen.stored_bytes && seen.pages >= 1);
+        assert_eq!(table("manifest").entries, 0);
+        assert_eq!(usage.len(), 10);
     }
 
     #[test]
