@@ -58,47 +58,12 @@ struct Coefficient {
     w: f32,
 }
 
-/// The weights of the features below `HOT_FEATURES` by id (0 for a feature
-/// without a state): a prediction reads ~80 of them, and indexing an array
-/// of 256 KiB costs far less than probing the hash map for each (measured
-/// with `cargo bench --bench learn`, see the commit). Empty until a hot
-/// feature is trained, so an idle model stays small.
-#[derive(Clone, Default)]
-struct HotWeights(Vec<f32>);
-
-impl HotWeights {
-    #[inline]
-    fn get(&self, feature: u32) -> f32 {
-        self.0.get(feature as usize).copied().unwrap_or(0.0)
-    }
-
-    fn set(&mut self, feature: u32, w: f32) {
-        debug_assert!(feature < HOT_FEATURES);
-        if self.0.is_empty() {
-            self.0 = vec![0.0; HOT_FEATURES as usize];
-        }
-        self.0[feature as usize] = w;
-    }
-}
-
-impl std::fmt::Debug for HotWeights {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let nonzero = self.0.iter().filter(|w| **w != 0.0).count();
-        write!(f, "HotWeights({nonzero} nonzero)")
-    }
-}
-
 /// A binary FTRL-proximal model over hashed features.
-///
-/// Invariant: `hot_w` holds `w` of every coefficient in `hot` and 0 for
-/// every other hot feature (see [`FtrlModel::check`]).
 #[derive(Clone, Debug, Default)]
 pub struct FtrlModel {
     config: FtrlConfig,
     /// Features below `HOT_FEATURES`.
     hot: HashMap<u32, Coefficient, IntHashBuilder>,
-    /// The weights of `hot`, indexed by feature.
-    hot_w: HotWeights,
     /// The others.
     cold: HashMap<u32, Coefficient, IntHashBuilder>,
     examples: u64,
@@ -120,24 +85,16 @@ impl FtrlModel {
     pub fn set_config(&mut self, config: FtrlConfig) {
         self.config = config;
         let cfg = self.config;
-        for c in self.cold.values_mut() {
+        for c in self.hot.values_mut().chain(self.cold.values_mut()) {
             c.w = weight_of(&cfg, c.state);
         }
-        for (&f, c) in self.hot.iter_mut() {
-            c.w = weight_of(&cfg, c.state);
-            self.hot_w.set(f, c.w);
-        }
-        self.check();
     }
 
-    /// The invariant of `hot_w` (debug builds).
-    fn check(&self) {
-        if cfg!(debug_assertions) {
-            for (&f, c) in &self.hot {
-                debug_assert_eq!(self.hot_w.get(f).to_bits(), c.w.to_bits(), "feature {f}");
-            }
-            let nonzero = self.hot_w.0.iter().filter(|w| **w != 0.0).count();
-            debug_assert!(nonzero <= self.hot.len());
+    fn map(&self, feature: u32) -> &HashMap<u32, Coefficient, IntHashBuilder> {
+        if feature < HOT_FEATURES {
+            &self.hot
+        } else {
+            &self.cold
         }
     }
 
@@ -169,12 +126,10 @@ impl FtrlModel {
     }
 
     /// The current weight of one feature.
-    #[inline]
     pub fn weight(&self, feature: u32) -> f64 {
-        if feature < HOT_FEATURES {
-            return f64::from(self.hot_w.get(feature));
-        }
-        self.cold.get(&feature).map_or(0.0, |c| f64::from(c.w))
+        self.map(feature)
+            .get(&feature)
+            .map_or(0.0, |c| f64::from(c.w))
     }
 
     /// Probability of the positive class.
@@ -195,13 +150,7 @@ impl FtrlModel {
         let alpha = self.config.alpha;
         let cfg = self.config;
         for &f in features.ids() {
-            // The map by hand, not `map_mut`: `hot_w` is written below while `c` lives.
-            let map = if f < HOT_FEATURES {
-                &mut self.hot
-            } else {
-                &mut self.cold
-            };
-            let c = map.entry(f).or_default();
+            let c = self.map_mut(f).entry(f).or_default();
             let w = f64::from(c.w);
             let n = f64::from(c.state.n);
             let sigma = ((n + g2).sqrt() - n.sqrt()) / alpha;
@@ -210,9 +159,6 @@ impl FtrlModel {
                 n: (n + g2) as f32,
             };
             c.w = weight_of(&cfg, c.state);
-            if f < HOT_FEATURES {
-                self.hot_w.set(f, c.w);
-            }
         }
         self.examples += 1;
     }
