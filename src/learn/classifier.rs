@@ -282,6 +282,13 @@ impl UrlClassifier {
     /// Predict the label of a link whose label is unknown, remembering the
     /// prediction for the online accuracy.
     pub fn classify(&mut self, url: &Url) -> Verdict {
+        self.classify_keyed(url, fingerprint64(url.as_str().as_bytes()))
+    }
+
+    /// [`Self::classify`] with the URL's `fingerprint64` computed already
+    /// (`key`; debug builds check it).
+    pub fn classify_keyed(&mut self, url: &Url, key: u64) -> Verdict {
+        debug_assert_eq!(key, fingerprint64(url.as_str().as_bytes()));
         if !self.warm {
             return Verdict::AskServer;
         }
@@ -292,7 +299,6 @@ impl UrlClassifier {
         } else {
             Label::Html
         };
-        let key = fingerprint64(url.as_str().as_bytes());
         let capacity = self.config.prediction_memory;
         let mut prediction = Prediction {
             label: binary,

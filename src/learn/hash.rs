@@ -176,13 +176,111 @@ fn fmix64(mut k: u64) -> u64 {
     k
 }
 
+/// Seeds of [`fingerprint64`]'s two runs (stored fingerprints depend on them).
+const FINGERPRINT_SEEDS: (u32, u32) = (0x9e37_79b9, 0x85eb_ca6b);
+
 /// A 64-bit fingerprint of a string (two independent MurmurHash3 runs), used as
 /// a compact key for URLs in bounded memories where a rare collision only
 /// costs one accuracy sample.
 pub fn fingerprint64(data: &[u8]) -> u64 {
-    let hi = murmur3_32(data, 0x9e37_79b9);
-    let lo = murmur3_32(data, 0x85eb_ca6b);
+    let hi = murmur3_32(data, FINGERPRINT_SEEDS.0);
+    let lo = murmur3_32(data, FINGERPRINT_SEEDS.1);
     (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// [`murmur3_32`] over bytes given in pieces (same value as of their concatenation).
+#[derive(Clone, Copy, Debug)]
+struct Murmur3x86 {
+    h: u32,
+    /// Bytes not yet forming a 4-byte block, little-endian, `pending_len` of them.
+    pending: u32,
+    pending_len: u32,
+    /// Length so far, truncated to 32 bits as the reference does.
+    total: u32,
+}
+
+impl Murmur3x86 {
+    fn new(seed: u32) -> Self {
+        Murmur3x86 {
+            h: seed,
+            pending: 0,
+            pending_len: 0,
+            total: 0,
+        }
+    }
+
+    #[inline]
+    fn block(&mut self, k: u32) {
+        self.h ^= mix_k(k);
+        self.h = self
+            .h
+            .rotate_left(13)
+            .wrapping_mul(5)
+            .wrapping_add(0xe654_6b64);
+    }
+
+    fn write(&mut self, mut data: &[u8]) {
+        self.total = self.total.wrapping_add(data.len() as u32);
+        while self.pending_len > 0 {
+            let Some((&b, rest)) = data.split_first() else {
+                return;
+            };
+            self.pending |= u32::from(b) << (8 * self.pending_len);
+            self.pending_len += 1;
+            data = rest;
+            if self.pending_len == 4 {
+                self.block(self.pending);
+                self.pending = 0;
+                self.pending_len = 0;
+            }
+        }
+        let mut blocks = data.chunks_exact(4);
+        for block in &mut blocks {
+            self.block(u32::from_le_bytes([block[0], block[1], block[2], block[3]]));
+        }
+        for (i, &b) in blocks.remainder().iter().enumerate() {
+            self.pending |= u32::from(b) << (8 * i);
+        }
+        self.pending_len = blocks.remainder().len() as u32;
+    }
+
+    fn finish(&self) -> u32 {
+        let mut h = self.h;
+        if self.pending_len > 0 {
+            h ^= mix_k(self.pending);
+        }
+        h ^= self.total;
+        fmix32(h)
+    }
+}
+
+/// [`fingerprint64`] over bytes given in pieces: fingerprinting `a` then `b`
+/// is fingerprinting their concatenation, so a key made of parts (a URL
+/// pattern) needs no buffer to assemble it.
+#[derive(Clone, Copy, Debug)]
+pub struct Fingerprint64 {
+    hi: Murmur3x86,
+    lo: Murmur3x86,
+}
+
+impl Default for Fingerprint64 {
+    fn default() -> Self {
+        Fingerprint64 {
+            hi: Murmur3x86::new(FINGERPRINT_SEEDS.0),
+            lo: Murmur3x86::new(FINGERPRINT_SEEDS.1),
+        }
+    }
+}
+
+impl Fingerprint64 {
+    pub fn write(&mut self, data: &[u8]) {
+        self.hi.write(data);
+        self.lo.write(data);
+    }
+
+    pub fn finish(&self) -> u64 {
+        (u64::from(self.hi.finish()) << 32) | u64::from(self.lo.finish())
+    }
 }
 
 /// SplitMix64 finaliser: a full-avalanche mix of a 64-bit word.
@@ -293,6 +391,25 @@ mod tests {
             }
             h.write(&data[from..]);
             prop_assert_eq!(h.finish(), reference_x64(&data, seed));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn fingerprint64_in_pieces_is_fingerprint64_of_the_whole(
+            data in proptest::collection::vec(any::<u8>(), 0..80),
+            cuts in proptest::collection::vec(0usize..80, 0..6),
+        ) {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(data.len())).collect();
+            cuts.sort_unstable();
+            let mut h = Fingerprint64::default();
+            let mut from = 0;
+            for c in cuts {
+                h.write(&data[from..c]);
+                from = c;
+            }
+            h.write(&data[from..]);
+            prop_assert_eq!(h.finish(), fingerprint64(&data));
         }
     }
 

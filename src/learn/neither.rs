@@ -43,10 +43,11 @@
 //! (further patterns are not learned, so never predicted neither) and
 //! `sample_memory` sampled links awaiting their answer (oldest forgotten).
 
-use super::hash::fingerprint64;
+use super::hash::{fingerprint64, Fingerprint64};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use url::Url;
 
@@ -128,6 +129,12 @@ impl LinkPattern {
             url: fingerprint64(url.as_str().as_bytes()),
         }
     }
+
+    /// `fingerprint64` of the URL: the URL classifier keys its predictions
+    /// by it too, so a triage computes it once for both.
+    pub fn url_fingerprint(&self) -> u64 {
+        self.url
+    }
 }
 
 /// Counters for reports.
@@ -155,33 +162,64 @@ pub struct NeitherPatterns {
 }
 
 /// The pattern of a URL: host, first directory (empty for a file at the
-/// root), extension of the last segment, and the sorted query keys.
+/// root), extension of the last segment, and the sorted query keys — the
+/// fingerprint of `host \u{1} dir \u{1} ext \u{1} key&key...`, fed to
+/// [`Fingerprint64`] piece by piece: sb computes one per link it triages, and
+/// assembling the string cost half a dozen allocations each. Patterns are
+/// stored (the learner's state), so the value must never change; a test
+/// checks it against the assembled string.
 pub fn pattern_key(url: &Url) -> u64 {
-    let mut key = String::with_capacity(64);
-    key.push_str(url.host_str().unwrap_or(""));
-    key.push('\u{1}');
-    let segments: Vec<&str> = url
-        .path_segments()
-        .map(|s| s.filter(|s| !s.is_empty()).collect())
-        .unwrap_or_default();
-    if segments.len() >= 2 {
-        key.push_str(&segments[0].to_ascii_lowercase());
+    const SEPARATOR: &[u8] = b"\x01";
+    let mut key = Fingerprint64::default();
+    key.write(url.host_str().unwrap_or("").as_bytes());
+    key.write(SEPARATOR);
+    let (mut first, mut last, mut segments) = ("", "", 0usize);
+    for segment in url.path_segments().into_iter().flatten() {
+        if segment.is_empty() {
+            continue;
+        }
+        if segments == 0 {
+            first = segment;
+        }
+        last = segment;
+        segments += 1;
     }
-    key.push('\u{1}');
-    if let Some(ext) = segments
-        .last()
-        .and_then(|last| last.rsplit_once('.'))
+    if segments >= 2 {
+        write_lowercase(&mut key, first);
+    }
+    key.write(SEPARATOR);
+    if let Some(ext) = last
+        .rsplit_once('.')
         .map(|(_, ext)| ext)
         .filter(|ext| !ext.is_empty() && ext.len() <= 8)
     {
-        key.push_str(&ext.to_ascii_lowercase());
+        write_lowercase(&mut key, ext);
     }
-    key.push('\u{1}');
-    let mut keys: Vec<String> = url.query_pairs().map(|(k, _)| k.into_owned()).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    key.push_str(&keys.join("&"));
-    fingerprint64(key.as_bytes())
+    key.write(SEPARATOR);
+    if url.query().is_some() {
+        // Borrowed unless a key needs decoding; sorted as the strings they are.
+        let mut keys: Vec<Cow<'_, str>> = url.query_pairs().map(|(k, _)| k).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for (i, k) in keys.iter().enumerate() {
+            if i > 0 {
+                key.write(b"&");
+            }
+            key.write(k.as_bytes());
+        }
+    }
+    key.finish()
+}
+
+/// Feed `s` ASCII-lower-cased (as `str::to_ascii_lowercase`) without a String.
+fn write_lowercase(key: &mut Fingerprint64, s: &str) {
+    let mut buf = [0u8; 64];
+    for chunk in s.as_bytes().chunks(buf.len()) {
+        let lower = &mut buf[..chunk.len()];
+        lower.copy_from_slice(chunk);
+        lower.make_ascii_lowercase();
+        key.write(lower);
+    }
 }
 
 impl NeitherPatterns {
@@ -236,7 +274,14 @@ impl NeitherPatterns {
         if !self.config.enabled {
             return None;
         }
-        let link = LinkPattern::of(url);
+        self.suspect_link(LinkPattern::of(url))
+    }
+
+    /// [`Self::suspect`] for a link whose pattern is computed already.
+    pub fn suspect_link(&self, link: LinkPattern) -> Option<LinkPattern> {
+        if !self.config.enabled {
+            return None;
+        }
         let p = self
             .patterns
             .get(&link.pattern)
@@ -249,7 +294,8 @@ impl NeitherPatterns {
         self.decide_link(link)
     }
 
-    fn decide_link(&mut self, link: LinkPattern) -> NeitherDecision {
+    /// [`Self::decide`] for a link whose pattern is computed already.
+    pub fn decide_link(&mut self, link: LinkPattern) -> NeitherDecision {
         if !self.config.enabled {
             return NeitherDecision::Fetch;
         }
@@ -325,6 +371,73 @@ mod tests {
 
     fn page(i: u64) -> Url {
         url(&format!("https://docs.test/api/mod-{i}.html"))
+    }
+
+    /// What [`pattern_key`] hashes, assembled as one string (its first form).
+    fn assembled_key(url: &Url) -> u64 {
+        let mut key = String::new();
+        key.push_str(url.host_str().unwrap_or(""));
+        key.push('\u{1}');
+        let segments: Vec<&str> = url
+            .path_segments()
+            .map(|s| s.filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default();
+        if segments.len() >= 2 {
+            key.push_str(&segments[0].to_ascii_lowercase());
+        }
+        key.push('\u{1}');
+        if let Some(ext) = segments
+            .last()
+            .and_then(|last| last.rsplit_once('.'))
+            .map(|(_, ext)| ext)
+            .filter(|ext| !ext.is_empty() && ext.len() <= 8)
+        {
+            key.push_str(&ext.to_ascii_lowercase());
+        }
+        key.push('\u{1}');
+        let mut keys: Vec<String> = url.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        key.push_str(&keys.join("&"));
+        fingerprint64(key.as_bytes())
+    }
+
+    #[test]
+    fn pattern_key_hashes_the_assembled_pattern() {
+        let long = format!("https://a.test/{}/x.TXT", "Dir".repeat(40));
+        for s in [
+            "https://docs.test/_sources/api/mod-1.rst.txt",
+            "https://docs.test/API/Mod.HTML?b=2&a=1&b=3",
+            "https://a.test/",
+            "https://a.test",
+            "https://a.test//x//y.",
+            "https://a.test/p?",
+            "https://a.test/p?&&=v&k%C3%A9y=1&k+y=2&a",
+            "https://a.test/file.toolongext",
+            "https://[::1]:8080/a/b.csv?x=1",
+            "mailto:someone@a.test",
+            "data:text/plain,hi",
+            &long,
+        ] {
+            let u = url(s);
+            assert_eq!(pattern_key(&u), assembled_key(&u), "{s}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn pattern_key_hashes_the_assembled_pattern_of_any_url(
+            path in "(/[a-zA-Z0-9._%~-]{0,12}){0,5}",
+            query in proptest::option::of("[a-zA-Z0-9=&%+._-]{0,30}"),
+        ) {
+            let s = match query {
+                Some(q) => format!("https://a.test{path}?{q}"),
+                None => format!("https://a.test{path}"),
+            };
+            if let Ok(u) = Url::parse(&s) {
+                proptest::prop_assert_eq!(pattern_key(&u), assembled_key(&u), "{}", s);
+            }
+        }
     }
 
     #[test]

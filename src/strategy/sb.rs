@@ -599,17 +599,23 @@ impl Strategy for SleepingBandit {
 
     fn triage(&mut self, link: &Link, known: Option<Label>) -> Triage {
         self.pending = None;
+        // Computed once for the neither learner (decision, suspect) and the classifier.
+        let mut pattern = None;
         let label = match known {
             Some(label) => label,
             None => {
+                let p = *pattern.insert(LinkPattern::of(&link.url));
                 // Before the classifier, which then neither predicts nor remembers it.
-                if self.neither.decide(&link.url) == NeitherDecision::Wait {
+                if self.neither.decide_link(p) == NeitherDecision::Wait {
                     return Triage::Enqueue(QueueKey {
                         slot: WAITING_SLOT,
                         score: 0.0,
                     });
                 }
-                match self.classifier.classify(&link.url) {
+                match self
+                    .classifier
+                    .classify_keyed(&link.url, p.url_fingerprint())
+                {
                     Verdict::AskServer => return Triage::Head,
                     Verdict::Predicted(p) => p.label,
                 }
@@ -630,8 +636,8 @@ impl Strategy for SleepingBandit {
                 }
                 self.bandit.ensure_arms(self.actions.len());
                 // Predicted a page: if its pattern may yet turn out neither, decide again at its pop.
-                if known.is_none() && self.suspects.len() < MAX_SUSPECTS {
-                    self.pending = self.neither.suspect(&link.url);
+                if let Some(p) = pattern.filter(|_| self.suspects.len() < MAX_SUSPECTS) {
+                    self.pending = self.neither.suspect_link(p);
                 }
                 Triage::Enqueue(QueueKey {
                     slot: a.action.0,
