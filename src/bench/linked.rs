@@ -10,7 +10,7 @@
 //! in the paper (the run keeps one request in flight, so a hop directly
 //! follows the response that caused it).
 
-use super::report::MeanStd;
+use super::report::{cell, MeanStd};
 use crate::engine::{CrawlObserver, RequestEvent, RequestKind, Runner};
 use crate::extract::ScopeKind;
 use crate::mime::Preset;
@@ -173,26 +173,14 @@ pub struct LinkedSummary {
 }
 
 pub fn summarise(strategy: StrategyKind, figs: &[LinkedFigures]) -> LinkedSummary {
-    let col = |f: &dyn Fn(&LinkedFigures) -> Option<f64>| -> Option<MeanStd> {
-        let v: Option<Vec<f64>> = figs.iter().map(f).collect();
-        v.and_then(|v| MeanStd::of(&v))
-    };
     LinkedSummary {
         strategy,
         runs: figs.len(),
-        share: [0, 1, 2].map(|i| col(&|f: &LinkedFigures| Some(f.share[i]))),
-        req_at: [0, 1].map(|i| col(&|f: &LinkedFigures| f.req_at[i])),
-        rdf: col(&|f| Some(f.rdf as f64)),
-        derefs: col(&|f| Some(f.derefs as f64)),
-        accuracy: col(&|f| f.accuracy.map(|a| a * 100.0)),
-    }
-}
-
-fn show(v: Option<MeanStd>, digits: usize) -> String {
-    match v {
-        None => "—".to_string(),
-        Some(m) if m.n > 1 => format!("{:.digits$} ± {:.digits$}", m.mean, m.std),
-        Some(m) => format!("{:.digits$}", m.mean),
+        share: [0, 1, 2].map(|i| MeanStd::over(figs, |f| Some(f.share[i]))),
+        req_at: [0, 1].map(|i| MeanStd::over(figs, |f| f.req_at[i])),
+        rdf: MeanStd::over(figs, |f| Some(f.rdf as f64)),
+        derefs: MeanStd::over(figs, |f| Some(f.derefs as f64)),
+        accuracy: MeanStd::over(figs, |f| f.accuracy.map(|a| a * 100.0)),
     }
 }
 
@@ -217,14 +205,14 @@ pub fn markdown_table(web: &LinkedWeb, truth: &LinkedTruth, rows: &[LinkedSummar
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.strategy.name(),
             r.runs,
-            show(r.share[0], 3),
-            show(r.share[1], 3),
-            show(r.share[2], 3),
-            show(r.req_at[0], 1),
-            show(r.req_at[1], 1),
-            show(r.rdf, 0),
-            show(r.derefs, 0),
-            show(r.accuracy, 1),
+            cell(r.share[0], 3),
+            cell(r.share[1], 3),
+            cell(r.share[2], 3),
+            cell(r.req_at[0], 1),
+            cell(r.req_at[1], 1),
+            cell(r.rdf, 0),
+            cell(r.derefs, 0),
+            cell(r.accuracy, 1),
         );
     }
     let share = |k: StrategyKind| {

@@ -122,6 +122,12 @@ impl MeanStd {
         })
     }
 
+    /// Of `value` over `items`; `None` when there are none or one has no value.
+    pub fn over<T>(items: &[T], value: impl Fn(&T) -> Option<f64>) -> Option<MeanStd> {
+        let values: Option<Vec<f64>> = items.iter().map(value).collect();
+        values.and_then(|v| MeanStd::of(&v))
+    }
+
     pub fn show(self, digits: usize) -> String {
         if self.n > 1 {
             format!("{:.digits$} ± {:.digits$}", self.mean, self.std)
@@ -129,6 +135,11 @@ impl MeanStd {
             format!("{:.digits$}", self.mean)
         }
     }
+}
+
+/// A table cell: mean ± std, or a dash where there is no figure.
+pub fn cell(v: Option<MeanStd>, digits: usize) -> String {
+    v.map_or("—".to_string(), |v| v.show(digits))
 }
 
 /// All runs of one strategy on one site, summarised.

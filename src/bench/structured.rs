@@ -14,7 +14,7 @@
 //! table), and [`simulate`], a strategy driven in memory (how `anthelion`'s
 //! constants were chosen; see its module documentation).
 
-use super::report::MeanStd;
+use super::report::{cell, MeanStd};
 use crate::config::{StructuredTargets, DEFAULT_MIN_STATEMENTS};
 use crate::engine::{CrawlObserver, RequestEvent, RequestKind, Runner};
 use crate::extract::structured::StructuredOptions;
@@ -461,26 +461,14 @@ pub struct StructuredSummary {
 }
 
 pub fn summarise(strategy: StrategyKind, figs: &[StructuredFigures]) -> StructuredSummary {
-    let col = |f: &dyn Fn(&StructuredFigures) -> Option<f64>| -> Option<MeanStd> {
-        let v: Option<Vec<f64>> = figs.iter().map(f).collect();
-        v.and_then(|v| MeanStd::of(&v))
-    };
     StructuredSummary {
         strategy,
         runs: figs.len(),
-        share: [0, 1, 2].map(|i| col(&|f: &StructuredFigures| Some(f.share[i]))),
-        req_at: [0, 1].map(|i| col(&|f: &StructuredFigures| f.req_at[i])),
-        relevant: col(&|f| Some(f.relevant as f64)),
-        fetched: col(&|f| Some(f.fetched as f64)),
-        accuracy: col(&|f| f.accuracy.map(|a| a * 100.0)),
-    }
-}
-
-fn show(v: Option<MeanStd>, digits: usize) -> String {
-    match v {
-        None => "—".to_string(),
-        Some(m) if m.n > 1 => format!("{:.digits$} ± {:.digits$}", m.mean, m.std),
-        Some(m) => format!("{:.digits$}", m.mean),
+        share: [0, 1, 2].map(|i| MeanStd::over(figs, |f| Some(f.share[i]))),
+        req_at: [0, 1].map(|i| MeanStd::over(figs, |f| f.req_at[i])),
+        relevant: MeanStd::over(figs, |f| Some(f.relevant as f64)),
+        fetched: MeanStd::over(figs, |f| Some(f.fetched as f64)),
+        accuracy: MeanStd::over(figs, |f| f.accuracy.map(|a| a * 100.0)),
     }
 }
 
@@ -515,14 +503,14 @@ pub fn markdown_table(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.strategy.name(),
             r.runs,
-            show(r.share[0], 3),
-            show(r.share[1], 3),
-            show(r.share[2], 3),
-            show(r.req_at[0], 1),
-            show(r.req_at[1], 1),
-            show(r.relevant, 0),
-            show(r.fetched, 0),
-            show(r.accuracy, 1),
+            cell(r.share[0], 3),
+            cell(r.share[1], 3),
+            cell(r.share[2], 3),
+            cell(r.req_at[0], 1),
+            cell(r.req_at[1], 1),
+            cell(r.relevant, 0),
+            cell(r.fetched, 0),
+            cell(r.accuracy, 1),
         );
     }
     // What the link structure allows: the oracle's share at each budget.
