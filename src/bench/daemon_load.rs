@@ -59,6 +59,8 @@ pub struct LoadOptions {
     pub duration: Duration,
     pub sample_every: Duration,
     pub checkpoint_interval: Duration,
+    /// The daemon's `cache_size` in bytes; `None`: its default.
+    pub cache_size: Option<u64>,
     /// Job files, daemon config, state and logs go here.
     pub work_dir: PathBuf,
     /// Leave `work_dir` in place (state, logs) after the run.
@@ -104,6 +106,7 @@ pub fn daemon_config_text(
     server: SocketAddr,
     jobs: usize,
     checkpoint_interval: Duration,
+    cache_size: Option<u64>,
 ) -> String {
     let mut text = format!(
         "jobs_dir = \"jobs.d\"\n\
@@ -112,11 +115,14 @@ pub fn daemon_config_text(
          max_jobs = {jobs}\n\
          checkpoint_interval = \"{every}\"\n\
          allow_private = true\n\
-         log_level = \"warn\"\n\
-         [resolve]\n",
+         log_level = \"warn\"\n",
         jobs = jobs.max(1),
         every = humantime::format_duration(checkpoint_interval),
     );
+    if let Some(bytes) = cache_size {
+        let _ = writeln!(text, "cache_size = {bytes}");
+    }
+    text.push_str("[resolve]\n");
     for i in 1..=jobs {
         let _ = writeln!(text, "\"{}\" = \"{server}\"", site_host(i));
     }
@@ -817,7 +823,13 @@ fn run_in(opts: &LoadOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<
     let config = work.join("forager.toml");
     std::fs::write(
         &config,
-        daemon_config_text(admin, server.addr, opts.jobs, opts.checkpoint_interval),
+        daemon_config_text(
+            admin,
+            server.addr,
+            opts.jobs,
+            opts.checkpoint_interval,
+            opts.cache_size,
+        ),
     )
     .with_context(|| format!("writing {}", config.display()))?;
     let daemon_log_path = work.join("daemon.log");
@@ -974,9 +986,10 @@ mod tests {
         assert!(!spec.budget.early_stop);
         let server: SocketAddr = "127.0.0.1:4321".parse().unwrap();
         let admin: SocketAddr = "127.0.0.1:7000".parse().unwrap();
-        let text = daemon_config_text(admin, server, 1000, Duration::from_secs(5));
+        let text = daemon_config_text(admin, server, 1000, Duration::from_secs(5), Some(32 << 20));
         let d = parse_daemon(&text, Path::new("/tmp/load/forager.toml")).unwrap();
         assert_eq!(d.max_jobs, 1000);
+        assert_eq!(d.cache_size, 32 << 20);
         assert!(d.allow_private);
         assert_eq!(d.resolve.len(), 1000);
         assert_eq!(d.resolve["site-1000.test"], server);

@@ -118,6 +118,9 @@ pub struct BenchArgs {
     /// Daemon load: the daemon's checkpoint_interval.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     checkpoint_interval: Duration,
+    /// Daemon load: the daemon's cache_size (e.g. `32MiB`; default: the daemon's own).
+    #[arg(long, value_parser = crate::config::parse_size)]
+    cache_size: Option<u64>,
     /// Daemon load, multi-host and changing site: keep the work folder (job files, config,
     /// state, logs); CPU mode: keep the crawl's state folder.
     #[arg(long)]
@@ -1030,6 +1033,7 @@ fn daemon_load(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         duration: args.duration,
         sample_every: args.sample,
         checkpoint_interval: args.checkpoint_interval,
+        cache_size: args.cache_size,
         work_dir,
         keep: args.keep,
     };
