@@ -97,7 +97,8 @@ enum Command {
         json: bool,
     },
     /// Measure harvest efficiency on loopback sites: strategies × sites × seeds.
-    Bench(bench::BenchArgs),
+    // Boxed: the bench's many options would make every command as large.
+    Bench(Box<bench::BenchArgs>),
     /// Serve a synthetic site on loopback and crawl it with sb and bfs, side by side.
     Demo,
     /// Serve one bench site on 127.0.0.1 until stdin closes (used by `bench --cpu`).
@@ -129,7 +130,7 @@ pub fn main() -> ExitCode {
             config,
             json,
         } => inspect::status(admin, config.as_deref(), json),
-        Command::Bench(args) => bench::bench(args),
+        Command::Bench(args) => bench::bench(*args),
         Command::Demo => bench::demo(),
         Command::ServeSite(args) => bench::serve_site(args),
     };
