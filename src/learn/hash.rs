@@ -18,9 +18,10 @@ pub fn murmur3_32(data: &[u8], seed: u32) -> u32 {
     let mut h = seed;
     let mut blocks = data.chunks_exact(4);
     for block in &mut blocks {
-        let k = u32::from_le_bytes([block[0], block[1], block[2], block[3]]);
-        h ^= mix_k(k);
-        h = h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64);
+        h = round(
+            h,
+            u32::from_le_bytes([block[0], block[1], block[2], block[3]]),
+        );
     }
     let tail = blocks.remainder();
     if !tail.is_empty() {
@@ -33,6 +34,15 @@ pub fn murmur3_32(data: &[u8], seed: u32) -> u32 {
     // The reference mixes in the length as a 32-bit value (it truncates longer inputs the same way).
     h ^= data.len() as u32;
     fmix32(h)
+}
+
+/// One 4-byte block folded into the state.
+#[inline]
+fn round(h: u32, k: u32) -> u32 {
+    (h ^ mix_k(k))
+        .rotate_left(13)
+        .wrapping_mul(5)
+        .wrapping_add(0xe654_6b64)
 }
 
 #[inline]
@@ -211,12 +221,7 @@ impl Murmur3x86 {
 
     #[inline]
     fn block(&mut self, k: u32) {
-        self.h ^= mix_k(k);
-        self.h = self
-            .h
-            .rotate_left(13)
-            .wrapping_mul(5)
-            .wrapping_add(0xe654_6b64);
+        self.h = round(self.h, k);
     }
 
     fn write(&mut self, mut data: &[u8]) {

@@ -32,7 +32,7 @@
 //! - Links queued as pages while their pattern was unknown or at least as
 //!   often neither as not are *suspects* ([`NeitherPatterns::suspect`]):
 //!   the strategy decides them again when it pops them
-//!   ([`NeitherPatterns::decide_again`]), so the links found before their
+//!   ([`NeitherPatterns::decide_link`]), so the links found before their
 //!   pattern was learnt wait too. Why: on `synthetic:variants` (seed 1) sb's
 //!   125 neither requests before req@90 were 46 first answers of the
 //!   patterns (8 each), 35 ε-samples and 44 links queued before their
@@ -267,7 +267,7 @@ impl NeitherPatterns {
     }
 
     /// Whether a link queued now as a page should be decided again when it
-    /// is popped ([`Self::decide_again`]): its pattern is unknown or has
+    /// is popped ([`Self::decide_link`]): its pattern is unknown or has
     /// answered neither at least half the time, so it may be predicted
     /// neither by then. `None` when it cannot (or the learner is off).
     pub fn suspect(&self, url: &Url) -> Option<LinkPattern> {
@@ -289,12 +289,8 @@ impl NeitherPatterns {
         (p >= UNKNOWN_P_NEITHER).then_some(link)
     }
 
-    /// [`Self::decide`] for a link [`Self::suspect`] named when it was queued.
-    pub fn decide_again(&mut self, link: LinkPattern) -> NeitherDecision {
-        self.decide_link(link)
-    }
-
-    /// [`Self::decide`] for a link whose pattern is computed already.
+    /// [`Self::decide`] for a link whose pattern is computed already: one being
+    /// triaged, or one [`Self::suspect`] named when it was queued.
     pub fn decide_link(&mut self, link: LinkPattern) -> NeitherDecision {
         if !self.config.enabled {
             return NeitherDecision::Fetch;
@@ -557,7 +553,7 @@ mod tests {
             .map(|i| n.suspect(&source(i)).expect("a suspect"))
             .collect();
         assert_eq!(
-            n.decide_again(queued[0]),
+            n.decide_link(queued[0]),
             NeitherDecision::Fetch,
             "unknown yet"
         );
@@ -566,7 +562,7 @@ mod tests {
             assert!(n.suspect(&source(200)).is_some(), "mostly neither");
         }
         let decisions: Vec<NeitherDecision> =
-            queued[1..].iter().map(|&l| n.decide_again(l)).collect();
+            queued[1..].iter().map(|&l| n.decide_link(l)).collect();
         assert!(decisions.iter().all(|d| *d != NeitherDecision::Fetch));
         let waited = decisions
             .iter()

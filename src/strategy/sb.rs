@@ -709,7 +709,7 @@ impl Strategy for SleepingBandit {
                     suspect.diverted_from.is_none(),
                     "a waiting link was queued under an action"
                 );
-                if self.neither.decide_again(suspect.link) == NeitherDecision::Wait {
+                if self.neither.decide_link(suspect.link) == NeitherDecision::Wait {
                     // Its pattern turned out neither since it was queued: it waits, and the
                     // action that chose it earns nothing for it. Remembered until the end
                     // of the job, so that pushed back under its action it waits again.
