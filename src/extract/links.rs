@@ -175,7 +175,6 @@ impl<'s> LinkExtractor<'s> {
 
         let on_element = Rc::clone(&state);
         let on_text = Rc::clone(&state);
-        let on_structured = Rc::clone(&state);
         let collecting = state.borrow().collector.is_some();
         // Selectors are parsed once per process: parsing them took a tenth of
         // the extraction time of a typical page.
@@ -188,19 +187,6 @@ impl<'s> LinkExtractor<'s> {
                     // never borrowed here; `try_` keeps that an invariant, not a panic.
                     if let Ok(mut state) = this.try_borrow_mut() {
                         state.on_element(el, source, this);
-                    }
-                    Ok(())
-                }),
-            ))
-            // The selector VM tests attribute presence without allocating;
-            // the handler runs only on candidate elements.
-            .append_element_content_handler((
-                Cow::Borrowed(&*STRUCTURED_DATA),
-                ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-                    if let Ok(mut state) = on_structured.try_borrow_mut() {
-                        if !state.structured_data {
-                            state.structured_data = has_structured_data(el);
-                        }
                     }
                     Ok(())
                 }),
@@ -598,6 +584,12 @@ impl State {
     ) {
         let tag = StartTag { el: &*el, source };
         let name = tag.name();
+        // Tested here rather than by a selector of its own: a second
+        // selector with attribute tests made lol_html's matching VM look at
+        // every element's attributes again.
+        if !self.structured_data && tag.may_carry_structured_data(&name) {
+            self.structured_data = has_structured_data(el);
+        }
         let info = classify(&name);
         // A second `<html>`/`<body>` only merges attributes in browsers.
         match info.kind {
@@ -1027,6 +1019,33 @@ impl<'s> StartTag<'_, '_, '_, 's> {
         Cow::Owned(self.el.tag_name())
     }
 
+    /// Whether the element is one [`has_structured_data`] must look at:
+    /// `script[type], [itemscope], [itemtype], [typeof], [vocab], [property]`.
+    fn may_carry_structured_data(&self, name: &str) -> bool {
+        const ANY: [&str; 5] = ["itemscope", "itemtype", "typeof", "vocab", "property"];
+        let is_script = name == "script";
+        let wanted = |raw: &[u8]| {
+            (is_script && raw.eq_ignore_ascii_case(b"type"))
+                || ANY.iter().any(|a| raw.eq_ignore_ascii_case(a.as_bytes()))
+        };
+        match self.source {
+            Some(source) => self.el.attributes().iter().any(|attr| {
+                match attr
+                    .name_source_location()
+                    .and_then(|at| source.get(at.bytes()))
+                {
+                    Some(raw) => wanted(raw),
+                    None => wanted(attr.name().as_bytes()),
+                }
+            }),
+            None => self
+                .el
+                .attributes()
+                .iter()
+                .any(|attr| wanted(attr.name().as_bytes())),
+        }
+    }
+
     fn has_attributes(&self) -> bool {
         !self.el.attributes().is_empty()
     }
@@ -1136,15 +1155,9 @@ const OPEN_GRAPH_PREFIXES: [&str; 9] = [
     "og:", "fb:", "article:", "book:", "profile:", "music:", "video:", "product:", "twitter:",
 ];
 
-/// Elements that may carry JSON-LD, microdata or RDFa (refined by [`has_structured_data`]).
-const STRUCTURED_DATA_SELECTOR: &str =
-    "script[type], [itemscope], [itemtype], [typeof], [vocab], [property]";
-
 /// The selectors of [`LinkExtractor`], parsed once. They are constants known
 /// to parse (the `selectors_parse` test): a failure here is a bug of ours.
 static ANY_ELEMENT: LazyLock<Selector> = LazyLock::new(|| parse_selector("*"));
-static STRUCTURED_DATA: LazyLock<Selector> =
-    LazyLock::new(|| parse_selector(STRUCTURED_DATA_SELECTOR));
 static STRUCTURED_ELEMENTS: LazyLock<Selector> =
     LazyLock::new(|| parse_selector(&Collector::selector(&StructuredOptions::all())));
 static ANCHOR: LazyLock<Selector> = LazyLock::new(|| parse_selector("a[href]"));
@@ -1248,7 +1261,7 @@ mod tests {
 
     #[test]
     fn selectors_parse() {
-        for selector in [&ANY_ELEMENT, &STRUCTURED_DATA, &ANCHOR] {
+        for selector in [&ANY_ELEMENT, &ANCHOR] {
             LazyLock::force(selector);
         }
     }
@@ -1773,7 +1786,7 @@ mod tests {
     fn tag_piece() -> impl Strategy<Value = Vec<u8>> {
         let name = prop::sample::select(vec![
             "a", "A", "div", "DiV", "li", "p", "table", "td", "area", "base", "meta", "img",
-            "iframe", "x\u{e9}", "b\0", "h1",
+            "iframe", "x\u{e9}", "b\0", "h1", "script", "SCRIPT",
         ]);
         let attr_name = prop::sample::select(vec![
             "href",
@@ -1789,6 +1802,13 @@ mod tests {
             "content",
             "hr\u{e9}f",
             "data-x",
+            "type",
+            "TYPE",
+            "itemscope",
+            "ItemType",
+            "typeof",
+            "vocab",
+            "property",
         ]);
         let value: BoxedStrategy<Vec<u8>> = prop_oneof![
             prop::sample::select(vec![
@@ -1803,6 +1823,9 @@ mod tests {
                 "\u{3042}",
                 "\0",
                 "#f",
+                "og:title",
+                "application/ld+json",
+                "name",
             ])
             .prop_map(|v| v.as_bytes().to_vec()),
             // Bytes that are not UTF-8 (Latin-1 or Shift_JIS text).
