@@ -6,6 +6,11 @@
 //! the extractor. `FORAGER_EXTRACT_FINGERPRINT=1` prints a digest of every
 //! link, tag path and anchor instead of timing: equal digests before and after
 //! a change to the extractor mean it found exactly the same things.
+//! `FORAGER_EXTRACT_DIR=/path/to/html` adds the `.html` files under that
+//! folder (a documentation tree such as sklearn's) as a third group, and to
+//! the fingerprint. `FORAGER_EXTRACT_CPU=N` times N passes over each group
+//! in this thread's CPU time instead of criterion's wall time (on a shared
+//! machine, wall time measures the neighbours) and prints the median pass.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use forager::extract::structured::StructuredOptions;
@@ -66,6 +71,42 @@ fn pages() -> Vec<Page> {
     out
 }
 
+/// The `.html` files under `FORAGER_EXTRACT_DIR`, in path order, each at
+/// `http://docs.test/<its path under the folder>`.
+fn dir_pages() -> Vec<Page> {
+    let Some(root) = std::env::var_os("FORAGER_EXTRACT_DIR") else {
+        return Vec::new();
+    };
+    let root = std::path::PathBuf::from(root);
+    let mut files = Vec::new();
+    let mut folders = vec![root.clone()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "html") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|path| {
+            let rel = path.strip_prefix(&root).ok()?.to_str()?.to_string();
+            Some(Page {
+                url: Url::parse(&format!("http://docs.test/{rel}")).ok()?,
+                content_type: Some("text/html".to_string()),
+                body: std::fs::read(&path).ok()?,
+            })
+        })
+        .collect()
+}
+
 fn fingerprint(pages: &[Page]) -> String {
     let limits = ExtractLimits::default();
     let mut h = Sha256::new();
@@ -91,6 +132,22 @@ fn bench_extract(c: &mut Criterion) {
     let pages = pages();
     if std::env::var_os("FORAGER_EXTRACT_FINGERPRINT").is_some() {
         println!("{} pages: {}", pages.len(), fingerprint(&pages));
+        let dir = dir_pages();
+        if !dir.is_empty() {
+            println!(
+                "{} pages from FORAGER_EXTRACT_DIR: {}",
+                dir.len(),
+                fingerprint(&dir)
+            );
+        }
+        return;
+    }
+    if let Some(passes) = std::env::var("FORAGER_EXTRACT_CPU")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        cpu_passes("medium", &pages, passes);
+        cpu_passes("dir", &dir_pages(), passes);
         return;
     }
     let bytes: usize = pages.iter().map(|p| p.body.len()).sum();
@@ -120,6 +177,27 @@ fn bench_extract(c: &mut Criterion) {
     }
     group.finish();
 
+    let dir = dir_pages();
+    if !dir.is_empty() {
+        let bytes: usize = dir.iter().map(|p| p.body.len()).sum();
+        let mut group = c.benchmark_group("extract_dir");
+        group.throughput(Throughput::Bytes(bytes as u64));
+        group.sample_size(10);
+        group.bench_function(format!("{}_pages", dir.len()), |b| {
+            b.iter(|| {
+                for p in &dir {
+                    black_box(extract_links(
+                        black_box(&p.body),
+                        &p.url,
+                        p.content_type.as_deref(),
+                        &off,
+                    ));
+                }
+            })
+        });
+        group.finish();
+    }
+
     // Pages full of JSON-LD, microdata and RDFa (the oracle corpus).
     let corpus = corpus_pages();
     let bytes: usize = corpus.iter().map(|p| p.body.len()).sum();
@@ -136,6 +214,48 @@ fn bench_extract(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// Prints the median, lowest and highest CPU time of `passes` passes of
+/// link extraction (structured data off) over `pages`.
+fn cpu_passes(name: &str, pages: &[Page], passes: usize) {
+    if pages.is_empty() || passes == 0 {
+        return;
+    }
+    // CPU time of this thread (Linux), in nanoseconds.
+    let cpu_ns = || -> u64 {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .expect("/proc/thread-self/schedstat is readable")
+    };
+    let limits = ExtractLimits::default();
+    let mut times: Vec<f64> = (0..passes)
+        .map(|_| {
+            let start = cpu_ns();
+            for p in pages {
+                black_box(extract_links(
+                    black_box(&p.body),
+                    &p.url,
+                    p.content_type.as_deref(),
+                    &limits,
+                ));
+            }
+            (cpu_ns() - start) as f64 / 1e6
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let mib = pages.iter().map(|p| p.body.len()).sum::<usize>() as f64 / (1 << 20) as f64;
+    let median = times[times.len() / 2];
+    println!(
+        "cpu {name}: {} pages, {mib:.1} MiB: median {median:.1} ms per pass ({:.1}–{:.1}), \
+         {:.2} ms per MiB, {:.1} µs per page",
+        pages.len(),
+        times[0],
+        times[times.len() - 1],
+        median / mib,
+        median * 1e3 / pages.len() as f64
+    );
 }
 
 /// The pages of tests/data/structured.

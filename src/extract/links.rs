@@ -6,10 +6,13 @@
 //! on the end-tag callbacks lol_html fires, which already close every element
 //! left open inside the one that ends. The stack is kept as one string of
 //! rendered segments (`/html/body/div.x`) plus offsets, so building a link's
-//! tag path costs nothing and an element costs no allocation of ours beyond
-//! what lol_html's API forces (its tag name and attribute values are `String`s).
+//! tag path costs nothing. Tag names and attribute values are read from the
+//! body's bytes where lol_html's source offsets point ([`StartTag`]), not
+//! through its accessors, which allocate a `String` for each. What still
+//! allocates per element: lol_html's list of its attributes, and the end-tag
+//! handler we box to see it end (lol_html adds a vector and two boxes).
 
-use super::normalize::{normalize, resolve_with_encoding, RejectCounts, UrlRules};
+use super::normalize::{normalize, resolve_with_encoding, LinkRejected, RejectCounts, UrlRules};
 use super::structured::{Collector, StructuredData, StructuredOptions};
 use crate::link::TagPath;
 use encoding_rs::Encoding;
@@ -130,7 +133,10 @@ pub fn extract_links(
     content_type: Option<&str>,
     limits: &ExtractLimits,
 ) -> PageLinks {
-    let mut extractor = LinkExtractor::new(page_url, content_type, limits);
+    // The whole body is in hand: the element handler reads tag names and
+    // attribute values from it instead of through lol_html's allocating
+    // accessors (see [`StartTag`]).
+    let mut extractor = LinkExtractor::build(page_url, content_type, limits, Some(body));
     extractor.write(body);
     extractor.finish()
 }
@@ -139,15 +145,28 @@ pub fn extract_links(
 ///
 /// Not `Send` (lol_html handlers share state through `Rc`): create, feed and
 /// finish it on one thread.
-pub struct LinkExtractor {
-    rewriter: Option<HtmlRewriter<'static, NullSink>>,
+pub struct LinkExtractor<'s> {
+    rewriter: Option<HtmlRewriter<'s, NullSink>>,
     state: Rc<RefCell<State>>,
 }
 
-impl LinkExtractor {
+impl LinkExtractor<'static> {
     /// An extractor for the page at `page_url`, whose `Content-Type` header
     /// (if any) may name its charset.
     pub fn new(page_url: &Url, content_type: Option<&str>, limits: &ExtractLimits) -> Self {
+        LinkExtractor::build(page_url, content_type, limits, None)
+    }
+}
+
+impl<'s> LinkExtractor<'s> {
+    /// `source`, when given, is the whole body that will be written in one
+    /// call: lol_html's source offsets then index it.
+    fn build(
+        page_url: &Url,
+        content_type: Option<&str>,
+        limits: &ExtractLimits,
+        source: Option<&'s [u8]>,
+    ) -> Self {
         let header_encoding = content_type.and_then(charset_from_content_type);
         let query_encoding = header_encoding
             .map(<&'static Encoding>::from)
@@ -156,7 +175,6 @@ impl LinkExtractor {
 
         let on_element = Rc::clone(&state);
         let on_text = Rc::clone(&state);
-        let on_structured = Rc::clone(&state);
         let collecting = state.borrow().collector.is_some();
         // Selectors are parsed once per process: parsing them took a tenth of
         // the extraction time of a typical page.
@@ -168,20 +186,7 @@ impl LinkExtractor {
                     // Handlers run one at a time inside `write`, so the state is
                     // never borrowed here; `try_` keeps that an invariant, not a panic.
                     if let Ok(mut state) = this.try_borrow_mut() {
-                        state.on_element(el, this);
-                    }
-                    Ok(())
-                }),
-            ))
-            // The selector VM tests attribute presence without allocating;
-            // the handler runs only on candidate elements.
-            .append_element_content_handler((
-                Cow::Borrowed(&*STRUCTURED_DATA),
-                ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-                    if let Ok(mut state) = on_structured.try_borrow_mut() {
-                        if !state.structured_data {
-                            state.structured_data = has_structured_data(el);
-                        }
+                        state.on_element(el, source, this);
                     }
                     Ok(())
                 }),
@@ -504,6 +509,8 @@ struct State {
     /// Bytes of the strings in `paths`.
     path_bytes: usize,
     last_path: Option<Arc<str>>,
+    /// What every `#…` link of the page resolves to (see [`State::resolve`]).
+    fragment_target: Option<Result<Url, LinkRejected>>,
     anchor: Option<OpenAnchor>,
     anchor_raw: String,
     anchor_space_pending: bool,
@@ -538,6 +545,7 @@ impl State {
             paths: HashSet::default(),
             path_bytes: 0,
             last_path: None,
+            fragment_target: None,
             anchor: None,
             anchor_raw: String::new(),
             anchor_space_pending: false,
@@ -568,8 +576,20 @@ impl State {
         }
     }
 
-    fn on_element(&mut self, el: &mut Element<'_, '_>, this: &Rc<RefCell<State>>) {
-        let name = el.tag_name();
+    fn on_element(
+        &mut self,
+        el: &mut Element<'_, '_>,
+        source: Option<&[u8]>,
+        this: &Rc<RefCell<State>>,
+    ) {
+        let tag = StartTag { el: &*el, source };
+        let name = tag.name();
+        // Tested here rather than by a selector of its own: a second
+        // selector with attribute tests made lol_html's matching VM look at
+        // every element's attributes again.
+        if !self.structured_data && tag.may_carry_structured_data(&name) {
+            self.structured_data = has_structured_data(el);
+        }
         let info = classify(&name);
         // A second `<html>`/`<body>` only merges attributes in browsers.
         match info.kind {
@@ -580,21 +600,21 @@ impl State {
         self.close_implied(info);
 
         let path_len = self.path.len();
-        self.push_segment(&name, el);
+        self.push_segment(&name, &tag);
 
         let mut new_link = None;
-        match name.as_str() {
+        match &*name {
             "a" => {
-                if let Some(href) = el.get_attribute("href") {
+                if let Some(href) = tag.attr("href") {
                     new_link = self.add_link(&href);
                 }
             }
             // An image-map area has no content: its `alt` is its anchor text.
             "area" => {
-                if let Some(href) = el.get_attribute("href") {
+                if let Some(href) = tag.attr("href") {
                     if let Some(index) = self.add_link(&href) {
                         if let (Some(alt), Some(link)) =
-                            (el.get_attribute("alt"), self.links.get_mut(index))
+                            (tag.attr("alt"), self.links.get_mut(index))
                         {
                             link.anchor = anchor_text(&alt);
                         }
@@ -602,17 +622,17 @@ impl State {
                 }
             }
             "iframe" | "frame" => {
-                if let Some(src) = el.get_attribute("src") {
+                if let Some(src) = tag.attr("src") {
                     new_link = self.add_link(&src);
                 }
             }
-            "base" => self.on_base(el),
+            "base" => self.on_base(&tag),
             "meta" => {
-                let is_refresh = el
-                    .get_attribute("http-equiv")
+                let is_refresh = tag
+                    .attr("http-equiv")
                     .is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh"));
                 if is_refresh {
-                    if let Some(content) = el.get_attribute("content") {
+                    if let Some(content) = tag.attr("content") {
                         if let Some(target) = refresh_target(&content) {
                             self.add_link(target);
                         }
@@ -620,7 +640,7 @@ impl State {
                 }
             }
             "img" if self.anchor.is_some() => {
-                if let Some(alt) = el.get_attribute("alt") {
+                if let Some(alt) = tag.attr("alt") {
                     self.push_anchor_text(" ");
                     self.push_anchor_text(&alt);
                     self.push_anchor_text(" ");
@@ -786,15 +806,14 @@ impl State {
     }
 
     /// Appends `/tag.class1 class2#id` for `el` to the path.
-    fn push_segment(&mut self, name: &str, el: &Element<'_, '_>) {
+    fn push_segment(&mut self, name: &str, tag: &StartTag<'_, '_, '_, '_>) {
         self.path.push('/');
         push_capped(&mut self.path, name, MAX_TAG_BYTES);
-        // Every attribute lookup of lol_html allocates, even a miss: most
-        // elements have no attributes at all.
-        if el.attributes().is_empty() {
+        // Most elements have no attributes at all.
+        if !tag.has_attributes() {
             return;
         }
-        if let Some(class) = el.get_attribute("class") {
+        if let Some(class) = tag.attr("class") {
             let class = decode_attribute(&class);
             let mut used = 0;
             for token in class.split(is_html_whitespace).filter(|t| !t.is_empty()) {
@@ -806,7 +825,7 @@ impl State {
                 used += push_capped(&mut self.path, token, MAX_CLASS_BYTES - used);
             }
         }
-        if let Some(id) = el.get_attribute("id") {
+        if let Some(id) = tag.attr("id") {
             if !id.is_empty() {
                 self.path.push('#');
                 push_capped(&mut self.path, &decode_attribute(&id), MAX_ID_BYTES);
@@ -822,8 +841,9 @@ impl State {
         }
         self.base_frozen = true;
         let raw = decode_attribute(raw);
-        let url = match resolve_with_encoding(&self.base, &raw, &self.rules, self.query_encoding) {
-            Ok(url) => url,
+        let url = match self.resolve(&raw) {
+            Ok(Some(url)) => url,
+            Ok(None) => return None,
             Err(kind) => {
                 self.rejected.add(kind);
                 return None;
@@ -848,6 +868,32 @@ impl State {
             anchor: String::new(),
         });
         Some(index)
+    }
+
+    /// [`resolve_with_encoding`] against the base, with `#…` links (headings'
+    /// permalinks, tables of contents: 21 % of the `href`s of sklearn's
+    /// documentation, 19 % of Twisted's) answered from one resolution per
+    /// page: they all name the base itself once normalisation drops the
+    /// fragment. `None` when that base is the page, never a link of its own.
+    fn resolve(&mut self, raw: &str) -> Result<Option<Url>, LinkRejected> {
+        let trimmed = raw.trim_matches(is_html_whitespace);
+        if !trimmed.starts_with('#') {
+            return resolve_with_encoding(&self.base, raw, &self.rules, self.query_encoding)
+                .map(Some);
+        }
+        // The same length check as the full resolution, on the raw value.
+        if trimmed.len() > self.rules.max_len.saturating_mul(4) {
+            return Err(LinkRejected::TooLong);
+        }
+        let (base, rules, encoding) = (&self.base, &self.rules, self.query_encoding);
+        let target = self
+            .fragment_target
+            .get_or_insert_with(|| resolve_with_encoding(base, "#", rules, encoding));
+        match target {
+            Ok(url) if url.as_str() == self.page.as_str() => Ok(None),
+            Ok(url) => Ok(Some(url.clone())),
+            Err(kind) => Err(*kind),
+        }
     }
 
     /// The current path as a string shared by every link of the page with it.
@@ -878,11 +924,11 @@ impl State {
 
     /// The first `<base href>` sets the base, unless a link was already
     /// resolved against the page URL (we cannot re-resolve it when streaming).
-    fn on_base(&mut self, el: &Element<'_, '_>) {
+    fn on_base(&mut self, tag: &StartTag<'_, '_, '_, '_>) {
         if self.base_seen {
             return;
         }
-        let Some(href) = el.get_attribute("href") else {
+        let Some(href) = tag.attr("href") else {
             return;
         };
         self.base_seen = true;
@@ -899,6 +945,7 @@ impl State {
                     c.set_base(&base);
                 }
                 self.base = base;
+                self.fragment_target = None;
             }
         }
     }
@@ -940,6 +987,115 @@ impl State {
         self.anchor_raw.clear();
         self.anchor_space_pending = false;
     }
+}
+
+/// A start tag's name and attributes, read from the page's own bytes when
+/// the whole body is in hand (`source`, which lol_html's source offsets
+/// index). lol_html's accessors return a new `String` for every name and
+/// value read, and each lookup, even a miss, allocates a lower-cased copy of
+/// the name asked for: that was a fifth of extraction's CPU. Only ASCII bytes
+/// are read in place; anything else goes through lol_html, which decodes it
+/// in the page's encoding. Every encoding lol_html accepts is
+/// ASCII-compatible, so both paths return the same strings (the
+/// `source_and_streaming_agree` property test holds them to it).
+struct StartTag<'e, 'r, 't, 's> {
+    el: &'e Element<'r, 't>,
+    source: Option<&'s [u8]>,
+}
+
+impl<'s> StartTag<'_, '_, '_, 's> {
+    /// The tag name, ASCII lower-cased (as `Element::tag_name`).
+    fn name(&self) -> Cow<'s, str> {
+        if let Some(raw) = self
+            .source
+            .and_then(|s| raw_tag_name(s, self.el.source_location().bytes().start))
+        {
+            return if raw.bytes().any(|b| b.is_ascii_uppercase()) {
+                Cow::Owned(raw.to_ascii_lowercase())
+            } else {
+                Cow::Borrowed(raw)
+            };
+        }
+        Cow::Owned(self.el.tag_name())
+    }
+
+    /// Whether the element is one [`has_structured_data`] must look at:
+    /// `script[type], [itemscope], [itemtype], [typeof], [vocab], [property]`.
+    fn may_carry_structured_data(&self, name: &str) -> bool {
+        const ANY: [&str; 5] = ["itemscope", "itemtype", "typeof", "vocab", "property"];
+        let is_script = name == "script";
+        let wanted = |raw: &[u8]| {
+            (is_script && raw.eq_ignore_ascii_case(b"type"))
+                || ANY.iter().any(|a| raw.eq_ignore_ascii_case(a.as_bytes()))
+        };
+        match self.source {
+            Some(source) => self.el.attributes().iter().any(|attr| {
+                match attr
+                    .name_source_location()
+                    .and_then(|at| source.get(at.bytes()))
+                {
+                    Some(raw) => wanted(raw),
+                    None => wanted(attr.name().as_bytes()),
+                }
+            }),
+            None => self
+                .el
+                .attributes()
+                .iter()
+                .any(|attr| wanted(attr.name().as_bytes())),
+        }
+    }
+
+    fn has_attributes(&self) -> bool {
+        !self.el.attributes().is_empty()
+    }
+
+    /// The value of the first attribute called `name` (lower case), its
+    /// character references untouched (as `Element::get_attribute`).
+    fn attr(&self, name: &str) -> Option<Cow<'s, str>> {
+        debug_assert!(!name.bytes().any(|b| b.is_ascii_uppercase()));
+        let Some(source) = self.source else {
+            return self.el.get_attribute(name).map(Cow::Owned);
+        };
+        for attr in self.el.attributes() {
+            let Some(raw_name) = attr
+                .name_source_location()
+                .and_then(|at| source.get(at.bytes()))
+            else {
+                // Not from the source (never for a page we only read).
+                return self.el.get_attribute(name).map(Cow::Owned);
+            };
+            if !raw_name.eq_ignore_ascii_case(name.as_bytes()) {
+                continue;
+            }
+            let raw_value = attr
+                .value_source_location()
+                .and_then(|at| source.get(at.bytes()))
+                .filter(|v| v.is_ascii())
+                .and_then(|v| std::str::from_utf8(v).ok());
+            return Some(match raw_value {
+                Some(value) => Cow::Borrowed(value),
+                // Not ASCII, or no value (`<a href>`: an empty string, no allocation).
+                None => Cow::Owned(attr.value()),
+            });
+        }
+        None
+    }
+}
+
+/// The name of the start tag whose `<` is at `start` in `source`, when it is
+/// plain ASCII (the tokenizer ends a tag name at whitespace, `/` or `>`).
+fn raw_tag_name(source: &[u8], start: usize) -> Option<&str> {
+    let rest = source.get(start..)?.strip_prefix(b"<")?;
+    let end = rest
+        .iter()
+        .position(|b| matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ' | b'/' | b'>'))
+        .unwrap_or(rest.len());
+    let raw = &rest[..end];
+    if raw.is_empty() || raw.iter().any(|&b| b == 0 || !b.is_ascii()) {
+        return None;
+    }
+    std::str::from_utf8(raw).ok()
 }
 
 /// Entity-decoded anchor text, whitespace collapsed (again: `&nbsp;` decodes
@@ -999,15 +1155,9 @@ const OPEN_GRAPH_PREFIXES: [&str; 9] = [
     "og:", "fb:", "article:", "book:", "profile:", "music:", "video:", "product:", "twitter:",
 ];
 
-/// Elements that may carry JSON-LD, microdata or RDFa (refined by [`has_structured_data`]).
-const STRUCTURED_DATA_SELECTOR: &str =
-    "script[type], [itemscope], [itemtype], [typeof], [vocab], [property]";
-
 /// The selectors of [`LinkExtractor`], parsed once. They are constants known
 /// to parse (the `selectors_parse` test): a failure here is a bug of ours.
 static ANY_ELEMENT: LazyLock<Selector> = LazyLock::new(|| parse_selector("*"));
-static STRUCTURED_DATA: LazyLock<Selector> =
-    LazyLock::new(|| parse_selector(STRUCTURED_DATA_SELECTOR));
 static STRUCTURED_ELEMENTS: LazyLock<Selector> =
     LazyLock::new(|| parse_selector(&Collector::selector(&StructuredOptions::all())));
 static ANCHOR: LazyLock<Selector> = LazyLock::new(|| parse_selector("a[href]"));
@@ -1111,7 +1261,7 @@ mod tests {
 
     #[test]
     fn selectors_parse() {
-        for selector in [&ANY_ELEMENT, &STRUCTURED_DATA, &ANCHOR] {
+        for selector in [&ANY_ELEMENT, &ANCHOR] {
             LazyLock::force(selector);
         }
     }
@@ -1632,6 +1782,99 @@ mod tests {
         prop::collection::vec(piece, 0..60).prop_map(|v| v.concat())
     }
 
+    /// Start tags in the spellings [`StartTag`] must read as lol_html does.
+    fn tag_piece() -> impl Strategy<Value = Vec<u8>> {
+        let name = prop::sample::select(vec![
+            "a", "A", "div", "DiV", "li", "p", "table", "td", "area", "base", "meta", "img",
+            "iframe", "x\u{e9}", "b\0", "h1", "script", "SCRIPT",
+        ]);
+        let attr_name = prop::sample::select(vec![
+            "href",
+            "HREF",
+            "Href",
+            "class",
+            "CLASS",
+            "id",
+            "Id",
+            "alt",
+            "src",
+            "http-equiv",
+            "content",
+            "hr\u{e9}f",
+            "data-x",
+            "type",
+            "TYPE",
+            "itemscope",
+            "ItemType",
+            "typeof",
+            "vocab",
+            "property",
+        ]);
+        let value: BoxedStrategy<Vec<u8>> = prop_oneof![
+            prop::sample::select(vec![
+                "/x",
+                "../y z",
+                "caf\u{e9}",
+                "a&amp;b",
+                "",
+                " a  b ",
+                "refresh",
+                "5; url=/r",
+                "\u{3042}",
+                "\0",
+                "#f",
+                "og:title",
+                "application/ld+json",
+                "name",
+            ])
+            .prop_map(|v| v.as_bytes().to_vec()),
+            // Bytes that are not UTF-8 (Latin-1 or Shift_JIS text).
+            prop::collection::vec(
+                prop::sample::select(vec![b'a', 0xe9, 0x82, 0xa0, b'/']),
+                0..4
+            ),
+        ]
+        .boxed();
+        let attr = (attr_name, prop::sample::select(vec![0u8, 1, 2, 3]), value).prop_map(
+            |(name, quoting, value)| {
+                let mut out = vec![b' '];
+                out.extend_from_slice(name.as_bytes());
+                match quoting {
+                    0 => {}
+                    1 => {
+                        out.extend_from_slice(b"=\"");
+                        out.extend_from_slice(&value);
+                        out.push(b'"');
+                    }
+                    2 => {
+                        out.extend_from_slice(b"='");
+                        out.extend_from_slice(&value);
+                        out.push(b'\'');
+                    }
+                    _ => {
+                        out.push(b'=');
+                        out.extend(value.iter().filter(|b| !b" '\">".contains(b)));
+                    }
+                }
+                out
+            },
+        );
+        prop_oneof![
+            3 => (name.clone(), prop::collection::vec(attr, 0..4), any::<bool>()).prop_map(
+                |(name, attrs, self_closing)| {
+                    let mut out = format!("<{name}").into_bytes();
+                    for a in attrs {
+                        out.extend(a);
+                    }
+                    out.extend_from_slice(if self_closing { b"/>" } else { b">" });
+                    out
+                }
+            ),
+            1 => name.prop_map(|n| format!("</{n}>text ").into_bytes()),
+            1 => Just(b"<meta charset=windows-1252>".to_vec()),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
 
@@ -1657,6 +1900,24 @@ mod tests {
             let mut ex = LinkExtractor::new(&page_url, None, &limits);
             ex.write(&html.as_bytes()[..cut]);
             ex.write(&html.as_bytes()[cut..]);
+            prop_assert_eq!(ex.finish(), whole);
+        }
+
+        /// Tag names and attributes read from the body's bytes ([`StartTag`])
+        /// give what lol_html's own accessors give: upper case, duplicate and
+        /// value-less attributes, non-ASCII and legacy-encoded bytes, NULs.
+        #[test]
+        fn source_and_streaming_agree(
+            pieces in prop::collection::vec(tag_piece(), 0..40),
+            charset in prop::sample::select(vec![None, Some("utf-8"), Some("windows-1252"), Some("shift_jis")]),
+        ) {
+            let body = pieces.concat();
+            let page_url = Url::parse(PAGE).unwrap();
+            let content_type = charset.map(|c| format!("text/html; charset={c}"));
+            let limits = ExtractLimits::default();
+            let whole = extract_links(&body, &page_url, content_type.as_deref(), &limits);
+            let mut ex = LinkExtractor::new(&page_url, content_type.as_deref(), &limits);
+            ex.write(&body);
             prop_assert_eq!(ex.finish(), whole);
         }
 
