@@ -4,6 +4,7 @@ use crate::link::TagPath;
 use crate::strategy::StrategyKind;
 use proptest::prelude::*;
 use proptest::strategy::Strategy as _;
+use std::collections::HashSet;
 
 fn url(s: &str) -> Url {
     Url::parse(s).expect("test URL")
