@@ -190,7 +190,7 @@ fn daemon_defaults() {
     assert_eq!(d.log_format, LogFormat::Text);
     assert_eq!(d.watch, WatchMode::Notify);
     assert_eq!(d.poll_interval, Duration::from_secs(2));
-    assert_eq!(d.cache_size, 64 * 1024 * 1024);
+    assert_eq!(d.cache_size, 16 * 1024 * 1024);
     assert_eq!(daemon(""), d);
 }
 

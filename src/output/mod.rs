@@ -5,10 +5,13 @@
 //! source of truth; `manifest.jsonl` is rewritten from it on resume).
 //!
 //! A body is streamed into a temp file while it is hashed, fsynced, then
-//! renamed to its content-hash name; the folder is fsynced (once for all the
+//! given its content-hash name; the folder is fsynced (once for all the
 //! targets of a checkpoint, [`TargetDir::sync`]) *before* their manifest rows
 //! are committed, so a crash can neither lose a committed target nor leave a
-//! half-written file under a final name. No part of a URL or of a server's headers ever becomes
+//! half-written file under a final name. The temp file is an unnamed inode in
+//! the target folder (`O_TMPFILE`, linked under its name once synced: a crash
+//! before that leaves nothing to clean up) where the filesystem supports it,
+//! else a named file in `.partial` renamed into place. No part of a URL or of a server's headers ever becomes
 //! a file name: names are hex digests plus an extension from a fixed table.
 //!
 //! With `[output] warc = true` each saved target's exchange is also archived
@@ -178,15 +181,27 @@ impl TargetDir {
 
     /// Start writing a target body; `mime` only picks the file extension.
     pub fn begin(&self, mime: &str) -> io::Result<TargetFile> {
-        let tmp = tempfile_in(&self.dir.join(".partial"))?;
-        Ok(TargetFile {
+        match unnamed_file_in(&self.dir)? {
+            Some(file) => Ok(self.target_file(mime, TempName::Unnamed, file)),
+            None => self.begin_partial(mime),
+        }
+    }
+
+    /// [`TargetDir::begin`] with a named temp file in `.partial`.
+    fn begin_partial(&self, mime: &str) -> io::Result<TargetFile> {
+        let (path, file) = tempfile_in(&self.dir.join(".partial"))?;
+        Ok(self.target_file(mime, TempName::Partial(path), file))
+    }
+
+    fn target_file(&self, mime: &str, tmp: TempName, file: File) -> TargetFile {
+        TargetFile {
             final_dir: self.dir.clone(),
             ext: extension_for(mime),
-            tmp_path: tmp.0,
-            file: tmp.1,
+            tmp,
+            file,
             hasher: Sha256::new(),
             bytes: 0,
-        })
+        }
     }
 
     /// Whether a file can be written and synced here again (after a full disk):
@@ -373,7 +388,7 @@ pub fn jobs_with_manifests(state_dir: &Path) -> io::Result<Vec<String>> {
 pub struct TargetFile {
     final_dir: PathBuf,
     ext: &'static str,
-    tmp_path: PathBuf,
+    tmp: TempName,
     file: File,
     hasher: Sha256,
     bytes: u64,
@@ -406,20 +421,31 @@ impl TargetFile {
         self.hasher.clone().finalize().into()
     }
 
-    /// fsync, then rename to `<sha256><ext>`; identical content lands on the
-    /// same name. The rename is durable after [`TargetDir::sync`].
+    /// fsync, then name it `<sha256><ext>`; identical content lands on the
+    /// same name. The name is durable after [`TargetDir::sync`].
     pub fn finish(self) -> io::Result<SavedTarget> {
         if let Err(e) = self.file.sync_all() {
-            let _ = fs::remove_file(&self.tmp_path);
+            self.tmp.remove();
             return Err(e);
         }
-        drop(self.file);
         let sha256 = hex::encode(self.hasher.finalize());
         let name = format!("{sha256}{}", self.ext);
-        if let Err(e) = fs::rename(&self.tmp_path, self.final_dir.join(&name)) {
-            let _ = fs::remove_file(&self.tmp_path);
-            return Err(e);
+        let dest = self.final_dir.join(&name);
+        match &self.tmp {
+            TempName::Unnamed => match link_unnamed(&self.file, &dest) {
+                // The name is the content's hash: the file there holds these bytes already.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                // Dropping the unnamed file frees it.
+                other => other?,
+            },
+            TempName::Partial(path) => {
+                if let Err(e) = fs::rename(path, &dest) {
+                    self.tmp.remove();
+                    return Err(e);
+                }
+            }
         }
+        drop(self.file);
         crashpoint::reached(CrashPoint::TargetSaved);
         Ok(SavedTarget {
             sha256,
@@ -431,7 +457,87 @@ impl TargetFile {
     /// Give up on this body (e.g. the connection broke): remove the temp file.
     pub fn abandon(self) {
         drop(self.file);
-        let _ = fs::remove_file(&self.tmp_path);
+        self.tmp.remove();
+    }
+}
+
+/// Where a target body is written before it gets its name.
+enum TempName {
+    /// An `O_TMPFILE` inode in the target folder: no name until it is linked.
+    Unnamed,
+    /// A named file in `.partial` (a filesystem without `O_TMPFILE`).
+    Partial(PathBuf),
+}
+
+impl TempName {
+    /// Remove what is left of an unfinished body (an unnamed one goes with its descriptor).
+    fn remove(&self) {
+        if let TempName::Partial(path) = self {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// Whether `O_TMPFILE` files can be created and linked here; cleared by the
+/// first failure that says the kernel or the filesystem cannot.
+static UNNAMED_FILES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// An unnamed file in `dir` (`O_TMPFILE`), `None` when the filesystem cannot
+/// make one (then it is not asked again). Half a target never has a name: it
+/// only gets one, by [`link_unnamed`], once it is complete and synced, and a
+/// crash before that leaves an orphan inode the filesystem frees itself.
+/// Cheaper than a named temp file: no `.partial` entry to create and remove.
+fn unnamed_file_in(dir: &Path) -> io::Result<Option<File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::Ordering;
+    // Linking needs the descriptor's /proc path (linkat with AT_EMPTY_PATH needs a capability).
+    if !UNNAMED_FILES.load(Ordering::Relaxed) || !Path::new("/proc/self/fd").is_dir() {
+        return Ok(None);
+    }
+    match OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
+    {
+        Ok(file) => Ok(Some(file)),
+        // EOPNOTSUPP: the filesystem has no O_TMPFILE; EISDIR/EINVAL: the kernel predates it.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) =>
+        {
+            UNNAMED_FILES.store(false, Ordering::Relaxed);
+            tracing::debug!(dir = %dir.display(), error = %e, "no O_TMPFILE here: temp files go to .partial");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Give an unnamed file (from [`unnamed_file_in`]) the name `dest`; fails with
+/// `AlreadyExists` when the name is taken (never replaces a file).
+fn link_unnamed(file: &File, dest: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let proc_path =
+        CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(io::Error::other)?;
+    let dest_c = CString::new(dest.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: both arguments are valid NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            proc_path.as_ptr(),
+            libc::AT_FDCWD,
+            dest_c.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
@@ -518,6 +624,63 @@ mod tests {
             fs::read_dir(dir.path().join(".partial")).unwrap().count(),
             0
         );
+    }
+
+    #[test]
+    fn a_body_in_partial_is_named_and_deduplicated_the_same_way() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = TargetDir::create(tmp.path(), "job").unwrap();
+        let mut a = dir.begin("text/csv").unwrap();
+        a.write(b"x,y\n").unwrap();
+        let a = a.finish().unwrap();
+        let mut b = dir.begin_partial("text/csv").unwrap();
+        b.write(b"x,y\n").unwrap();
+        // Until it is finished the body has a name only in `.partial`.
+        assert_eq!(
+            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
+            1
+        );
+        let b = b.finish().unwrap();
+        assert_eq!(a, b);
+        assert_eq!(fs::read(dir.path().join(&b.file)).unwrap(), b"x,y\n");
+        assert_eq!(
+            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
+            0
+        );
+        let mut c = dir.begin_partial("text/csv").unwrap();
+        c.write(b"z").unwrap();
+        c.abandon();
+        assert_eq!(
+            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
+            0
+        );
+    }
+
+    #[test]
+    fn an_unfinished_body_has_no_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = TargetDir::create(tmp.path(), "job").unwrap();
+        let mut f = dir.begin("text/csv").unwrap();
+        f.write(b"half").unwrap();
+        let names = |d: &Path| -> Vec<_> {
+            fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect()
+        };
+        // Only the folders: not in the target folder, not in `.partial` (with
+        // O_TMPFILE; without it the body is in `.partial`, never in the folder).
+        assert_eq!(
+            names(dir.path()),
+            vec![std::ffi::OsString::from(".partial")]
+        );
+        let partial = names(&dir.path().join(".partial")).len();
+        assert_eq!(
+            partial,
+            usize::from(!UNNAMED_FILES.load(std::sync::atomic::Ordering::Relaxed))
+        );
+        let saved = f.finish().unwrap();
+        assert_eq!(fs::read(dir.path().join(&saved.file)).unwrap(), b"half");
     }
 
     #[test]
