@@ -46,6 +46,8 @@ pub struct TargetDir {
     warc: Arc<Mutex<Option<WarcWriter>>>,
     /// A linked-data job's statements (`data.nq.gz`).
     data: Arc<Mutex<nquads::DataFile>>,
+    /// Whether bodies are written as unnamed files here (see [`probe_unnamed`]).
+    unnamed: bool,
 }
 
 impl TargetDir {
@@ -53,7 +55,9 @@ impl TargetDir {
     pub fn create(state_dir: &Path, job: &str) -> io::Result<TargetDir> {
         let dir = state_dir.join("targets").join(job);
         fs::create_dir_all(dir.join(".partial"))?;
+        let unnamed = probe_unnamed(&dir);
         Ok(TargetDir {
+            unnamed,
             data: Arc::new(Mutex::new(nquads::DataFile::new(
                 &dir,
                 nquads::DEFAULT_MAX_SIZE,
@@ -181,9 +185,11 @@ impl TargetDir {
 
     /// Start writing a target body; `mime` only picks the file extension.
     pub fn begin(&self, mime: &str) -> io::Result<TargetFile> {
-        match unnamed_file_in(&self.dir)? {
-            Some(file) => Ok(self.target_file(mime, TempName::Unnamed, file)),
-            None => self.begin_partial(mime),
+        if self.unnamed {
+            let file = unnamed_file_in(&self.dir)?;
+            Ok(self.target_file(mime, TempName::Unnamed, file))
+        } else {
+            self.begin_partial(mime)
         }
     }
 
@@ -478,41 +484,33 @@ impl TempName {
     }
 }
 
-/// Whether `O_TMPFILE` files can be created and linked here; cleared by the
-/// first failure that says the kernel or the filesystem cannot.
-static UNNAMED_FILES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-/// An unnamed file in `dir` (`O_TMPFILE`), `None` when the filesystem cannot
-/// make one (then it is not asked again). Half a target never has a name: it
-/// only gets one, by [`link_unnamed`], once it is complete and synced, and a
-/// crash before that leaves an orphan inode the filesystem frees itself.
-/// Cheaper than a named temp file: no `.partial` entry to create and remove.
-fn unnamed_file_in(dir: &Path) -> io::Result<Option<File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::sync::atomic::Ordering;
-    // Linking needs the descriptor's /proc path (linkat with AT_EMPTY_PATH needs a capability).
-    if !UNNAMED_FILES.load(Ordering::Relaxed) || !Path::new("/proc/self/fd").is_dir() {
-        return Ok(None);
+/// Whether `dir` takes unnamed files: one is created and linked under a
+/// probe name, then removed. Asked once per target folder, when its job
+/// starts: a filesystem without `O_TMPFILE`, an old kernel or a `/proc` that
+/// hides descriptors (the link goes through it) all answer no, and that job
+/// writes its bodies to `.partial` instead.
+fn probe_unnamed(dir: &Path) -> bool {
+    let probe = dir
+        .join(".partial")
+        .join(format!("probe-{}", std::process::id()));
+    let linked = unnamed_file_in(dir).and_then(|file| link_unnamed(&file, &probe));
+    let _ = fs::remove_file(&probe);
+    if let Err(e) = &linked {
+        tracing::debug!(dir = %dir.display(), error = %e, "no unnamed files here: target bodies go to .partial");
     }
-    match OpenOptions::new()
+    linked.is_ok()
+}
+
+/// An unnamed file in `dir` (`O_TMPFILE`). Half a target never has a name:
+/// it only gets one, by [`link_unnamed`], once it is complete and synced, and
+/// a crash before that leaves an orphan inode the filesystem frees itself.
+/// Cheaper than a named temp file: no `.partial` entry to create and remove.
+fn unnamed_file_in(dir: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_TMPFILE)
         .open(dir)
-    {
-        Ok(file) => Ok(Some(file)),
-        // EOPNOTSUPP: the filesystem has no O_TMPFILE; EISDIR/EINVAL: the kernel predates it.
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
-            ) =>
-        {
-            UNNAMED_FILES.store(false, Ordering::Relaxed);
-            tracing::debug!(dir = %dir.display(), error = %e, "no O_TMPFILE here: temp files go to .partial");
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
 }
 
 /// Give an unnamed file (from [`unnamed_file_in`]) the name `dest`; fails with
@@ -675,10 +673,7 @@ mod tests {
             vec![std::ffi::OsString::from(".partial")]
         );
         let partial = names(&dir.path().join(".partial")).len();
-        assert_eq!(
-            partial,
-            usize::from(!UNNAMED_FILES.load(std::sync::atomic::Ordering::Relaxed))
-        );
+        assert_eq!(partial, usize::from(!dir.unnamed));
         let saved = f.finish().unwrap();
         assert_eq!(fs::read(dir.path().join(&saved.file)).unwrap(), b"half");
     }
