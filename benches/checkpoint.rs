@@ -871,7 +871,7 @@ impl BigJob {
             ..DeltaBytes::default()
         };
         for (_, e) in &delta.frontier_added {
-            bytes.frontier += codec::encode(e).len() as u64;
+            bytes.frontier += codec::encode(e.as_ref()).len() as u64;
         }
         for (_, r) in &delta.manifest_added {
             bytes.manifest += codec::encode(r).len() as u64;
@@ -1259,7 +1259,10 @@ fn build_bulk_store(dir: &Path, goal: u64) -> Result<BulkStore> {
         delta.frontier_added = (0..BULK_ROWS)
             .map(|i| {
                 let id = first_id + i as u64;
-                (LinkId(id), pool[(batch * 7919 + i) % pool.len()].clone())
+                (
+                    LinkId(id),
+                    Arc::new(pool[(batch * 7919 + i) % pool.len()].clone()),
+                )
             })
             .collect();
         delta.seen_added = (0..BULK_ROWS as u64)
@@ -1334,7 +1337,7 @@ fn child_main(dir: &Path) -> Result<()> {
         delta.frontier_added = pool
             .iter()
             .enumerate()
-            .map(|(i, e)| (LinkId(next_id + i as u64), e.clone()))
+            .map(|(i, e)| (LinkId(next_id + i as u64), Arc::new(e.clone())))
             .collect();
         // Keep the job's frontier bounded: drop the previous batch.
         if next_id >= start_id + CHILD_ROWS as u64 {

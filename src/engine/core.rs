@@ -39,6 +39,7 @@ use crate::output::crawl_log::SkipReason;
 use crate::store::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use url::Url;
 
 /// A link taken from the frontier by a step.
@@ -637,8 +638,9 @@ impl JobCore {
     fn record_entry(&mut self, link: Link, key: QueueKey) -> LinkId {
         let id = LinkId(self.next_link_id);
         self.next_link_id += 1;
-        let entry = FrontierEntry { link, key };
-        self.delta.frontier_added.push((id, entry.clone()));
+        // Shared, not copied: the delta and the records hold one allocation.
+        let entry = Arc::new(FrontierEntry { link, key });
+        self.delta.frontier_added.push((id, Arc::clone(&entry)));
         self.links.insert_new(id, entry);
         id
     }
@@ -927,7 +929,7 @@ impl JobCore {
     /// The checkpoint committed: its frontier records now live in the store.
     pub fn committed(&mut self, links: &[LinkId]) {
         for id in links {
-            self.links.remove(*id);
+            self.links.drop_committed(*id);
         }
     }
 

@@ -152,7 +152,10 @@ pub struct JobDelta {
     pub job: String,
     /// The job's small state, rewritten whole.
     pub record: Option<JobRecord>,
-    pub frontier_added: Vec<(LinkId, FrontierEntry)>,
+    /// Records shared with the job core's in-memory records (the core keeps
+    /// each until its commit): queuing a link costs a count, not a copy of
+    /// its URLs. Stored as the plain [`FrontierEntry`].
+    pub frontier_added: Vec<(LinkId, Arc<FrontierEntry>)>,
     pub frontier_removed: Vec<LinkId>,
     pub seen_added: Vec<u64>,
     pub manifest_added: Vec<(u64, ManifestRow)>,
@@ -874,7 +877,7 @@ fn write_deltas(db: &Database, deltas: &[&JobDelta]) -> Result<state::StateWrite
         for d in deltas {
             let job = d.job.as_str();
             for (id, entry) in &d.frontier_added {
-                frontier.insert((job, id.0), codec::encode(entry).as_slice())?;
+                frontier.insert((job, id.0), codec::encode(entry.as_ref()).as_slice())?;
             }
             for id in &d.frontier_removed {
                 frontier.remove((job, id.0))?;
@@ -975,7 +978,7 @@ mod tests {
         for job in ["a", "b"] {
             let mut d = JobDelta::new(job);
             d.frontier_added = (0..5)
-                .map(|i| (LinkId(i), entry(&format!("{job}{i}"))))
+                .map(|i| (LinkId(i), Arc::new(entry(&format!("{job}{i}")))))
                 .collect();
             d.seen_added = vec![1, 2, 3];
             d.manifest_added = vec![(0, row(0))];
@@ -1019,7 +1022,7 @@ mod tests {
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         let mut d = JobDelta::new("j");
         d.seen_added = (0..1000).collect();
-        d.frontier_added = vec![(LinkId(0), entry("x"))];
+        d.frontier_added = vec![(LinkId(0), Arc::new(entry("x")))];
         store.commit(d).await.unwrap();
         let usage = store.usage().unwrap();
         let table = |name: &str| usage.iter().find(|t| t.name == name).unwrap().clone();
@@ -1073,7 +1076,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         let mut older = JobDelta::new("j");
-        older.frontier_added = vec![(LinkId(1), entry("one")), (LinkId(2), entry("two"))];
+        older.frontier_added = vec![
+            (LinkId(1), Arc::new(entry("one"))),
+            (LinkId(2), Arc::new(entry("two"))),
+        ];
         older.seen_added = vec![1, 2];
         older.manifest_added = vec![(0, row(0))];
         older.stage_shared([("blob".to_string(), vec![1])]);

@@ -293,7 +293,7 @@ mod tests {
                             score: 0.5,
                         },
                     };
-                    (LinkId(i), entry)
+                    (LinkId(i), std::sync::Arc::new(entry))
                 })
                 .collect();
             d.seen_added = (0..500).collect();

@@ -8,10 +8,16 @@
 //! `id - base` instead: a push, with lookups and removals by subtraction.
 //! A record put back under an older id (a link parked or abandoned after a
 //! commit) goes to a small side map, so an old id never stretches the deque.
+//!
+//! A new record is shared with the pending checkpoint delta (an `Arc`: the
+//! link's URLs are not copied to be stored). A link popped while that delta
+//! still holds its record copies it then ([`LinkRecords::remove`]); one popped
+//! after the commit takes it as is.
 
 use crate::link::LinkId;
 use crate::store::FrontierEntry;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Frontier records by id. Invariants (debug-asserted): the deque's first
 /// slot is filled (empty slots at the front are trimmed), `len` counts the
@@ -22,14 +28,14 @@ use std::collections::{HashMap, VecDeque};
 pub(super) struct LinkRecords {
     /// Id of `recent[0]`.
     base: u64,
-    recent: VecDeque<Option<FrontierEntry>>,
-    older: HashMap<LinkId, FrontierEntry, crate::learn::hash::IntHashBuilder>,
+    recent: VecDeque<Option<Arc<FrontierEntry>>>,
+    older: HashMap<LinkId, Arc<FrontierEntry>, crate::learn::hash::IntHashBuilder>,
     len: usize,
 }
 
 impl LinkRecords {
     /// The record of a new id, greater than every id inserted before.
-    pub(super) fn insert_new(&mut self, id: LinkId, entry: FrontierEntry) {
+    pub(super) fn insert_new(&mut self, id: LinkId, entry: Arc<FrontierEntry>) {
         if self.recent.is_empty() {
             self.base = id.0;
         }
@@ -37,7 +43,7 @@ impl LinkRecords {
         debug_assert!(id.0 >= end, "{id} is not a new id (next is #{end})");
         if id.0 < end {
             // Not new after all: kept right, if not fast.
-            self.put_back(id, entry);
+            self.put_back_shared(id, entry);
             return;
         }
         // Ids the job gave to something else (a revisit step) leave a gap.
@@ -54,20 +60,34 @@ impl LinkRecords {
     /// no commit would remove it, so in the deque it could hold the front
     /// (and every later slot) for as long as it waits in the frontier.
     pub(super) fn put_back(&mut self, id: LinkId, entry: FrontierEntry) {
+        self.put_back_shared(id, Arc::new(entry));
+    }
+
+    fn put_back_shared(&mut self, id: LinkId, entry: Arc<FrontierEntry>) {
         debug_assert!(!self.in_recent(id), "{id} has a record already");
         if self.older.insert(id, entry).is_none() {
             self.len += 1;
         }
     }
 
+    /// Take a record out. It is copied only when the pending delta still
+    /// shares it (the link was queued since the last checkpoint was taken).
     pub(super) fn remove(&mut self, id: LinkId) -> Option<FrontierEntry> {
+        self.take(id).map(Arc::unwrap_or_clone)
+    }
+
+    /// Forget a record the store now holds (its delta committed), without
+    /// copying it should a delta still share it.
+    pub(super) fn drop_committed(&mut self, id: LinkId) {
+        self.take(id);
+    }
+
+    fn take(&mut self, id: LinkId) -> Option<Arc<FrontierEntry>> {
         let recent = self.index(id).and_then(|i| self.recent[i].take());
-        let removed = recent.or_else(|| self.older.remove(&id));
-        if removed.is_some() {
-            self.len -= 1;
-            self.trim_front();
-        }
-        removed
+        let removed = recent.or_else(|| self.older.remove(&id))?;
+        self.len -= 1;
+        self.trim_front();
+        Some(removed)
     }
 
     pub(super) fn contains(&self, id: LinkId) -> bool {
@@ -122,10 +142,10 @@ mod tests {
     fn records_come_back_by_id_in_any_order() {
         let mut r = LinkRecords::default();
         for n in 10..20 {
-            r.insert_new(LinkId(n), entry(n));
+            r.insert_new(LinkId(n), Arc::new(entry(n)));
         }
         // A gap: id 20 went to a revisit step.
-        r.insert_new(LinkId(21), entry(21));
+        r.insert_new(LinkId(21), Arc::new(entry(21)));
         assert_eq!(r.len(), 11);
         assert!(!r.contains(LinkId(20)));
         assert!(r.remove(LinkId(20)).is_none());
@@ -149,14 +169,14 @@ mod tests {
     #[test]
     fn an_old_id_put_back_does_not_stretch_the_deque() {
         let mut r = LinkRecords::default();
-        r.insert_new(LinkId(1_000_000), entry(1));
+        r.insert_new(LinkId(1_000_000), Arc::new(entry(1)));
         r.put_back(LinkId(3), entry(3));
         assert_eq!(r.recent.len(), 1);
         assert_eq!(r.len(), 2);
         assert!(r.contains(LinkId(3)));
         // Put back within the deque's range: to the side map too, so that
         // the deque's front is freed by the commit of its records.
-        r.insert_new(LinkId(1_000_001), entry(2));
+        r.insert_new(LinkId(1_000_001), Arc::new(entry(2)));
         let e = r.remove(LinkId(1_000_001)).unwrap();
         r.put_back(LinkId(1_000_001), e);
         assert_eq!(r.older.len(), 2);
@@ -170,7 +190,25 @@ mod tests {
         assert_eq!(r.len(), 0);
         assert!(r.recent.is_empty());
         // Emptied: the next new id starts the deque afresh.
-        r.insert_new(LinkId(5_000_000), entry(5));
+        r.insert_new(LinkId(5_000_000), Arc::new(entry(5)));
         assert_eq!((r.base, r.recent.len()), (5_000_000, 1));
+    }
+
+    #[test]
+    fn a_record_shared_with_a_delta_is_copied_only_while_shared() {
+        let mut r = LinkRecords::default();
+        let shared = Arc::new(entry(7));
+        let in_delta = Arc::clone(&shared);
+        r.insert_new(LinkId(7), shared);
+        r.insert_new(LinkId(8), Arc::new(entry(8)));
+        // Popped while the delta holds it: a copy, the delta's left intact.
+        let popped = r.remove(LinkId(7)).unwrap();
+        assert_eq!(url_of(&popped), "http://a.test/7");
+        assert_eq!(Arc::strong_count(&in_delta), 1);
+        assert_eq!(url_of(&in_delta), "http://a.test/7");
+        // Dropped once committed: gone, counted out.
+        r.drop_committed(LinkId(8));
+        assert!(!r.contains(LinkId(8)));
+        assert_eq!(r.len(), 0);
     }
 }

@@ -16,6 +16,7 @@ use crate::mime::Label;
 use crate::store::{FrontierEntry, JobDelta, JobRecord};
 use crate::strategy::{LabelSource, Strategy};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use url::Url;
 
 /// What the replayed site answers.
@@ -62,7 +63,7 @@ pub struct Replay {
     pub core: JobCore,
     pub spec: JobSpec,
     /// Frontier records committed by [`Replay::checkpoint`]: what the store holds.
-    stored: BTreeMap<LinkId, FrontierEntry>,
+    stored: BTreeMap<LinkId, Arc<FrontierEntry>>,
     /// Seen hashes committed.
     stored_seen: Vec<u64>,
     /// The job record last committed.
@@ -98,7 +99,9 @@ impl Replay {
     pub fn step(&mut self, site: &mut dyn Answers) -> Option<Stepped> {
         loop {
             let (id, key, entry) = self.core.pop(&|_| true)?;
-            let Some(entry) = entry.or_else(|| self.stored.get(&id).cloned()) else {
+            let Some(entry) =
+                entry.or_else(|| self.stored.get(&id).map(|e| FrontierEntry::clone(e)))
+            else {
                 debug_assert!(false, "{id} was popped without a record");
                 self.core.begin_step(id, key, None);
                 continue;
