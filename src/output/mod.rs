@@ -598,6 +598,11 @@ pub fn extension_for(mime: &str) -> &'static str {
 mod tests {
     use super::*;
 
+    /// Files in the folder's `.partial`.
+    fn in_partial(dir: &TargetDir) -> usize {
+        fs::read_dir(dir.path().join(".partial")).unwrap().count()
+    }
+
     #[test]
     fn targets_are_named_by_content_and_deduplicated() {
         let tmp = tempfile::tempdir().unwrap();
@@ -618,10 +623,7 @@ mod tests {
         );
         assert_eq!(fs::read(dir.path().join(&a.file)).unwrap(), b"a,b\n1,2\n");
         // Nothing left behind in the temp folder.
-        assert_eq!(
-            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
-            0
-        );
+        assert_eq!(in_partial(&dir), 0);
     }
 
     #[test]
@@ -634,24 +636,15 @@ mod tests {
         let mut b = dir.begin_partial("text/csv").unwrap();
         b.write(b"x,y\n").unwrap();
         // Until it is finished the body has a name only in `.partial`.
-        assert_eq!(
-            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
-            1
-        );
+        assert_eq!(in_partial(&dir), 1);
         let b = b.finish().unwrap();
         assert_eq!(a, b);
         assert_eq!(fs::read(dir.path().join(&b.file)).unwrap(), b"x,y\n");
-        assert_eq!(
-            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
-            0
-        );
+        assert_eq!(in_partial(&dir), 0);
         let mut c = dir.begin_partial("text/csv").unwrap();
         c.write(b"z").unwrap();
         c.abandon();
-        assert_eq!(
-            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
-            0
-        );
+        assert_eq!(in_partial(&dir), 0);
     }
 
     #[test]
@@ -660,20 +653,14 @@ mod tests {
         let dir = TargetDir::create(tmp.path(), "job").unwrap();
         let mut f = dir.begin("text/csv").unwrap();
         f.write(b"half").unwrap();
-        let names = |d: &Path| -> Vec<_> {
-            fs::read_dir(d)
-                .unwrap()
-                .map(|e| e.unwrap().file_name())
-                .collect()
-        };
         // Only the folders: not in the target folder, not in `.partial` (with
         // O_TMPFILE; without it the body is in `.partial`, never in the folder).
-        assert_eq!(
-            names(dir.path()),
-            vec![std::ffi::OsString::from(".partial")]
-        );
-        let partial = names(&dir.path().join(".partial")).len();
-        assert_eq!(partial, usize::from(!dir.unnamed));
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from(".partial")]);
+        assert_eq!(in_partial(&dir), usize::from(!dir.unnamed));
         let saved = f.finish().unwrap();
         assert_eq!(fs::read(dir.path().join(&saved.file)).unwrap(), b"half");
     }
@@ -687,10 +674,7 @@ mod tests {
         f.abandon();
         let files: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(files.len(), 1, "only .partial remains");
-        assert_eq!(
-            fs::read_dir(dir.path().join(".partial")).unwrap().count(),
-            0
-        );
+        assert_eq!(in_partial(&dir), 0);
     }
 
     #[test]
