@@ -1281,6 +1281,19 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_does_not_shift_what_is_read_from_the_body() {
+        // lol_html's source offsets must index the body as given, BOM included.
+        let body = b"\xEF\xBB\xBF<div class=c><a href=/z>w</a></div><a href=x>y</a>";
+        let page_url = Url::parse(PAGE).unwrap();
+        let limits = ExtractLimits::default();
+        let whole = extract_links(body, &page_url, None, &limits);
+        let mut ex = LinkExtractor::new(&page_url, None, &limits);
+        ex.write(body);
+        assert_eq!(ex.finish(), whole);
+        assert_eq!(whole.links.len(), 2);
+    }
+
+    #[test]
     fn class_whitespace_and_empty_attributes() {
         assert_eq!(
             only_path("<div class=\"\n a\tb  \" id=\"\"><a href=x class=\"  \">x</a></div>"),
