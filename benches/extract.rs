@@ -12,6 +12,9 @@
 //! in this thread's CPU time instead of criterion's wall time (on a shared
 //! machine, wall time measures the neighbours) and prints the median pass.
 
+mod common;
+
+use common::thread_cpu;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use forager::extract::structured::StructuredOptions;
 use forager::extract::{extract_links, ExtractLimits};
@@ -222,17 +225,10 @@ fn cpu_passes(name: &str, pages: &[Page], passes: usize) {
     if pages.is_empty() || passes == 0 {
         return;
     }
-    // CPU time of this thread (Linux), in nanoseconds.
-    let cpu_ns = || -> u64 {
-        std::fs::read_to_string("/proc/thread-self/schedstat")
-            .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse().ok())
-            .expect("/proc/thread-self/schedstat is readable")
-    };
     let limits = ExtractLimits::default();
     let mut times: Vec<f64> = (0..passes)
         .map(|_| {
-            let start = cpu_ns();
+            let start = thread_cpu();
             for p in pages {
                 black_box(extract_links(
                     black_box(&p.body),
@@ -241,7 +237,7 @@ fn cpu_passes(name: &str, pages: &[Page], passes: usize) {
                     &limits,
                 ));
             }
-            (cpu_ns() - start) as f64 / 1e6
+            (thread_cpu() - start).as_secs_f64() * 1e3
         })
         .collect();
     times.sort_by(f64::total_cmp);

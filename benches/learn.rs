@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::random_path;
+use common::{random_path, thread_cpu};
 use criterion::{criterion_group, BatchSize, Criterion};
 use forager::config::JobSpec;
 use forager::engine::replay::{Answers, Replay};
@@ -300,19 +300,6 @@ impl Crawl {
 
 /// Pages the CPU-time figure is taken over (after the warm-up).
 const CPU_PAGES: u64 = 3000;
-
-/// CPU time the calling thread has used so far (`CLOCK_THREAD_CPUTIME_ID`):
-/// unlike wall-clock time, not inflated by other processes on the machine.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec, which `ts` is.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
 
 /// A crawl warmed up as the benchmark starts it: classifier trained, a few
 /// hundred pages of learning.

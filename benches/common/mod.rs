@@ -1,7 +1,11 @@
 //! Material shared by the benchmarks.
 
+// Each benchmark uses a part of it.
+#![allow(dead_code)]
+
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::time::Duration;
 
 const TAGS: &[&str] = &[
     "div", "ul", "li", "span", "p", "section", "table", "tbody", "tr", "td", "nav", "header",
@@ -24,4 +28,17 @@ pub fn random_path(rng: &mut Xoshiro256PlusPlus) -> String {
     }
     s.push_str("/a");
     s
+}
+
+/// CPU time the calling thread has used so far (`CLOCK_THREAD_CPUTIME_ID`):
+/// unlike wall-clock time, not inflated by other processes on the machine.
+pub fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }

@@ -896,7 +896,6 @@ impl State {
         }
     }
 
-    /// The current path as a string shared by every link of the page with it.
     /// The current path, shared with the page's links under the same one;
     /// `None` when it is new and the page's path bytes are spent.
     fn intern_path(&mut self) -> Option<TagPath> {
