@@ -63,15 +63,19 @@ impl SeenSet {
         if h == 0 {
             return self.zero;
         }
-        if self.slots.is_empty() {
-            return false;
-        }
+        !self.slots.is_empty() && self.find(h).is_ok()
+    }
+
+    /// Where `h` (not 0) is, `Ok`, or the empty slot it would go to, `Err`:
+    /// linear probing from its home slot. The table must have slots.
+    #[inline]
+    fn find(&self, h: u64) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
         let mut i = self.home(h);
         loop {
             match self.slots[i] {
-                0 => return false,
-                s if s == h => return true,
+                0 => return Err(i),
+                s if s == h => return Ok(i),
                 _ => i = (i + 1) & mask,
             }
         }
@@ -88,17 +92,12 @@ impl SeenSet {
         if (self.len + 1) * 8 > self.slots.len() * 7 {
             self.grow();
         }
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(h);
-        loop {
-            match self.slots[i] {
-                0 => {
-                    self.slots[i] = h;
-                    self.len += 1;
-                    return true;
-                }
-                s if s == h => return false,
-                _ => i = (i + 1) & mask,
+        match self.find(h) {
+            Ok(_) => false,
+            Err(empty) => {
+                self.slots[empty] = h;
+                self.len += 1;
+                true
             }
         }
     }
@@ -107,13 +106,11 @@ impl SeenSet {
     fn grow(&mut self) {
         let size = (self.slots.len() * 2).max(MIN_SLOTS);
         let old = std::mem::replace(&mut self.slots, vec![0; size]);
-        let mask = size - 1;
         for h in old.into_iter().filter(|&h| h != 0) {
-            let mut i = self.home(h);
-            while self.slots[i] != 0 {
-                i = (i + 1) & mask;
+            // Each hash is held once: its slot in the new table is empty.
+            if let Err(empty) = self.find(h) {
+                self.slots[empty] = h;
             }
-            self.slots[i] = h;
         }
         debug_assert!(self.len * 8 <= self.slots.len() * 7, "seen set over-full");
     }
