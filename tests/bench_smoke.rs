@@ -347,9 +347,11 @@ fn bench_changing_runs_continuous_jobs_and_its_figures_hold_together() {
         assert_eq!(num(row, "unpublished"), 0, "{csv}");
         // A file found in the window is new to the job: its row says so.
         assert!(num(row, "rows_new") >= num(row, "found"), "{csv}");
-        assert_eq!(
-            num(row, "server_requests"),
-            num(row, "crawler_requests"),
+        // The stop that ends a run may cut the one request in flight after the
+        // server logged it (its link stays unsettled): the server may hold one more.
+        let crawler = num(row, "crawler_requests");
+        assert!(
+            (crawler..=crawler + 1).contains(&num(row, "server_requests")),
             "{csv}"
         );
     }
