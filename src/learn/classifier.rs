@@ -276,7 +276,7 @@ impl UrlClassifier {
 
     /// p(target) of `url`, without remembering a prediction (e.g. for priorities).
     pub fn target_probability(&self, url: &Url) -> f64 {
-        self.target.predict(&UrlFeatures::of_url(url))
+        self.target.predict_url(url)
     }
 
     /// Predict the label of a link whose label is unknown, remembering the
@@ -292,8 +292,7 @@ impl UrlClassifier {
         if !self.warm {
             return Verdict::AskServer;
         }
-        let features = UrlFeatures::of_url(url);
-        let p_target = self.target.predict(&features);
+        let p_target = self.target.predict_url(url);
         let binary = if p_target > self.config.threshold {
             Label::Target
         } else {
@@ -308,7 +307,7 @@ impl UrlClassifier {
         };
         let nc = self.config.neither;
         if nc.enabled {
-            let p_neither = self.neither.predict(&features);
+            let p_neither = self.neither.predict_url(url);
             prediction.neither_probability = Some(p_neither);
             if p_neither >= nc.confidence {
                 let rate = nc.sample_rate.clamp(f64::MIN_POSITIVE, 1.0);

@@ -13,10 +13,11 @@
 //! segment a crawl trains on. The state is stored sorted by feature id so
 //! that the same model always encodes to the same bytes.
 
-use super::features::{UrlFeatures, HOT_FEATURES};
+use super::features::{for_each_url_feature, insert_id, UrlFeatures, HOT_FEATURES, NO_ID};
 use super::hash::IntHashBuilder;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
+use url::Url;
 
 /// Logits are clamped so that σ never saturates to exactly 0 or 1.
 const MAX_LOGIT: f64 = 35.0;
@@ -138,6 +139,33 @@ impl FtrlModel {
         sigmoid(logit)
     }
 
+    /// [`Self::predict`] of `UrlFeatures::of_url(url)`, bit for bit, without
+    /// collecting the features: the ids are streamed, a feature without a
+    /// weight is skipped (adding 0 changes no sum, and σ(−0) = σ(0)), and only
+    /// the weighted ones are deduplicated — in a set on the stack for a URL of
+    /// usual length — so each still counts once, summed in extraction order.
+    pub fn predict_url(&self, url: &Url) -> f64 {
+        /// Ids a URL of up to `STACK_SET / 2 - 12` bytes can give, times 2 (load ≤ 1/2).
+        const STACK_SET: usize = 256;
+        let room = ((url.as_str().len() + 12) * 2).next_power_of_two().max(16);
+        let mut on_stack = [NO_ID; STACK_SET];
+        let mut on_heap = Vec::new();
+        let slots: &mut [u32] = if room <= STACK_SET {
+            &mut on_stack[..room]
+        } else {
+            on_heap.resize(room, NO_ID);
+            &mut on_heap
+        };
+        let mut logit = 0.0f64;
+        for_each_url_feature(url, |f| {
+            let w = self.weight(f);
+            if w != 0.0 && insert_id(slots, f) {
+                logit += w;
+            }
+        });
+        sigmoid(logit)
+    }
+
     /// One online update with label `positive` and importance weight `weight` (> 0).
     pub fn train(&mut self, features: &UrlFeatures, positive: bool, weight: f64) {
         if !(weight.is_finite() && weight > 0.0) {
@@ -248,7 +276,6 @@ impl<'de> Deserialize<'de> for FtrlModel {
 mod tests {
     use super::*;
     use crate::codec;
-    use url::Url;
 
     fn f(u: &str) -> UrlFeatures {
         UrlFeatures::of_url(&Url::parse(u).unwrap())
@@ -360,5 +387,33 @@ mod tests {
         assert_eq!(codec::encode(&back), bytes);
         let probe = f("https://stats.example.org/files/zzz.csv");
         assert_eq!(back.predict(&probe), m.predict(&probe));
+    }
+
+    #[test]
+    fn predicting_a_url_equals_predicting_its_features_bit_for_bit() {
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        for round in 0..3 {
+            for (x, y) in toy_examples(60) {
+                m.train(&x, y, 1.0 + f64::from(round));
+            }
+        }
+        let long = format!("https://stats.example.org/{}/x.csv", "ab/".repeat(200));
+        let probes = [
+            "https://stats.example.org/files/zzz.csv",
+            "https://stats.example.org/page/7/",
+            "https://Stats.Example.org/FILES/T2.CSV?Key=1&key=2",
+            "https://stats.example.org/files/files/files/t4.csv",
+            "https://other.test/",
+            long.as_str(),
+        ];
+        for u in probes {
+            let url = Url::parse(u).unwrap();
+            let expected = m.predict(&UrlFeatures::of_url(&url));
+            assert_ne!(expected, 0.5, "{u}: the probe must hit trained weights");
+            assert_eq!(m.predict_url(&url).to_bits(), expected.to_bits(), "{u}");
+        }
+        let empty = FtrlModel::new(FtrlConfig::default());
+        let url = Url::parse(probes[0]).unwrap();
+        assert_eq!(empty.predict_url(&url), 0.5);
     }
 }
