@@ -23,6 +23,7 @@
 //! learning rates assume it, and the sb-classifier paper found no gain in richer encodings.
 
 use super::hash::murmur3_32;
+use std::borrow::Cow;
 use url::{Position, Url};
 
 /// log2 of the size of the feature space.
@@ -138,48 +139,60 @@ impl UrlFeatures {
 
     /// The features of `url`.
     pub fn of_url(url: &Url) -> Self {
-        let full = url.as_str();
-        let mut lower = Vec::with_capacity(full.len());
-        lower.extend(full.bytes().map(|b| b.to_ascii_lowercase()));
-        let mut ids = Vec::with_capacity(lower.len() + 12);
+        let room = url.as_str().len() + 12;
+        let mut ids = Vec::with_capacity(room);
         // Deduplicating with a small hash set costs less than sorting ~80 ids.
-        let mut set = IdSet::with_room(lower.len() + 12);
-        let mut push = |id: u32| {
+        let mut set = IdSet::with_room(room);
+        for_each_url_feature(url, |id| {
             if set.insert(id) {
                 ids.push(id);
             }
-        };
-        push(Namespace::Bias.feature(b""));
-        for gram in lower.windows(2) {
-            push(bigram(gram[0], gram[1]));
-        }
-        if let Some(&last) = lower.last() {
-            push(bigram(last, END_MARK));
-        }
-        // Url positions index its ASCII serialisation, so they index `lower` too.
-        let part = |from: Position, to: Position| &lower[range(url, from, to)];
-        push(Namespace::Scheme.feature(part(Position::BeforeScheme, Position::AfterScheme)));
-        let host = part(Position::BeforeHost, Position::AfterHost);
-        if !host.is_empty() {
-            push(Namespace::Host.feature(host));
-        }
-        let path = part(Position::BeforePath, Position::AfterPath);
-        let mut last_segment: &[u8] = b"";
-        for segment in path.split(|&b| b == b'/').filter(|s| !s.is_empty()) {
-            push(Namespace::Segment.feature(segment));
-            last_segment = segment;
-        }
-        if let Some(ext) = extension(last_segment) {
-            push(Namespace::Extension.feature(ext));
-        }
-        let query = part(Position::BeforeQuery, Position::AfterQuery);
-        for pair in query.split(|&b| b == b'&') {
-            let key = pair.split(|&b| b == b'=').next().unwrap_or(b"");
-            if !key.is_empty() {
-                push(Namespace::QueryKey.feature(key));
-            }
-        }
+        });
         UrlFeatures { ids }
+    }
+}
+
+/// Every feature id of `url` in extraction order, a repeated one as often as
+/// it occurs ([`UrlFeatures::of_url`] keeps the first of each). Predicting
+/// streams these instead of collecting them: no allocation per link when the
+/// URL is lower-case already (nearly always), no set of every id.
+pub(crate) fn for_each_url_feature(url: &Url, mut push: impl FnMut(u32)) {
+    let full = url.as_str();
+    let lower: Cow<'_, [u8]> = if full.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(full.bytes().map(|b| b.to_ascii_lowercase()).collect())
+    } else {
+        Cow::Borrowed(full.as_bytes())
+    };
+    let lower: &[u8] = &lower;
+    push(Namespace::Bias.feature(b""));
+    for gram in lower.windows(2) {
+        push(bigram(gram[0], gram[1]));
+    }
+    if let Some(&last) = lower.last() {
+        push(bigram(last, END_MARK));
+    }
+    // Url positions index its ASCII serialisation, so they index `lower` too.
+    let part = |from: Position, to: Position| &lower[range(url, from, to)];
+    push(Namespace::Scheme.feature(part(Position::BeforeScheme, Position::AfterScheme)));
+    let host = part(Position::BeforeHost, Position::AfterHost);
+    if !host.is_empty() {
+        push(Namespace::Host.feature(host));
+    }
+    let path = part(Position::BeforePath, Position::AfterPath);
+    let mut last_segment: &[u8] = b"";
+    for segment in path.split(|&b| b == b'/').filter(|s| !s.is_empty()) {
+        push(Namespace::Segment.feature(segment));
+        last_segment = segment;
+    }
+    if let Some(ext) = extension(last_segment) {
+        push(Namespace::Extension.feature(ext));
+    }
+    let query = part(Position::BeforeQuery, Position::AfterQuery);
+    for pair in query.split(|&b| b == b'&') {
+        let key = pair.split(|&b| b == b'=').next().unwrap_or(b"");
+        if !key.is_empty() {
+            push(Namespace::QueryKey.feature(key));
+        }
     }
 }
 
@@ -291,13 +304,16 @@ fn url_parts(url: &Url, ns: [Namespace; 5], push: &mut impl FnMut(Namespace, &[u
     }
 }
 
+/// An empty slot of an id set: not a feature id (ids are below [`FEATURE_SPACE`]).
+pub(crate) const NO_ID: u32 = u32::MAX;
+
 /// A set of feature ids for one extraction (open addressing, load ≤ 1/2).
 struct IdSet {
     slots: Vec<u32>,
 }
 
 impl IdSet {
-    const EMPTY: u32 = u32::MAX;
+    const EMPTY: u32 = NO_ID;
 
     fn with_room(items: usize) -> Self {
         IdSet {
@@ -307,17 +323,25 @@ impl IdSet {
 
     /// True when `id` was not in the set yet.
     fn insert(&mut self, id: u32) -> bool {
-        let mask = self.slots.len() - 1;
-        let mut i = (id.wrapping_mul(0x9e37_79b1) >> 7) as usize & mask;
-        loop {
-            match self.slots[i] {
-                s if s == id => return false,
-                Self::EMPTY => {
-                    self.slots[i] = id;
-                    return true;
-                }
-                _ => i = (i + 1) & mask,
+        insert_id(&mut self.slots, id)
+    }
+}
+
+/// Insert `id` into an open-addressed set of [`NO_ID`]-initialised
+/// `slots` (a power of two in length, kept at most half full by the caller);
+/// true when `id` was not in it yet.
+pub(crate) fn insert_id(slots: &mut [u32], id: u32) -> bool {
+    debug_assert!(slots.len().is_power_of_two() && id != IdSet::EMPTY);
+    let mask = slots.len() - 1;
+    let mut i = (id.wrapping_mul(0x9e37_79b1) >> 7) as usize & mask;
+    loop {
+        match slots[i] {
+            s if s == id => return false,
+            IdSet::EMPTY => {
+                slots[i] = id;
+                return true;
             }
+            _ => i = (i + 1) & mask,
         }
     }
 }

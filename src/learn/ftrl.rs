@@ -13,10 +13,11 @@
 //! segment a crawl trains on. The state is stored sorted by feature id so
 //! that the same model always encodes to the same bytes.
 
-use super::features::{UrlFeatures, HOT_FEATURES};
+use super::features::{for_each_url_feature, insert_id, UrlFeatures, HOT_FEATURES, NO_ID};
 use super::hash::IntHashBuilder;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
+use url::Url;
 
 /// Logits are clamped so that σ never saturates to exactly 0 or 1.
 const MAX_LOGIT: f64 = 35.0;
@@ -64,6 +65,11 @@ pub struct FtrlModel {
     config: FtrlConfig,
     /// Features below `HOT_FEATURES`.
     hot: HashMap<u32, Coefficient, IntHashBuilder>,
+    /// The weights of the hot features whose two bytes both have a
+    /// [`PairTable`] class, read for nearly every 2-gram of a URL without a
+    /// map probe; the map stays the store of their state. Allocated with the
+    /// first such feature trained (an untrained model costs nothing).
+    pairs: Option<PairTable>,
     /// The others.
     cold: HashMap<u32, Coefficient, IntHashBuilder>,
     examples: u64,
@@ -87,6 +93,12 @@ impl FtrlModel {
         let cfg = self.config;
         for c in self.hot.values_mut().chain(self.cold.values_mut()) {
             c.w = weight_of(&cfg, c.state);
+        }
+        self.pairs = None;
+        for (&f, c) in &self.hot {
+            if let Some(slot) = pair_slot(f) {
+                self.pairs.get_or_insert_with(PairTable::new).0[slot] = c.w;
+            }
         }
     }
 
@@ -127,6 +139,9 @@ impl FtrlModel {
 
     /// The current weight of one feature.
     pub fn weight(&self, feature: u32) -> f64 {
+        if let Some(slot) = pair_slot(feature) {
+            return self.pairs.as_ref().map_or(0.0, |t| f64::from(t.0[slot]));
+        }
         self.map(feature)
             .get(&feature)
             .map_or(0.0, |c| f64::from(c.w))
@@ -135,6 +150,33 @@ impl FtrlModel {
     /// Probability of the positive class.
     pub fn predict(&self, features: &UrlFeatures) -> f64 {
         let logit: f64 = features.ids().iter().map(|&f| self.weight(f)).sum();
+        sigmoid(logit)
+    }
+
+    /// [`Self::predict`] of `UrlFeatures::of_url(url)`, bit for bit, without
+    /// collecting the features: the ids are streamed, a feature without a
+    /// weight is skipped (adding 0 changes no sum, and σ(−0) = σ(0)), and only
+    /// the weighted ones are deduplicated — in a set on the stack for a URL of
+    /// usual length — so each still counts once, summed in extraction order.
+    pub fn predict_url(&self, url: &Url) -> f64 {
+        /// Ids a URL of up to `STACK_SET / 2 - 12` bytes can give, times 2 (load ≤ 1/2).
+        const STACK_SET: usize = 256;
+        let room = ((url.as_str().len() + 12) * 2).next_power_of_two().max(16);
+        let mut on_stack = [NO_ID; STACK_SET];
+        let mut on_heap = Vec::new();
+        let slots: &mut [u32] = if room <= STACK_SET {
+            &mut on_stack[..room]
+        } else {
+            on_heap.resize(room, NO_ID);
+            &mut on_heap
+        };
+        let mut logit = 0.0f64;
+        for_each_url_feature(url, |f| {
+            let w = self.weight(f);
+            if w != 0.0 && insert_id(slots, f) {
+                logit += w;
+            }
+        });
         sigmoid(logit)
     }
 
@@ -159,9 +201,52 @@ impl FtrlModel {
                 n: (n + g2) as f32,
             };
             c.w = weight_of(&cfg, c.state);
+            let w = c.w;
+            if let Some(slot) = pair_slot(f) {
+                self.pairs.get_or_insert_with(PairTable::new).0[slot] = w;
+            }
         }
         self.examples += 1;
     }
+}
+
+/// Classes of the bytes a lower-cased URL is mostly made of (and the
+/// end-of-URL mark, 0): `PAIR_CLASSES` of them, so a pair of classes indexes a
+/// table of `PAIR_CLASSES²` f32 weights (16 KiB). `NO_CLASS` for the others,
+/// whose 2-grams are looked up in the map.
+const PAIR_CLASS_BYTES: &[u8; PAIR_CLASSES] =
+    b"\0abcdefghijklmnopqrstuvwxyz0123456789/.-_:?=&%#+~,;!@$*()'[]|^{}";
+const PAIR_CLASSES: usize = 64;
+const NO_CLASS: u8 = u8::MAX;
+const PAIR_CLASS: [u8; 256] = {
+    let mut class = [NO_CLASS; 256];
+    let mut i = 0;
+    while i < PAIR_CLASSES {
+        class[PAIR_CLASS_BYTES[i] as usize] = i as u8;
+        i += 1;
+    }
+    class
+};
+
+/// The weights of the class pairs (see `FtrlModel::pairs`); 0 where untrained.
+#[derive(Clone, Debug, PartialEq)]
+struct PairTable(Box<[f32]>);
+
+impl PairTable {
+    fn new() -> Self {
+        PairTable(vec![0.0; PAIR_CLASSES * PAIR_CLASSES].into_boxed_slice())
+    }
+}
+
+/// The [`PairTable`] slot of a 2-gram feature whose bytes both have a class.
+#[inline]
+fn pair_slot(feature: u32) -> Option<usize> {
+    if feature >= HOT_FEATURES {
+        return None;
+    }
+    let a = PAIR_CLASS[(feature >> 8) as usize];
+    let b = PAIR_CLASS[(feature & 0xff) as usize];
+    (a != NO_CLASS && b != NO_CLASS).then_some(usize::from(a) * PAIR_CLASSES + usize::from(b))
 }
 
 /// The FTRL-proximal closed form of a coordinate's weight (f32 like its state).
@@ -248,7 +333,6 @@ impl<'de> Deserialize<'de> for FtrlModel {
 mod tests {
     use super::*;
     use crate::codec;
-    use url::Url;
 
     fn f(u: &str) -> UrlFeatures {
         UrlFeatures::of_url(&Url::parse(u).unwrap())
@@ -360,5 +444,67 @@ mod tests {
         assert_eq!(codec::encode(&back), bytes);
         let probe = f("https://stats.example.org/files/zzz.csv");
         assert_eq!(back.predict(&probe), m.predict(&probe));
+    }
+
+    #[test]
+    fn predicting_a_url_equals_predicting_its_features_bit_for_bit() {
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        for round in 0..3 {
+            for (x, y) in toy_examples(60) {
+                m.train(&x, y, 1.0 + f64::from(round));
+            }
+        }
+        let long = format!("https://stats.example.org/{}/x.csv", "ab/".repeat(200));
+        let probes = [
+            "https://stats.example.org/files/zzz.csv",
+            "https://stats.example.org/page/7/",
+            "https://Stats.Example.org/FILES/T2.CSV?Key=1&key=2",
+            "https://stats.example.org/files/files/files/t4.csv",
+            "https://other.test/",
+            long.as_str(),
+        ];
+        for u in probes {
+            let url = Url::parse(u).unwrap();
+            let expected = m.predict(&UrlFeatures::of_url(&url));
+            assert_ne!(expected, 0.5, "{u}: the probe must hit trained weights");
+            assert_eq!(m.predict_url(&url).to_bits(), expected.to_bits(), "{u}");
+        }
+        let empty = FtrlModel::new(FtrlConfig::default());
+        let url = Url::parse(probes[0]).unwrap();
+        assert_eq!(empty.predict_url(&url), 0.5);
+    }
+
+    #[test]
+    fn the_pair_table_mirrors_the_weights_of_the_map() {
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        assert!(m.pairs.is_none(), "an untrained model has no table");
+        for (i, (x, y)) in toy_examples(80).into_iter().enumerate() {
+            m.train(&x, y, 1.0);
+            // Bytes without a class (`"`, `>`, `` ` ``, left as they are in an
+            // opaque path) take the map.
+            let odd = f(&format!("mailto:q\"{i}>`x"));
+            m.train(&odd, i % 3 == 0, 1.0);
+        }
+        let check = |m: &FtrlModel| {
+            let mut in_table = 0;
+            for (&feature, c) in &m.hot {
+                assert_eq!(m.weight(feature).to_bits(), f64::from(c.w).to_bits());
+                in_table += usize::from(pair_slot(feature).is_some());
+            }
+            assert!(
+                in_table > 0 && in_table < m.hot.len(),
+                "{in_table} of {}",
+                m.hot.len()
+            );
+        };
+        check(&m);
+        let back: FtrlModel = codec::decode(&codec::encode(&m)).unwrap();
+        check(&back);
+        assert_eq!(back.pairs, m.pairs);
+        m.set_config(FtrlConfig {
+            alpha: 0.3,
+            ..FtrlConfig::default()
+        });
+        check(&m);
     }
 }
