@@ -1219,7 +1219,7 @@ fn entry_pool(count: usize, authority: &str) -> Result<Vec<FrontierEntry>> {
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
         let url = gen.page()?;
-        let referrer = Some(gen.page()?);
+        let referrer = Some(std::sync::Arc::new(gen.page()?));
         out.push(FrontierEntry {
             link: Link {
                 url,

@@ -79,7 +79,9 @@ mod tests {
     fn round_trips_a_link() {
         let mut link = Link::seed(url::Url::parse("https://example.org/a?b=c").unwrap());
         link.tag_path = TagPath::new("/html/body/a.x");
-        link.referrer = Some(url::Url::parse("https://example.org/").unwrap());
+        link.referrer = Some(std::sync::Arc::new(
+            url::Url::parse("https://example.org/").unwrap(),
+        ));
         let back: Link = decode(&encode(&link)).unwrap();
         assert_eq!(back, link);
     }

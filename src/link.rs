@@ -61,9 +61,10 @@ pub struct Link {
     pub anchor: String,
     /// Number of links followed from a seed to reach it (seeds are 0).
     pub depth: u32,
-    /// The page it was found on (`None` for seeds).
+    /// The page it was found on (`None` for seeds), shared by every link
+    /// found on that page (one copy per page, not per link). Stored as the URL.
     #[serde(with = "opt_url_serde")]
-    pub referrer: Option<Url>,
+    pub referrer: Option<Arc<Url>>,
     /// How many pages in a row, up to this link, share its URL pattern
     /// (`/calendar/2024/05` → `/calendar/2024/06` → …); 0 when the page it
     /// was found on has another pattern. Long runs are how infinite spaces look.
@@ -100,19 +101,24 @@ mod url_serde {
 
 mod opt_url_serde {
     use serde::{Deserialize, Deserializer, Serializer};
+    use std::sync::Arc;
     use url::Url;
 
-    pub fn serialize<S: Serializer>(url: &Option<Url>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(url: &Option<Arc<Url>>, s: S) -> Result<S::Ok, S::Error> {
         match url {
             Some(u) => s.serialize_some(u.as_str()),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Url>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Url>>, D::Error> {
         let s = Option::<String>::deserialize(d)?;
-        s.map(|s| Url::parse(&s).map_err(serde::de::Error::custom))
-            .transpose()
+        s.map(|s| {
+            Url::parse(&s)
+                .map(Arc::new)
+                .map_err(serde::de::Error::custom)
+        })
+        .transpose()
     }
 }
 

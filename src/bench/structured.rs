@@ -298,7 +298,7 @@ pub fn simulate_urls(
                     tag_path: place.map_or_else(TagPath::root, |p| p.tag_path.clone()),
                     anchor: place.map_or_else(String::new, |p| p.anchor.clone()),
                     depth: link.depth + 1,
-                    referrer: Some(link.url.clone()),
+                    referrer: Some(Arc::new(link.url.clone())),
                     pattern_run: 0,
                 };
                 offer(strategy, &mut links, child);

@@ -80,7 +80,8 @@ pub struct PageAdmission {
     /// The page's own trap run.
     page_run: u32,
     page_pattern: u64,
-    page_url: Url,
+    /// Shared as the referrer of every link admitted from the page.
+    page_url: Arc<Url>,
     links: std::vec::IntoIter<extract::ExtractedLink>,
 }
 
@@ -477,7 +478,7 @@ impl JobCore {
         }
         self.delta.frontier_removed.push(id);
         self.counters.dropped += 1;
-        self.skip(&link.url, SkipReason::Strategy, link.referrer.as_ref());
+        self.skip(&link.url, SkipReason::Strategy, link.referrer.as_deref());
         self.debug_check();
         false
     }
@@ -701,7 +702,7 @@ impl JobCore {
             // The page's side of every link's trap run, hashed once per page
             // rather than once per link (as `TrapGuard::run_of` would).
             page_pattern: pattern_key(page_url),
-            page_url: page_url.clone(),
+            page_url: Arc::new(page_url.clone()),
             links: found.links.into_iter(),
         }
     }
@@ -758,7 +759,7 @@ impl JobCore {
                 tag_path: l.tag_path,
                 anchor: l.anchor,
                 depth,
-                referrer: Some(page_url.clone()),
+                referrer: Some(Arc::clone(page_url)),
                 pattern_run,
             };
             let known = if extract::sitemap::is_sitemap(&link.tag_path) {
@@ -781,7 +782,7 @@ impl JobCore {
         let wanted =
             self.rules.scope.contains(&link.url) && !self.rules.patterns.excludes(&link.url);
         if !wanted {
-            self.skip(&link.url, SkipReason::Scope, link.referrer.as_ref());
+            self.skip(&link.url, SkipReason::Scope, link.referrer.as_deref());
             return false;
         }
         if !self.mark_seen(&link.url) {
@@ -817,7 +818,7 @@ impl JobCore {
                 Triage::Drop => {
                     self.settle_link(&link.url);
                     self.counters.dropped += 1;
-                    self.skip(&link.url, SkipReason::Strategy, link.referrer.as_ref());
+                    self.skip(&link.url, SkipReason::Strategy, link.referrer.as_deref());
                     return Admitted::Dropped;
                 }
                 Triage::Head if asked || self.budget_exhausted(spec).is_some() => {
@@ -847,7 +848,7 @@ impl JobCore {
             HeadAnswer::Broken => {
                 self.unsettled.remove(&crate::engine::url_hash(&link.url));
                 self.counters.dropped += 1;
-                self.skip(&link.url, SkipReason::Broken, link.referrer.as_ref());
+                self.skip(&link.url, SkipReason::Broken, link.referrer.as_deref());
                 Admitted::Dropped
             }
         };

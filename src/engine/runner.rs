@@ -1006,7 +1006,7 @@ impl<'a> Runner<'a> {
                 tag_path: TagPath::new(SITEMAP_TAG_PATH),
                 anchor: String::new(),
                 depth: 1,
-                referrer: robots_url.clone(),
+                referrer: robots_url.clone().map(Arc::new),
                 pattern_run: 0,
             };
             if self.core().admit_listed(link) {

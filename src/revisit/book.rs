@@ -461,7 +461,9 @@ mod tests {
     #[test]
     fn an_entry_is_well_under_a_kibibyte() {
         let mut l = link("section/2026/report-on-something.html");
-        l.referrer = Some(url::Url::parse("http://a.test/section/2026/index.html").unwrap());
+        l.referrer = Some(std::sync::Arc::new(
+            url::Url::parse("http://a.test/section/2026/index.html").unwrap(),
+        ));
         l.anchor = "x".repeat(5000);
         let mut b = RevisitBook::new(cfg(), RevisitPolicy::Learned);
         let v = Validators {

@@ -642,7 +642,7 @@ mod tests {
             tag_path: TagPath::new("/html/body/a"),
             anchor: String::new(),
             depth: 1,
-            referrer: Some(Url::parse(from).unwrap()),
+            referrer: Some(std::sync::Arc::new(Url::parse(from).unwrap())),
             pattern_run: 0,
         }
     }

@@ -185,7 +185,7 @@ impl Ldcoc {
         LinkContext {
             url: &link.url,
             known_type: known.map(Label::as_str),
-            referrer: link.referrer.as_ref(),
+            referrer: link.referrer.as_deref(),
             predicates,
         }
     }
@@ -469,7 +469,7 @@ mod tests {
             tag_path: TagPath::new("rdf:turtle"),
             anchor: predicate.to_string(),
             depth: 1,
-            referrer: Some(Url::parse(from).unwrap()),
+            referrer: Some(std::sync::Arc::new(Url::parse(from).unwrap())),
             pattern_run: 0,
         }
     }
