@@ -284,6 +284,8 @@ pub fn simulate_urls(
         out.push(link.url.clone());
         strategy.page_relevance(&link, &link.url, relevant);
         let places = truth.places.get(link.url.as_str());
+        // One referrer for the page's links, as the job core shares it.
+        let referrer = Arc::new(link.url.clone());
         for (i, l) in truth
             .links
             .get(link.url.as_str())
@@ -298,7 +300,7 @@ pub fn simulate_urls(
                     tag_path: place.map_or_else(TagPath::root, |p| p.tag_path.clone()),
                     anchor: place.map_or_else(String::new, |p| p.anchor.clone()),
                     depth: link.depth + 1,
-                    referrer: Some(Arc::new(link.url.clone())),
+                    referrer: Some(Arc::clone(&referrer)),
                     pattern_run: 0,
                 };
                 offer(strategy, &mut links, child);

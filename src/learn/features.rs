@@ -139,7 +139,7 @@ impl UrlFeatures {
 
     /// The features of `url`.
     pub fn of_url(url: &Url) -> Self {
-        let room = url.as_str().len() + 12;
+        let room = url_id_room(url);
         let mut ids = Vec::with_capacity(room);
         // Deduplicating with a small hash set costs less than sorting ~80 ids.
         let mut set = IdSet::with_room(room);
@@ -317,7 +317,7 @@ impl IdSet {
 
     fn with_room(items: usize) -> Self {
         IdSet {
-            slots: vec![Self::EMPTY; (items * 2).next_power_of_two().max(16)],
+            slots: vec![Self::EMPTY; id_set_slots(items)],
         }
     }
 
@@ -325,6 +325,20 @@ impl IdSet {
     fn insert(&mut self, id: u32) -> bool {
         insert_id(&mut self.slots, id)
     }
+}
+
+/// The ids `url`'s features usually give: a 2-gram per byte and a few parts.
+/// A URL of many one-byte segments or query keys gives up to half as many
+/// again (one per two bytes), which a set of [`id_set_slots`] of this still
+/// holds below full.
+pub(crate) fn url_id_room(url: &Url) -> usize {
+    url.as_str().len() + 12
+}
+
+/// Slots of an id set for `items` ids: a power of two, at least twice as
+/// many (load ≤ 1/2, so a probe never runs long and never finds it full).
+pub(crate) fn id_set_slots(items: usize) -> usize {
+    (items * 2).next_power_of_two().max(16)
 }
 
 /// Insert `id` into an open-addressed set of [`NO_ID`]-initialised

@@ -13,7 +13,9 @@
 //! segment a crawl trains on. The state is stored sorted by feature id so
 //! that the same model always encodes to the same bytes.
 
-use super::features::{for_each_url_feature, insert_id, UrlFeatures, HOT_FEATURES, NO_ID};
+use super::features::{
+    for_each_url_feature, id_set_slots, insert_id, url_id_room, UrlFeatures, HOT_FEATURES, NO_ID,
+};
 use super::hash::IntHashBuilder;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
@@ -161,7 +163,7 @@ impl FtrlModel {
     pub fn predict_url(&self, url: &Url) -> f64 {
         /// Ids a URL of up to `STACK_SET / 2 - 12` bytes can give, times 2 (load ≤ 1/2).
         const STACK_SET: usize = 256;
-        let room = ((url.as_str().len() + 12) * 2).next_power_of_two().max(16);
+        let room = id_set_slots(url_id_room(url));
         let mut on_stack = [NO_ID; STACK_SET];
         let mut on_heap = Vec::new();
         let slots: &mut [u32] = if room <= STACK_SET {
