@@ -13,14 +13,17 @@
 //! handler we box to see it end (lol_html adds a vector and two boxes).
 
 use super::normalize::{normalize, resolve_with_encoding, LinkRejected, RejectCounts, UrlRules};
-use super::structured::{Collector, StructuredData, StructuredOptions};
+use super::structured::{Collector, FrameId, StructuredData, StructuredOptions};
 use crate::link::TagPath;
 use encoding_rs::Encoding;
 use foldhash::fast::RandomState;
-use lol_html::html_content::{Element, EndTag, TextChunk, TextType};
+use lol_html::errors::RewritingError;
+use lol_html::html_content::{DocumentEnd, TextChunk, TextType};
+use lol_html::StartTag as LolStartTag;
 use lol_html::{
-    AsciiCompatibleEncoding, ElementContentHandlers, HtmlRewriter, MemorySettings, OutputSink,
-    Selector, Settings,
+    AsciiCompatibleEncoding, LocalName, Namespace, OutputSink, SharedMemoryLimiter,
+    StartTagHandlingResult, Tag, Token, TokenCaptureFlags, TransformController, TransformStream,
+    TransformStreamSettings,
 };
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -28,7 +31,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 use std::rc::Rc;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, OnceLock};
 use url::Url;
 
 /// Deepest element nesting tracked; deeper elements share their ancestor's path.
@@ -133,9 +136,8 @@ pub fn extract_links(
     content_type: Option<&str>,
     limits: &ExtractLimits,
 ) -> PageLinks {
-    // The whole body is in hand: the element handler reads tag names and
-    // attribute values from it instead of through lol_html's allocating
-    // accessors (see [`StartTag`]).
+    // The whole body is in hand: start tags are read from it instead of
+    // through lol_html's allocating accessors (see [`StartTag`]).
     let mut extractor = LinkExtractor::build(page_url, content_type, limits, Some(body));
     extractor.write(body);
     extractor.finish()
@@ -143,10 +145,11 @@ pub fn extract_links(
 
 /// Extracts links from a body fed in chunks as they arrive.
 ///
-/// Not `Send` (lol_html handlers share state through `Rc`): create, feed and
-/// finish it on one thread.
+/// Not `Send` (the stream and this handle share the state through `Rc`):
+/// create, feed and finish it on one thread.
 pub struct LinkExtractor<'s> {
-    rewriter: Option<HtmlRewriter<'s, NullSink>>,
+    /// `None` once the parser failed: a failed stream is poisoned.
+    stream: Option<TransformStream<Controller<'s>, NullSink>>,
     state: Rc<RefCell<State>>,
 }
 
@@ -172,47 +175,36 @@ impl<'s> LinkExtractor<'s> {
             .map(<&'static Encoding>::from)
             .filter(|enc| *enc != encoding_rs::UTF_8);
         let state = Rc::new(RefCell::new(State::new(page_url, limits, query_encoding)));
-
-        let on_element = Rc::clone(&state);
-        let on_text = Rc::clone(&state);
         let collecting = state.borrow().collector.is_some();
-        // Selectors are parsed once per process: parsing them took a tenth of
-        // the extraction time of a typical page.
-        let mut settings = Settings::new()
-            .append_element_content_handler((
-                Cow::Borrowed(&*ANY_ELEMENT),
-                ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-                    let this = &on_element;
-                    // Handlers run one at a time inside `write`, so the state is
-                    // never borrowed here; `try_` keeps that an invariant, not a panic.
-                    if let Ok(mut state) = this.try_borrow_mut() {
-                        state.on_element(el, source, this);
-                    }
-                    Ok(())
-                }),
-            ))
-            .append_element_content_handler((
-                Cow::Borrowed(&*ANCHOR),
-                ElementContentHandlers::default().text(move |chunk: &mut TextChunk<'_>| {
-                    if let Ok(mut state) = on_text.try_borrow_mut() {
-                        state.on_text(chunk);
-                    }
-                    Ok(())
-                }),
-            ))
-            .with_encoding(header_encoding.unwrap_or_else(AsciiCompatibleEncoding::utf_8))
+        let memory_limiter = SharedMemoryLimiter::new(PARSER_MEMORY_LIMIT);
+        let next_encoding: Arc<OnceLock<AsciiCompatibleEncoding>> = Arc::new(OnceLock::new());
+        let controller = Controller {
+            state: Rc::clone(&state),
+            source,
+            collecting,
+            open: Vec::with_capacity(32),
+            pending: None,
+            memory_limiter: memory_limiter.clone(),
             // A charset in the header wins over `<meta charset>` (HTML spec).
-            .with_adjust_charset_on_meta_tag(header_encoding.is_none())
+            meta_charset: header_encoding
+                .is_none()
+                .then(|| Arc::clone(&next_encoding)),
+        };
+        let stream = TransformStream::new(TransformStreamSettings {
+            transform_controller: controller,
+            output_sink: NullSink,
+            // lol_html's `MemorySettings` default.
+            preallocated_parsing_buffer_size: 1024,
+            memory_limiter,
+            encoding: header_encoding.unwrap_or_else(AsciiCompatibleEncoding::utf_8),
+            next_encoding,
             // We only read: markup that is ambiguous for a rewriter is fine here.
-            .with_strict(false)
-            .with_memory_settings(
-                MemorySettings::new().with_max_allowed_memory_usage(PARSER_MEMORY_LIMIT),
-            );
-        if collecting {
-            settings = with_collector(settings, &state);
-        }
+            strict: false,
+            graceful_bail_out_on_memory_limit_exceeded: false,
+            graceful_bail_out_on_content_handler_error: false,
+        });
         LinkExtractor {
-            rewriter: Some(HtmlRewriter::new(settings, NullSink)),
+            stream: Some(stream),
             state,
         }
     }
@@ -220,20 +212,20 @@ impl<'s> LinkExtractor<'s> {
     /// Feeds the next chunk of the body. After a parser error (memory limit)
     /// further chunks are ignored and the result is marked truncated.
     pub fn write(&mut self, chunk: &[u8]) {
-        let Some(rewriter) = self.rewriter.as_mut() else {
+        let Some(stream) = self.stream.as_mut() else {
             return;
         };
-        if rewriter.write(chunk).is_err() {
-            // A failed rewriter is poisoned: it must be dropped, never ended.
-            self.rewriter = None;
+        if stream.write(chunk).is_err() {
+            // A failed stream is poisoned: it must be dropped, never ended.
+            self.stream = None;
             self.state.borrow_mut().cut_at(PageCut::ParserLimit);
         }
     }
 
     /// Ends the body and returns what was found.
     pub fn finish(mut self) -> PageLinks {
-        if let Some(rewriter) = self.rewriter.take() {
-            if rewriter.end().is_err() {
+        if let Some(mut stream) = self.stream.take() {
+            if stream.end().is_err() {
                 self.state.borrow_mut().cut_at(PageCut::ParserLimit);
             }
         }
@@ -243,55 +235,230 @@ impl<'s> LinkExtractor<'s> {
     }
 }
 
-/// Adds the structured-data handlers: every element the collector may care
-/// about (one selector for every syntax; the collector skips those it was
-/// not asked for), and the document's text while a value is open.
-fn with_collector<'h>(
-    settings: Settings<'h, 'static>,
-    state: &Rc<RefCell<State>>,
-) -> Settings<'h, 'static> {
-    let on_element = Rc::clone(state);
-    let on_text = Rc::clone(state);
-    settings
-        .append_element_content_handler((
-            Cow::Borrowed(&*STRUCTURED_ELEMENTS),
-            ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-                let this = &on_element;
-                let has_end = el.end_tag_handlers().is_some();
-                let id = match this.try_borrow_mut() {
-                    Ok(mut state) => state
-                        .collector
-                        .as_mut()
-                        .and_then(|c| c.on_element(el, has_end)),
-                    Err(_) => None,
-                };
-                if let (Some(id), Some(handlers)) = (id, el.end_tag_handlers()) {
-                    let state = Rc::clone(this);
-                    handlers.push(Box::new(move |_end: &mut EndTag<'_>| {
-                        if let Ok(mut state) = state.try_borrow_mut() {
-                            if let Some(c) = state.collector.as_mut() {
-                                c.on_end(id);
-                            }
-                        }
-                        Ok(())
-                    }));
+/// Charged to the parser's memory limiter per open element: lol_html's
+/// selector VM charged its own stack item for each (a name, two vectors,
+/// counters and a handler descriptor, about this size), so a page nesting
+/// ~250 000 unclosed elements is still cut as [`PageCut::ParserLimit`].
+const OPEN_ELEMENT_BYTES: usize = 128;
+
+/// One element open as lol_html's selector VM would track it, and who wants
+/// to hear that it ended.
+struct OpenElement {
+    name: LocalName<'static>,
+    /// [`State`]'s frame, when it pushed one.
+    frame: Option<u64>,
+    /// The structured-data collector's frame, when it pushed one.
+    collector: Option<FrameId>,
+}
+
+/// The start tag reported to [`Controller::handle_start_tag`], waiting for
+/// its token.
+struct PendingStart {
+    name: LocalName<'static>,
+    ns: Namespace,
+}
+
+/// Drives lol_html's token stream directly (its `TransformController`).
+///
+/// Every start tag is captured; end tags are seen by name only, and the open
+/// elements are kept here exactly as lol_html's selector VM keeps them
+/// (`selectors_vm/stack.rs`): HTML void elements and self-closing foreign
+/// ones are never pushed; an end tag pops the nearest open element of its
+/// name and everything above it, innermost first, and does nothing when none
+/// is open. That is what the rewriter did for us with a `*` handler and a
+/// boxed end-tag handler per element, at twice the cost (README § Efficiency).
+struct Controller<'s> {
+    state: Rc<RefCell<State>>,
+    source: Option<&'s [u8]>,
+    /// Structured data is read: every text chunk is wanted.
+    collecting: bool,
+    open: Vec<OpenElement>,
+    pending: Option<PendingStart>,
+    memory_limiter: SharedMemoryLimiter,
+    /// Where a `<meta charset>` sets the page's encoding; `None` when the
+    /// header named one.
+    meta_charset: Option<Arc<OnceLock<AsciiCompatibleEncoding>>>,
+}
+
+impl Controller<'_> {
+    /// Start tags always; text while it may be anchor text (or structured
+    /// data is read). `a_start`: the tag being reported is an `a`.
+    fn flags(&self, a_start: bool) -> TokenCaptureFlags {
+        let anchor_open = self.state.try_borrow().is_ok_and(|s| s.anchor.is_some());
+        if self.collecting || a_start || anchor_open {
+            TokenCaptureFlags::NEXT_START_TAG | TokenCaptureFlags::TEXT
+        } else {
+            TokenCaptureFlags::NEXT_START_TAG
+        }
+    }
+
+    fn on_start_tag(&mut self, token: &LolStartTag<'_>) -> Result<(), RewritingError> {
+        let Some(PendingStart { name: local, ns }) = self.pending.take() else {
+            // lol_html reports every start tag before its token.
+            debug_assert!(false, "start tag token without handle_start_tag");
+            return Ok(());
+        };
+        let has_end = if ns == Namespace::Html {
+            !is_void_element(&local)
+        } else {
+            !token.self_closing()
+        };
+        if has_end {
+            // Charged before anyone sees the element, as the VM's push was.
+            self.memory_limiter
+                .increase_usage(OPEN_ELEMENT_BYTES)
+                .map_err(RewritingError::MemoryLimitExceeded)?;
+        }
+        let tag = StartTag {
+            el: token,
+            source: self.source,
+        };
+        let name = tag.name();
+        let Ok(mut state) = self.state.try_borrow_mut() else {
+            // Only `LinkExtractor` borrows it, never while the stream runs.
+            debug_assert!(false, "state borrowed during a write");
+            return Ok(());
+        };
+        let frame = state.on_element(&tag, &name, has_end);
+        let collector = match state.collector.as_mut() {
+            Some(c) if tag.may_carry_collected_data(&name) => c.on_element(token, has_end),
+            _ => None,
+        };
+        drop(state);
+        if let Some(encoding) = &self.meta_charset {
+            if &*name == "meta" && encoding.get().is_none() {
+                if let Some(charset) = meta_charset(token) {
+                    let _ = encoding.set(charset);
                 }
-                Ok(())
-            }),
-        ))
-        .append_document_content_handler(lol_html::DocumentContentHandlers::default().text(
-            move |chunk: &mut TextChunk<'_>| {
-                if let Ok(mut state) = on_text.try_borrow_mut() {
+            }
+        }
+        if has_end {
+            self.open.push(OpenElement {
+                name: local,
+                frame,
+                collector,
+            });
+        }
+        Ok(())
+    }
+
+    /// Pops the nearest open element named `name` and those above it,
+    /// telling the state and the collector innermost first (as lol_html ran
+    /// end-tag handlers).
+    fn on_end_tag(&mut self, name: &LocalName<'_>) {
+        let Some(index) = self.open.iter().rposition(|e| e.name == *name) else {
+            return;
+        };
+        let popped = self.open.len() - index;
+        self.memory_limiter
+            .decrease_usage(popped * OPEN_ELEMENT_BYTES);
+        let Ok(mut state) = self.state.try_borrow_mut() else {
+            debug_assert!(false, "state borrowed during a write");
+            self.open.truncate(index);
+            return;
+        };
+        for element in self.open.drain(index..).rev() {
+            if let Some(id) = element.frame {
+                state.on_end(id);
+            }
+            if let (Some(id), Some(c)) = (element.collector, state.collector.as_mut()) {
+                c.on_end(id);
+            }
+        }
+    }
+}
+
+impl TransformController for Controller<'_> {
+    fn initial_capture_flags(&self) -> TokenCaptureFlags {
+        self.flags(false)
+    }
+
+    fn handle_start_tag(
+        &mut self,
+        name: LocalName<'_>,
+        ns: Namespace,
+    ) -> StartTagHandlingResult<Self> {
+        let a_start = name == Tag::A;
+        self.pending = Some(PendingStart {
+            name: name.into_owned(),
+            ns,
+        });
+        Ok(self.flags(a_start))
+    }
+
+    fn handle_end_tag(&mut self, name: LocalName<'_>) -> TokenCaptureFlags {
+        self.on_end_tag(&name);
+        self.flags(false)
+    }
+
+    fn handle_token(&mut self, token: &mut Token<'_>) -> Result<(), RewritingError> {
+        match token {
+            Token::StartTag(tag) => self.on_start_tag(tag),
+            Token::TextChunk(chunk) => {
+                if let Ok(mut state) = self.state.try_borrow_mut() {
+                    state.on_text(chunk);
                     if let Some(c) = state.collector.as_mut().filter(|c| c.wants_text()) {
                         c.on_text(chunk.as_str());
                     }
                 }
                 Ok(())
-            },
-        ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn handle_end(&mut self, _end: &mut DocumentEnd<'_>) -> Result<(), RewritingError> {
+        Ok(())
+    }
+
+    fn should_emit_content(&self) -> bool {
+        // We only read: no output at all.
+        false
+    }
 }
 
-/// lol_html is a rewriter; its output is not needed.
+/// HTML's void elements, as lol_html's selector VM lists them: never open.
+fn is_void_element(name: &LocalName<'_>) -> bool {
+    [
+        Tag::Area,
+        Tag::Base,
+        Tag::Basefont,
+        Tag::Bgsound,
+        Tag::Br,
+        Tag::Col,
+        Tag::Embed,
+        Tag::Hr,
+        Tag::Img,
+        Tag::Input,
+        Tag::Keygen,
+        Tag::Link,
+        Tag::Meta,
+        Tag::Param,
+        Tag::Source,
+        Tag::Track,
+        Tag::Wbr,
+    ]
+    .into_iter()
+    .any(|tag| *name == tag)
+}
+
+/// The encoding a `<meta charset>` or `<meta http-equiv=Content-Type
+/// content=...>` names, read as lol_html's rewriter did
+/// (`with_adjust_charset_on_meta_tag`).
+fn meta_charset(token: &LolStartTag<'_>) -> Option<AsciiCompatibleEncoding> {
+    let from_label =
+        |label: &str| AsciiCompatibleEncoding::new(Encoding::for_label_no_replacement(label.as_bytes())?);
+    if let Some(charset) = token.get_attribute("charset").and_then(|cs| from_label(&cs)) {
+        return Some(charset);
+    }
+    token
+        .get_attribute("http-equiv")
+        .filter(|v| v.eq_ignore_ascii_case("Content-Type"))?;
+    let mime: mime::Mime = token.get_attribute("content")?.parse().ok()?;
+    from_label(mime.get_param("charset")?.as_str())
+}
+
+/// We only read; lol_html's output is not needed.
 struct NullSink;
 
 impl OutputSink for NullSink {
@@ -576,34 +743,28 @@ impl State {
         }
     }
 
-    fn on_element(
-        &mut self,
-        el: &mut Element<'_, '_>,
-        source: Option<&[u8]>,
-        this: &Rc<RefCell<State>>,
-    ) {
-        let tag = StartTag { el: &*el, source };
-        let name = tag.name();
-        // Tested here rather than by a selector of its own: a second
-        // selector with attribute tests made lol_html's matching VM look at
-        // every element's attributes again.
-        if !self.structured_data && tag.may_carry_structured_data(&name) {
-            self.structured_data = has_structured_data(el);
+    /// A start tag `name` (lower case); `has_end`: lol_html will report its
+    /// end (it is not void). Returns the frame id to pass to
+    /// [`State::on_end`] when it ends, if one was pushed.
+    fn on_element(&mut self, tag: &StartTag<'_, '_, '_>, name: &str, has_end: bool) -> Option<u64> {
+        // Only elements that may carry it are looked at closely.
+        if !self.structured_data && tag.may_carry_structured_data(name) {
+            self.structured_data = has_structured_data(tag.el);
         }
-        let info = classify(&name);
+        let info = classify(name);
         // A second `<html>`/`<body>` only merges attributes in browsers.
         match info.kind {
-            Kind::Html if !self.stack.is_empty() => return,
-            Kind::Body if self.stack.iter().any(|f| f.kind == Kind::Body) => return,
+            Kind::Html if !self.stack.is_empty() => return None,
+            Kind::Body if self.stack.iter().any(|f| f.kind == Kind::Body) => return None,
             _ => {}
         }
         self.close_implied(info);
 
         let path_len = self.path.len();
-        self.push_segment(&name, &tag);
+        self.push_segment(name, tag);
 
         let mut new_link = None;
-        match &*name {
+        match name {
             "a" => {
                 if let Some(href) = tag.attr("href") {
                     new_link = self.add_link(&href);
@@ -649,8 +810,9 @@ impl State {
             _ => {}
         }
 
-        let frame_id = if self.stack.len() < MAX_DEPTH && self.path.len() <= MAX_PATH_BYTES {
-            self.push_frame(el, info, path_len, this)
+        let frame_id = if has_end && self.stack.len() < MAX_DEPTH && self.path.len() <= MAX_PATH_BYTES
+        {
+            Some(self.push_frame(info, path_len))
         } else {
             None
         };
@@ -667,34 +829,21 @@ impl State {
                 self.anchor_space_pending = false;
             }
         }
+        frame_id
     }
 
-    /// Pushes the element as open and asks lol_html to tell us when it ends;
-    /// void elements (no end-tag handlers) are never pushed.
-    fn push_frame(
-        &mut self,
-        el: &mut Element<'_, '_>,
-        info: TagInfo,
-        path_len: usize,
-        this: &Rc<RefCell<State>>,
-    ) -> Option<u64> {
-        let handlers = el.end_tag_handlers()?;
+    /// Pushes the element as open; void elements are never pushed (the
+    /// caller knows), so every frame gets its [`State::on_end`].
+    fn push_frame(&mut self, info: TagInfo, path_len: usize) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let state = Rc::clone(this);
-        handlers.push(Box::new(move |_end: &mut EndTag<'_>| {
-            if let Ok(mut state) = state.try_borrow_mut() {
-                state.on_end(id);
-            }
-            Ok(())
-        }));
         self.stack.push(Frame {
             id,
             kind: info.kind,
             stops_list_search: info.stops_list_search,
             path_len,
         });
-        Some(id)
+        id
     }
 
     /// The element `id` ended (or an ancestor did): pop it and everything above.
@@ -806,7 +955,7 @@ impl State {
     }
 
     /// Appends `/tag.class1 class2#id` for `el` to the path.
-    fn push_segment(&mut self, name: &str, tag: &StartTag<'_, '_, '_, '_>) {
+    fn push_segment(&mut self, name: &str, tag: &StartTag<'_, '_, '_>) {
         self.path.push('/');
         push_capped(&mut self.path, name, MAX_TAG_BYTES);
         // Most elements have no attributes at all.
@@ -923,7 +1072,7 @@ impl State {
 
     /// The first `<base href>` sets the base, unless a link was already
     /// resolved against the page URL (we cannot re-resolve it when streaming).
-    fn on_base(&mut self, tag: &StartTag<'_, '_, '_, '_>) {
+    fn on_base(&mut self, tag: &StartTag<'_, '_, '_>) {
         if self.base_seen {
             return;
         }
@@ -997,12 +1146,12 @@ impl State {
 /// in the page's encoding. Every encoding lol_html accepts is
 /// ASCII-compatible, so both paths return the same strings (the
 /// `source_and_streaming_agree` property test holds them to it).
-struct StartTag<'e, 'r, 't, 's> {
-    el: &'e Element<'r, 't>,
+struct StartTag<'e, 't, 's> {
+    el: &'e LolStartTag<'t>,
     source: Option<&'s [u8]>,
 }
 
-impl<'s> StartTag<'_, '_, '_, 's> {
+impl<'s> StartTag<'_, '_, 's> {
     /// The tag name, ASCII lower-cased (as `Element::tag_name`).
     fn name(&self) -> Cow<'s, str> {
         if let Some(raw) = self
@@ -1015,7 +1164,7 @@ impl<'s> StartTag<'_, '_, '_, 's> {
                 Cow::Borrowed(raw)
             };
         }
-        Cow::Owned(self.el.tag_name())
+        Cow::Owned(self.el.name())
     }
 
     /// Whether the element is one [`has_structured_data`] must look at:
@@ -1023,10 +1172,39 @@ impl<'s> StartTag<'_, '_, '_, 's> {
     fn may_carry_structured_data(&self, name: &str) -> bool {
         const ANY: [&str; 5] = ["itemscope", "itemtype", "typeof", "vocab", "property"];
         let is_script = name == "script";
-        let wanted = |raw: &[u8]| {
+        self.any_attribute_named(|raw| {
             (is_script && raw.eq_ignore_ascii_case(b"type"))
                 || ANY.iter().any(|a| raw.eq_ignore_ascii_case(a.as_bytes()))
-        };
+        })
+    }
+
+    /// Whether [`Collector::on_element`] must see the element: the
+    /// selector the rewriter matched for it, `template, noscript,
+    /// script[type], [itemscope], [itemprop], [id], [vocab], [prefix],
+    /// [typeof], [property], [about], [resource], [rel], [rev], [href],
+    /// [src], [lang], [class*="h-"]` (every syntax: the collector skips
+    /// those it was not asked for). `class*=` compares the raw value, case
+    /// sensitively, as lol_html's selector VM did.
+    fn may_carry_collected_data(&self, name: &str) -> bool {
+        const ANY: [&str; 14] = [
+            "itemscope", "itemprop", "id", "vocab", "prefix", "typeof", "property", "about",
+            "resource", "rel", "rev", "href", "src", "lang",
+        ];
+        if matches!(name, "template" | "noscript") {
+            return true;
+        }
+        if !self.has_attributes() {
+            return false;
+        }
+        let is_script = name == "script";
+        self.any_attribute_named(|raw| {
+            (is_script && raw.eq_ignore_ascii_case(b"type"))
+                || ANY.iter().any(|a| raw.eq_ignore_ascii_case(a.as_bytes()))
+        }) || self.attr("class").is_some_and(|class| class.contains("h-"))
+    }
+
+    /// Whether an attribute's name (as written, any case) passes `wanted`.
+    fn any_attribute_named(&self, wanted: impl Fn(&[u8]) -> bool) -> bool {
         match self.source {
             Some(source) => self.el.attributes().iter().any(|attr| {
                 match attr
@@ -1154,23 +1332,9 @@ const OPEN_GRAPH_PREFIXES: [&str; 9] = [
     "og:", "fb:", "article:", "book:", "profile:", "music:", "video:", "product:", "twitter:",
 ];
 
-/// The selectors of [`LinkExtractor`], parsed once. They are constants known
-/// to parse (the `selectors_parse` test): a failure here is a bug of ours.
-static ANY_ELEMENT: LazyLock<Selector> = LazyLock::new(|| parse_selector("*"));
-static STRUCTURED_ELEMENTS: LazyLock<Selector> =
-    LazyLock::new(|| parse_selector(&Collector::selector(&StructuredOptions::all())));
-static ANCHOR: LazyLock<Selector> = LazyLock::new(|| parse_selector("a[href]"));
-
-fn parse_selector(selector: &str) -> Selector {
-    match selector.parse() {
-        Ok(parsed) => parsed,
-        Err(e) => panic!("selector {selector:?} does not parse: {e}"),
-    }
-}
-
 /// JSON-LD, microdata or RDFa on this element.
-fn has_structured_data(el: &Element<'_, '_>) -> bool {
-    let name = el.tag_name();
+fn has_structured_data(el: &LolStartTag<'_>) -> bool {
+    let name = el.name();
     if name == "script" {
         let is_json_ld = el.get_attribute("type").is_some_and(|t| {
             let media_type = t.split(';').next().unwrap_or_default().trim();
@@ -1256,13 +1420,6 @@ mod tests {
         let p = paths(html);
         assert_eq!(p.len(), 1, "{p:?}");
         p[0].1.clone()
-    }
-
-    #[test]
-    fn selectors_parse() {
-        for selector in [&ANY_ELEMENT, &ANCHOR] {
-            LazyLock::force(selector);
-        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! resolves against the page), as the web's JSON-LD needs.
 
 use super::{Collector, Syntax};
-use lol_html::html_content::Element;
+use lol_html::StartTag;
 use oxjsonld::{JsonLdParser, JsonLdRemoteDocument};
 use oxrdf::{BlankNode, NamedOrBlankNode, Term};
 use std::collections::HashMap;
@@ -26,7 +26,7 @@ const MAX_ERRORS: usize = 16;
 const SCHEMA_ORG_CONTEXT: &[u8] = br#"{"@context":{"@vocab":"http://schema.org/"}}"#;
 
 /// `<script type="application/ld+json">` (parameters and case ignored).
-pub(crate) fn is_json_ld(el: &Element<'_, '_>) -> bool {
+pub(crate) fn is_json_ld(el: &StartTag<'_>) -> bool {
     el.get_attribute("type").is_some_and(|t| {
         let media_type = t.split(';').next().unwrap_or_default();
         media_type

@@ -11,7 +11,7 @@
 //! first type's namespace, or the vocabulary of the item holding it).
 
 use super::{attr, blank, literal, resolve_iri, Collector, Sink, Syntax, TextOwner};
-use lol_html::html_content::Element;
+use lol_html::StartTag;
 use oxrdf::vocab::rdf;
 use oxrdf::{NamedNode, NamedOrBlankNode, Term};
 use std::collections::{HashMap, HashSet};
@@ -195,7 +195,7 @@ fn tokens(value: &str) -> impl Iterator<Item = &str> {
 /// text content. `trackable`: the element will report its end.
 pub(crate) fn on_element(
     c: &mut Collector,
-    el: &Element<'_, '_>,
+    el: &StartTag<'_>,
     name: &str,
     trackable: bool,
     state: &mut FrameState,

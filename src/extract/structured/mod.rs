@@ -9,7 +9,7 @@
 //! never seen: lol_html reports them apart from text).
 //!
 //! Must not touch: the network, the store, learning. The [`Collector`] is
-//! driven by `extract::links` (which owns the lol_html handlers) and turns
+//! driven by `extract::links` (which drives lol_html's token stream) and turns
 //! what it saw into [`StructuredData`] at the end of the page.
 //!
 //! Bounded on hostile pages: at most [`StructuredOptions::max_statements`]
@@ -22,7 +22,7 @@ pub mod jsonld;
 pub mod microdata;
 pub mod rdfa;
 
-use lol_html::html_content::Element;
+use lol_html::StartTag;
 use oxrdf::{BlankNode, Literal, NamedNode, NamedOrBlankNode, Term, Triple};
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -246,39 +246,6 @@ impl Collector {
         }
     }
 
-    /// The lol_html selector of the elements [`Collector::on_element`] must see.
-    pub fn selector(opts: &StructuredOptions) -> String {
-        let mut parts = vec!["template", "noscript"];
-        if opts.json_ld {
-            parts.push("script[type]");
-        }
-        if opts.microdata {
-            parts.extend(["[itemscope]", "[itemprop]", "[id]"]);
-        }
-        if opts.rdfa {
-            parts.extend([
-                "[vocab]",
-                "[prefix]",
-                "[typeof]",
-                "[property]",
-                "[about]",
-                "[resource]",
-                "[rel]",
-                "[rev]",
-                "[href]",
-                "[src]",
-            ]);
-        }
-        if opts.microdata || opts.rdfa {
-            // Literals take the language of their element or its nearest ancestor.
-            parts.push("[lang]");
-        }
-        if opts.microformats {
-            parts.push("[class*=\"h-\"]");
-        }
-        parts.join(", ")
-    }
-
     /// The base URL changed (`<base href>`).
     pub fn set_base(&mut self, base: &Url) {
         self.base = base.clone();
@@ -289,10 +256,13 @@ impl Collector {
         self.suppressed == 0 && (self.json_ld_open || !self.texts.is_empty())
     }
 
-    /// An element matching [`Collector::selector`] started. Returns an id when
-    /// its end tag must be reported; `has_end` says whether it can have one.
-    pub fn on_element(&mut self, el: &Element<'_, '_>, has_end: bool) -> Option<FrameId> {
-        let name = el.tag_name();
+    /// An element started that may carry structured data in any syntax
+    /// (`extract::links` filters: `template`, `noscript`, `script[type]` and
+    /// elements with one of the attributes the syntaxes read, or an `h-`
+    /// class). Returns an id when its end must be reported; `has_end` says
+    /// whether it can have one.
+    pub fn on_element(&mut self, el: &StartTag<'_>, has_end: bool) -> Option<FrameId> {
+        let name = el.name();
         if matches!(name.as_str(), "template" | "noscript") {
             if !has_end {
                 return None;
@@ -499,7 +469,7 @@ impl Collector {
 
 /// An element with a microformats2 root class (`h-` and lower-case letters,
 /// digits or hyphens, e.g. `h-entry`, `h-card`).
-fn microformats_root(el: &Element<'_, '_>) -> bool {
+fn microformats_root(el: &StartTag<'_>) -> bool {
     let Some(class) = el.get_attribute("class") else {
         return false;
     };
@@ -532,7 +502,7 @@ fn push_capped(out: &mut String, text: &str, max: usize) -> usize {
 }
 
 /// An attribute value with its character references decoded.
-pub(crate) fn attr(el: &Element<'_, '_>, name: &str) -> Option<String> {
+pub(crate) fn attr(el: &StartTag<'_>, name: &str) -> Option<String> {
     let raw = el.get_attribute(name)?;
     Some(if raw.contains('&') {
         htmlize::unescape_attribute(&raw).into_owned()

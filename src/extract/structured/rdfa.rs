@@ -14,7 +14,7 @@
 //! an RDFa context (it may complete a hanging `rel`).
 
 use super::{attr, blank, literal, resolve_iri, Collector, Syntax, TextOwner};
-use lol_html::html_content::Element;
+use lol_html::StartTag;
 use oxrdf::vocab::rdf;
 use oxrdf::{BlankNode, NamedNode, NamedOrBlankNode, Term};
 use std::cell::RefCell;
@@ -302,7 +302,7 @@ const RDFA_ATTRIBUTES: [&str; 8] = [
 /// `trackable`: the element will report its end (not void, not too deep).
 pub(crate) fn on_element(
     c: &mut Collector,
-    el: &Element<'_, '_>,
+    el: &StartTag<'_>,
     name: &str,
     trackable: bool,
 ) -> (Option<Context>, Option<TextOwner>) {
