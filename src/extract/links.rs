@@ -1,16 +1,27 @@
 //! Streaming link extraction with tag paths (ARCHITECTURE.md § Crawl loop).
 //!
-//! lol_html tokenises the page and calls us for every start tag; it gives no
-//! tree, so [`State`] keeps its own stack of open elements with HTML's implied
-//! end tags (a block start closes an open `p`, `li` closes `li`, …) and pops
-//! on the end-tag callbacks lol_html fires, which already close every element
-//! left open inside the one that ends. The stack is kept as one string of
+//! Owns: one pass over a page that yields its links (with tag paths, anchor
+//! texts, `<base href>`, meta refresh), whether it carries structured data,
+//! and feeds the structured-data [`Collector`] when a job asks for it.
+//!
+//! lol_html tokenises; we drive its token interface directly (a
+//! [`TransformController`] on a [`TransformStream`]) rather than its
+//! `HtmlRewriter`: a `*` element handler with a boxed end-tag handler per
+//! element cost about twice the tokeniser itself (README § Efficiency). The
+//! controller captures every start tag, sees end tags by name, keeps the open
+//! elements as lol_html's selector VM does, and asks for text only while it
+//! can be anchor text (or structured data is read). lol_html gives no tree, so
+//! [`State`] keeps its own stack of open elements with HTML's implied end
+//! tags (a block start closes an open `p`, `li` closes `li`, …) and pops
+//! what the controller reports ended. The stack is kept as one string of
 //! rendered segments (`/html/body/div.x`) plus offsets, so building a link's
 //! tag path costs nothing. Tag names and attribute values are read from the
 //! body's bytes where lol_html's source offsets point ([`StartTag`]), not
 //! through its accessors, which allocate a `String` for each. What still
-//! allocates per element: lol_html's list of its attributes, and the end-tag
-//! handler we box to see it end (lol_html adds a vector and two boxes).
+//! allocates per element: lol_html's list of its attributes.
+//!
+//! The token interface is behind lol_html's `_integration_test` feature,
+//! outside its semver promise: the version is pinned in Cargo.toml.
 
 use super::normalize::{normalize, resolve_with_encoding, LinkRejected, RejectCounts, UrlRules};
 use super::structured::{Collector, FrameId, StructuredData, StructuredOptions};
@@ -446,9 +457,13 @@ fn is_void_element(name: &LocalName<'_>) -> bool {
 /// content=...>` names, read as lol_html's rewriter did
 /// (`with_adjust_charset_on_meta_tag`).
 fn meta_charset(token: &LolStartTag<'_>) -> Option<AsciiCompatibleEncoding> {
-    let from_label =
-        |label: &str| AsciiCompatibleEncoding::new(Encoding::for_label_no_replacement(label.as_bytes())?);
-    if let Some(charset) = token.get_attribute("charset").and_then(|cs| from_label(&cs)) {
+    let from_label = |label: &str| {
+        AsciiCompatibleEncoding::new(Encoding::for_label_no_replacement(label.as_bytes())?)
+    };
+    if let Some(charset) = token
+        .get_attribute("charset")
+        .and_then(|cs| from_label(&cs))
+    {
         return Some(charset);
     }
     token
@@ -810,12 +825,12 @@ impl State {
             _ => {}
         }
 
-        let frame_id = if has_end && self.stack.len() < MAX_DEPTH && self.path.len() <= MAX_PATH_BYTES
-        {
-            Some(self.push_frame(info, path_len))
-        } else {
-            None
-        };
+        let frame_id =
+            if has_end && self.stack.len() < MAX_DEPTH && self.path.len() <= MAX_PATH_BYTES {
+                Some(self.push_frame(info, path_len))
+            } else {
+                None
+            };
         if frame_id.is_none() {
             self.path.truncate(path_len);
         }
@@ -1187,8 +1202,20 @@ impl<'s> StartTag<'_, '_, 's> {
     /// sensitively, as lol_html's selector VM did.
     fn may_carry_collected_data(&self, name: &str) -> bool {
         const ANY: [&str; 14] = [
-            "itemscope", "itemprop", "id", "vocab", "prefix", "typeof", "property", "about",
-            "resource", "rel", "rev", "href", "src", "lang",
+            "itemscope",
+            "itemprop",
+            "id",
+            "vocab",
+            "prefix",
+            "typeof",
+            "property",
+            "about",
+            "resource",
+            "rel",
+            "rev",
+            "href",
+            "src",
+            "lang",
         ];
         if matches!(name, "template" | "noscript") {
             return true;
@@ -1825,6 +1852,53 @@ mod tests {
         );
         assert_eq!(page.links[0].url.as_str(), "http://example.com/y");
         assert_eq!(charset_from_content_type("text/html;charset=bogus"), None);
+    }
+
+    #[test]
+    fn meta_http_equiv_content_type_sets_the_charset_unless_the_header_did() {
+        // "Скачать" in windows-1251.
+        let mut link = b"<a href=/x>".to_vec();
+        link.extend_from_slice(&[0xD1, 0xEA, 0xE0, 0xF7, 0xE0, 0xF2, 0xFC]);
+        link.extend_from_slice(b"</a>");
+        let mut body =
+            b"<meta http-equiv=content-type content='text/html; charset=windows-1251'>".to_vec();
+        body.extend_from_slice(&link);
+        let page_url = Url::parse(PAGE).unwrap();
+        let limits = ExtractLimits::default();
+        let page = extract_links(&body, &page_url, None, &limits);
+        assert_eq!(page.links[0].anchor, "Скачать");
+        // Only the first charset counts.
+        let mut twice = b"<meta charset=windows-1251><meta charset=utf-8>".to_vec();
+        twice.extend_from_slice(&link);
+        let page = extract_links(&twice, &page_url, None, &limits);
+        assert_eq!(page.links[0].anchor, "Скачать");
+        // A charset in the header wins: the bytes stay invalid UTF-8.
+        let page = extract_links(&body, &page_url, Some("text/html; charset=utf-8"), &limits);
+        assert_ne!(page.links[0].anchor, "Скачать");
+    }
+
+    #[test]
+    fn ends_pop_as_lol_html_tracks_open_elements() {
+        // An end tag closes the nearest open element of its name and every
+        // one above it; one with no open element of its name does nothing.
+        let page = extract(
+            "<div><span><a href=/1>a</div>b</em><a href=/2>c</a><svg><a href=/3 />d</svg><a href=/4>e</a>",
+        );
+        let got: Vec<(&str, &str, &str)> = page
+            .links
+            .iter()
+            .map(|l| (l.url.path(), l.tag_path.as_str(), l.anchor.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("/1", "/div/span/a", "a"),
+                ("/2", "/a", "c"),
+                // Self-closing in a foreign namespace: never open, no text.
+                ("/3", "/svg/a", ""),
+                ("/4", "/a", "e"),
+            ]
+        );
     }
 
     #[test]
