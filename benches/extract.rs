@@ -8,7 +8,9 @@
 //! a change to the extractor mean it found exactly the same things.
 //! `FORAGER_EXTRACT_DIR=/path/to/html` adds the `.html` files under that
 //! folder (a documentation tree such as sklearn's) as a third group, and to
-//! the fingerprint. `FORAGER_EXTRACT_CPU=N` times N passes over each group
+//! the fingerprint; with `FORAGER_EXTRACT_STRUCTURED=1` as well, a second
+//! digest covers that folder's structured data (every syntax, blank nodes
+//! numbered per page). `FORAGER_EXTRACT_CPU=N` times N passes over each group
 //! in this thread's CPU time instead of criterion's wall time (on a shared
 //! machine, wall time measures the neighbours) and prints the median pass.
 
@@ -131,6 +133,57 @@ fn fingerprint(pages: &[Page]) -> String {
     format!("{} links, sha256 {}", links, hex::encode(h.finalize()))
 }
 
+/// Like [`fingerprint`] with structured data read (every syntax): each
+/// page's statements, blank nodes numbered by first appearance on the page
+/// (their labels are random), counts, JSON-LD errors and cut flag.
+fn structured_fingerprint(pages: &[Page]) -> String {
+    let limits = ExtractLimits {
+        structured: Some(StructuredOptions::all()),
+        ..ExtractLimits::default()
+    };
+    let mut h = Sha256::new();
+    let mut statements = 0usize;
+    for p in pages {
+        let found = extract_links(&p.body, &p.url, p.content_type.as_deref(), &limits);
+        for l in &found.links {
+            h.update(format!("{}\t{}\t{}\n", l.url, l.tag_path, l.anchor));
+        }
+        let Some(data) = found.structured else {
+            h.update("none\n");
+            continue;
+        };
+        let mut blanks: Vec<String> = Vec::new();
+        let mut name = |term: String| -> String {
+            if !term.starts_with("_:") {
+                return term;
+            }
+            let i = match blanks.iter().position(|b| *b == term) {
+                Some(i) => i,
+                None => {
+                    blanks.push(term);
+                    blanks.len() - 1
+                }
+            };
+            format!("_:b{i}")
+        };
+        for t in &data.triples {
+            statements += 1;
+            let s = name(t.subject.to_string());
+            let o = name(t.object.to_string());
+            h.update(format!("{s} {} {o}\n", t.predicate));
+        }
+        h.update(format!(
+            "{:?}|{}|{:?}|{}\n",
+            data.counts, data.json_ld_invalid, data.first_error, data.cut
+        ));
+    }
+    format!(
+        "{} statements, sha256 {}",
+        statements,
+        hex::encode(h.finalize())
+    )
+}
+
 fn bench_extract(c: &mut Criterion) {
     let pages = pages();
     if std::env::var_os("FORAGER_EXTRACT_FINGERPRINT").is_some() {
@@ -142,6 +195,9 @@ fn bench_extract(c: &mut Criterion) {
                 dir.len(),
                 fingerprint(&dir)
             );
+            if std::env::var_os("FORAGER_EXTRACT_STRUCTURED").is_some() {
+                println!("structured: {}", structured_fingerprint(&dir));
+            }
         }
         return;
     }

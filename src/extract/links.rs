@@ -802,7 +802,7 @@ impl State {
                     new_link = self.add_link(&src);
                 }
             }
-            "base" => self.on_base(&tag),
+            "base" => self.on_base(tag),
             "meta" => {
                 let is_refresh = tag
                     .attr("http-equiv")
