@@ -460,12 +460,9 @@ fn is_void_element(name: &LocalName<'_>) -> bool {
 /// content=...>` names, read as lol_html's rewriter did
 /// (`with_adjust_charset_on_meta_tag`).
 fn meta_charset(token: &LolStartTag<'_>) -> Option<AsciiCompatibleEncoding> {
-    let from_label = |label: &str| {
-        AsciiCompatibleEncoding::new(Encoding::for_label_no_replacement(label.as_bytes())?)
-    };
     if let Some(charset) = token
         .get_attribute("charset")
-        .and_then(|cs| from_label(&cs))
+        .and_then(|cs| encoding_for_label(&cs))
     {
         return Some(charset);
     }
@@ -473,7 +470,13 @@ fn meta_charset(token: &LolStartTag<'_>) -> Option<AsciiCompatibleEncoding> {
         .get_attribute("http-equiv")
         .filter(|v| v.eq_ignore_ascii_case("Content-Type"))?;
     let mime: mime::Mime = token.get_attribute("content")?.parse().ok()?;
-    from_label(mime.get_param("charset")?.as_str())
+    encoding_for_label(mime.get_param("charset")?.as_str())
+}
+
+/// The encoding a charset label names, if lol_html can decode it (an
+/// ASCII-compatible one).
+fn encoding_for_label(label: &str) -> Option<AsciiCompatibleEncoding> {
+    AsciiCompatibleEncoding::new(Encoding::for_label_no_replacement(label.as_bytes())?)
 }
 
 /// We only read; lol_html's output is not needed.
@@ -490,8 +493,7 @@ fn charset_from_content_type(content_type: &str) -> Option<AsciiCompatibleEncodi
         if !name.trim().eq_ignore_ascii_case("charset") {
             return None;
         }
-        let label = value.trim().trim_matches(|c| c == '"' || c == '\'');
-        AsciiCompatibleEncoding::new(Encoding::for_label_no_replacement(label.as_bytes())?)
+        encoding_for_label(value.trim().trim_matches(|c| c == '"' || c == '\''))
     })
 }
 
@@ -1189,11 +1191,7 @@ impl<'s> StartTag<'_, '_, 's> {
     /// `script[type], [itemscope], [itemtype], [typeof], [vocab], [property]`.
     fn may_carry_structured_data(&self, name: &str) -> bool {
         const ANY: [&str; 5] = ["itemscope", "itemtype", "typeof", "vocab", "property"];
-        let is_script = name == "script";
-        self.any_attribute_named(|raw| {
-            (is_script && raw.eq_ignore_ascii_case(b"type"))
-                || ANY.iter().any(|a| raw.eq_ignore_ascii_case(a.as_bytes()))
-        })
+        self.has_script_type_or_any_of(name, &ANY)
     }
 
     /// Whether [`Collector::on_element`] must see the element: the
@@ -1226,11 +1224,18 @@ impl<'s> StartTag<'_, '_, 's> {
         if !self.has_attributes() {
             return false;
         }
+        self.has_script_type_or_any_of(name, &ANY)
+            || self.attr("class").is_some_and(|class| class.contains("h-"))
+    }
+
+    /// A `script` with a `type`, or an element with one of the attributes
+    /// `names` (any case).
+    fn has_script_type_or_any_of(&self, name: &str, names: &[&str]) -> bool {
         let is_script = name == "script";
         self.any_attribute_named(|raw| {
             (is_script && raw.eq_ignore_ascii_case(b"type"))
-                || ANY.iter().any(|a| raw.eq_ignore_ascii_case(a.as_bytes()))
-        }) || self.attr("class").is_some_and(|class| class.contains("h-"))
+                || names.iter().any(|a| raw.eq_ignore_ascii_case(a.as_bytes()))
+        })
     }
 
     /// Whether an attribute's name (as written, any case) passes `wanted`.
