@@ -18,7 +18,7 @@ use crate::strategy::{StrategyKind, StrategyStats};
 use anyhow::Context;
 use serde::Serialize;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -165,17 +165,8 @@ pub async fn run_once(
     config: RunConfig,
     state_root: &Path,
 ) -> anyhow::Result<RunResult> {
-    let name = format!(
-        "{}-{}-{}",
-        sanitize(&site.name),
-        config.strategy.name(),
-        config.seed
-    );
-    let state_dir = state_root.join(&name);
-    if state_dir.exists() {
-        std::fs::remove_dir_all(&state_dir)
-            .with_context(|| format!("clearing {}", state_dir.display()))?;
-    }
+    let name = run_name(site, &config);
+    let state_dir = clear_state_dir(state_root, site, &config)?;
     let engine = Engine::open(EngineConfig {
         state_dir,
         fetch: FetchConfig {
@@ -213,6 +204,32 @@ pub async fn run_once(
         stats: outcome.stats,
         wall: started.elapsed(),
     })
+}
+
+/// The job name of one run: its site, strategy and seed.
+fn run_name(site: &BenchSite, config: &RunConfig) -> String {
+    format!(
+        "{}-{}-{}",
+        sanitize(&site.name),
+        config.strategy.name(),
+        config.seed
+    )
+}
+
+/// The state folder of one run, emptied of an earlier run's. A caller that
+/// measures the run's CPU clears it first, since removing the files an
+/// earlier run saved is not part of the crawl.
+pub fn clear_state_dir(
+    state_root: &Path,
+    site: &BenchSite,
+    config: &RunConfig,
+) -> anyhow::Result<PathBuf> {
+    let state_dir = state_root.join(run_name(site, config));
+    if state_dir.exists() {
+        std::fs::remove_dir_all(&state_dir)
+            .with_context(|| format!("clearing {}", state_dir.display()))?;
+    }
+    Ok(state_dir)
 }
 
 /// Keep names usable as job names and file names.

@@ -6,7 +6,7 @@ use crate::bench::linked;
 use crate::bench::multihost;
 use crate::bench::reference::{self, ReferenceCommand, RunSample};
 use crate::bench::report::{self, RunFigures};
-use crate::bench::runner::{run_once, sanitize, BenchSite, RunConfig, RunResult};
+use crate::bench::runner::{clear_state_dir, run_once, sanitize, BenchSite, RunConfig, RunResult};
 use crate::bench::structured;
 use crate::sites::directory::DirectorySite;
 use crate::sites::linked::LinkedWeb;
@@ -701,29 +701,25 @@ fn cpu_mode(
     let addr = server.addr;
     std::fs::create_dir_all(&args.out)?;
     let state_root = args.out.join("state-cpu");
-    let rt = runtime()?;
+    let rt = super::crawl_runtime()?;
+    let config = RunConfig {
+        strategy: kind,
+        seed: 1,
+        max_requests: args.max_requests,
+        early_stop: args.early_stop,
+        // Only the counters are reported: the crawler's memory without the bench's.
+        trace: false,
+    };
+    let state_dir = clear_state_dir(&state_root, site_arg, &config)?;
     let cpu_before = cpu_time();
     let started = Instant::now();
-    let run = rt.block_on(run_once(
-        addr,
-        site_arg,
-        RunConfig {
-            strategy: kind,
-            seed: 1,
-            max_requests: args.max_requests,
-            early_stop: args.early_stop,
-            // Only the counters are reported: the crawler's memory without the bench's.
-            trace: false,
-        },
-        &state_root,
-    ));
+    let run = rt.block_on(run_once(addr, site_arg, config, &state_root));
     let wall = started.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
     if let Err(e) = server.stop() {
         errln!("stopping the site server: {e:#}");
     }
     let run = run?;
-    let state_dir = state_root.join(format!("{}-{}-1", sanitize(&site_arg.name), kind.name()));
     let store = StoreFootprint::measure(&state_dir);
     let c = &run.counters;
     let html_mib = (c.bytes - c.target_bytes) as f64 / (1 << 20) as f64;
@@ -803,7 +799,7 @@ fn cpu_reference(
     errln!("reference ({}): {line}", args.reference_name);
     let state_root = args.out.join("state-cpu");
     let log = args.out.join("reference.log");
-    let rt = runtime()?;
+    let rt = super::crawl_runtime()?;
     let mut forager_runs: Vec<Vec<RunSample>> = vec![Vec::new(); kinds.len()];
     let mut reference_runs = Vec::new();
     let result = (|| -> anyhow::Result<()> {
@@ -817,6 +813,7 @@ fn cpu_reference(
                     // Side by side with a crawler that keeps nothing.
                     trace: false,
                 };
+                clear_state_dir(&state_root, site, &config)?;
                 let before = cpu_time();
                 rt.block_on(run_once(server.addr, site, config, &state_root))?;
                 let sample = RunSample {

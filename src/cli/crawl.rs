@@ -79,10 +79,7 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
         }
     }
     fetch.resolve.extend(args.resolve.iter().cloned());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = super::crawl_runtime()?;
     let outcome = runtime.block_on(async {
         let engine = Engine::open(EngineConfig {
             state_dir: state_dir.clone(),
