@@ -181,9 +181,8 @@ pub(crate) fn default_state_dir(config: Option<&std::path::Path>) -> anyhow::Res
 /// --cpu`): one thread drives the job and its connections, and link
 /// extraction goes to the blocking pool. On a multi-threaded runtime the
 /// runner sat on the main thread and each connection on a worker, so every
-/// request crossed threads several times: sklearn sb cost 34.9 and 35.3 ms of
-/// CPU per MiB of HTML there against 26.5 and 28.5 here, with the same wall
-/// time (README, "Performance").
+/// request crossed threads several times: 16 % more CPU per MiB of HTML on
+/// sklearn, for the same wall time (README, "One thread per foreground crawl").
 fn crawl_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
