@@ -181,8 +181,9 @@ pub(crate) fn default_state_dir(config: Option<&std::path::Path>) -> anyhow::Res
 /// --cpu`): one thread drives the job and its connections, and link
 /// extraction goes to the blocking pool. On a multi-threaded runtime the
 /// runner sat on the main thread and each connection on a worker, so every
-/// request crossed threads several times: 16 % more CPU per MiB of HTML on
-/// sklearn, for the same wall time (README, "One thread per foreground crawl").
+/// request crossed threads several times. One thread costs 16 % less CPU per
+/// MiB of HTML on sklearn, for the same wall time (README, "One thread per
+/// foreground crawl").
 fn crawl_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
