@@ -335,7 +335,7 @@ impl Controller<'_> {
         };
         let frame = state.on_element(&tag, &name, has_end);
         let collector = match state.collector.as_mut() {
-            Some(c) if tag.may_carry_collected_data(&name) => c.on_element(token, has_end),
+            Some(c) if tag.may_carry_collected_data(&name) => c.on_element(token, &name, has_end),
             _ => None,
         };
         drop(state);
@@ -769,7 +769,7 @@ impl State {
     fn on_element(&mut self, tag: &StartTag<'_, '_, '_>, name: &str, has_end: bool) -> Option<u64> {
         // Only elements that may carry it are looked at closely.
         if !self.structured_data && tag.may_carry_structured_data(name) {
-            self.structured_data = has_structured_data(tag.el);
+            self.structured_data = has_structured_data(tag.el, name);
         }
         let info = classify(name);
         // A second `<html>`/`<body>` only merges attributes in browsers.
@@ -1367,9 +1367,8 @@ const OPEN_GRAPH_PREFIXES: [&str; 9] = [
     "og:", "fb:", "article:", "book:", "profile:", "music:", "video:", "product:", "twitter:",
 ];
 
-/// JSON-LD, microdata or RDFa on this element.
-fn has_structured_data(el: &LolStartTag<'_>) -> bool {
-    let name = el.name();
+/// JSON-LD, microdata or RDFa on this element (`name`: its tag name, lower case).
+fn has_structured_data(el: &LolStartTag<'_>, name: &str) -> bool {
     if name == "script" {
         let is_json_ld = el.get_attribute("type").is_some_and(|t| {
             let media_type = t.split(';').next().unwrap_or_default().trim();

@@ -259,11 +259,10 @@ impl Collector {
     /// An element started that may carry structured data in any syntax
     /// (`extract::links` filters: `template`, `noscript`, `script[type]` and
     /// elements with one of the attributes the syntaxes read, or an `h-`
-    /// class). Returns an id when its end must be reported; `has_end` says
-    /// whether it can have one.
-    pub fn on_element(&mut self, el: &StartTag<'_>, has_end: bool) -> Option<FrameId> {
-        let name = el.name();
-        if matches!(name.as_str(), "template" | "noscript") {
+    /// class). `name`: its tag name, lower case. Returns an id when its end
+    /// must be reported; `has_end` says whether it can have one.
+    pub fn on_element(&mut self, el: &StartTag<'_>, name: &str, has_end: bool) -> Option<FrameId> {
+        if matches!(name, "template" | "noscript") {
             if !has_end {
                 return None;
             }
@@ -302,7 +301,7 @@ impl Collector {
         }
         if self.opts.microdata {
             let can_track = has_end && self.frames.len() < MAX_FRAMES;
-            let text = microdata::on_element(self, el, &name, can_track, &mut frame.md);
+            let text = microdata::on_element(self, el, name, can_track, &mut frame.md);
             if let Some(owner) = text {
                 frame.text = self.open_text(owner);
             }
@@ -311,7 +310,7 @@ impl Collector {
             let trackable = has_end && self.frames.len() < MAX_FRAMES;
             // A void element (`<meta property content>`, `<link rel href>`)
             // has no children: its statements need no context or end tag.
-            let (ctx, text) = rdfa::on_element(self, el, &name, trackable);
+            let (ctx, text) = rdfa::on_element(self, el, name, trackable);
             frame.rdfa = ctx;
             if let Some(owner) = text {
                 // Both syntaxes on one element: two values, closed together.
