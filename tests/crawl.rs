@@ -731,3 +731,106 @@ async fn http_options_reach_their_hosts_only_through_the_proxy_and_stay_secret()
         assert!(!warc.contains(secret), "{secret} archived");
     }
 }
+
+/// `budget.neither_links = "skip"`: the links sb still predicts neither when
+/// nothing else is left are never requested — each one is in the crawl log as
+/// skipped, and each answered neither in the same crawl with `"last"` — and
+/// every target is harvested all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_predicted_neither_are_skipped_when_the_job_says_so() {
+    use forager::sites::server::Site;
+    use forager::sites::synthetic::{Preset, SyntheticSite};
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    const HOST: &str = "variants.test";
+    let site = SyntheticSite::preset(Preset::Variants, 1).unwrap();
+    let start = site.start_path().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |mode: &'static str| {
+        let (dir, start) = (dir.path().to_path_buf(), start.clone());
+        let site: Arc<dyn Site> = Arc::new(SyntheticSite::preset(Preset::Variants, 1).unwrap());
+        async move {
+            let server = SiteServer::start(vec![(HOST.to_string(), site)])
+                .await
+                .unwrap();
+            let job = JobFile::new(&format!("variants-{mode}"))
+                .seed(format!("http://{HOST}{start}"))
+                .delay("0s")
+                .no_early_stop()
+                .set("budget", "neither_links", format!("\"{mode}\""))
+                .write(&dir);
+            let state = dir.join(format!("state-{mode}"));
+            let out = Crawl::new(&job, &state)
+                .allow_private()
+                .resolve(HOST, server.port())
+                .output()
+                .await;
+            let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(
+                out.status.success(),
+                "{stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let targets = state.join("targets").join(format!("variants-{mode}"));
+            let rows: BTreeSet<String> = common::manifest_by_final_url(&targets)
+                .into_keys()
+                .collect();
+            let log: Vec<serde_json::Value> = std::fs::read_to_string(targets.join("crawl.log"))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let asked: Vec<RequestRecord> = server.log();
+            let _ = server.shutdown().await;
+            (rows, log, asked, stdout)
+        }
+    };
+    let (rows_last, log_last, asked_last, _) = run("last").await;
+    let (rows_skip, log_skip, asked_skip, stdout) = run("skip").await;
+
+    assert!(rows_last.len() > 100, "{} targets", rows_last.len());
+    assert_eq!(rows_skip, rows_last, "every target either way");
+    let reason = |l: &serde_json::Value| l["reason"].as_str().map(str::to_string);
+    assert!(
+        log_last
+            .iter()
+            .all(|l| reason(l).as_deref() != Some("predicted_neither")),
+        "nothing is skipped by default"
+    );
+    let skipped: BTreeSet<String> = log_skip
+        .iter()
+        .filter(|l| reason(l).as_deref() == Some("predicted_neither"))
+        .map(|l| l["url"].as_str().unwrap().to_string())
+        .collect();
+    assert!(skipped.len() > 500, "{} skipped", skipped.len());
+    let url = |r: &RequestRecord| format!("http://{}{}", r.host, r.path_and_query);
+    let requested_skip: BTreeSet<String> = asked_skip.iter().map(url).collect();
+    assert!(
+        skipped.is_disjoint(&requested_skip),
+        "a skipped link was requested"
+    );
+    // With "last" the same links were fetched, and none was a page or a target.
+    let answered: BTreeMap<String, String> = log_last
+        .iter()
+        .filter(|l| l["event"] == "request")
+        .map(|l| {
+            let label = l["label"].as_str().unwrap_or("error").to_string();
+            (l["url"].as_str().unwrap().to_string(), label)
+        })
+        .collect();
+    for u in &skipped {
+        let label = answered.get(u).map(String::as_str);
+        assert!(matches!(label, Some("neither" | "error")), "{u}: {label:?}");
+    }
+    assert_eq!(
+        asked_skip.len() + skipped.len(),
+        asked_last.len(),
+        "the requests saved are the links skipped"
+    );
+    let dropped = stdout
+        .split(" dropped")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse::<usize>().ok());
+    assert!(dropped >= Some(skipped.len()), "{stdout}");
+}

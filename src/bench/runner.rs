@@ -7,7 +7,7 @@
 //! filters so no run learns from another.
 
 use super::groundtruth::{self, GroundTruth, WalkOptions};
-use crate::config::{JobSpec, TargetsSpec};
+use crate::config::{JobSpec, NeitherLinks, TargetsSpec};
 use crate::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, RequestKind, Runner};
 use crate::fetch::FetchConfig;
 use crate::mime::{Label, Preset as MimePreset};
@@ -131,6 +131,7 @@ pub struct RunConfig {
     /// Request budget (0 = unlimited).
     pub max_requests: u64,
     pub early_stop: bool,
+    pub neither_links: NeitherLinks,
     /// Keep one [`TraceRow`] per request in [`RunResult::trace`] (24 bytes
     /// each: 40 MiB over a million-page crawl, which CPU mode, reporting
     /// only the counters, does not count against the crawler's memory).
@@ -186,6 +187,7 @@ pub async fn run_once(
     spec.budget.requests = config.max_requests;
     spec.budget.bytes = 0;
     spec.budget.early_stop = config.early_stop;
+    spec.budget.neither_links = config.neither_links;
     let mut observer = TraceObserver {
         keep: config.trace,
         rows: Vec::new(),
@@ -316,6 +318,7 @@ mod tests {
             seed: 7,
             max_requests: 400,
             early_stop: false,
+            neither_links: NeitherLinks::Last,
             trace: true,
         };
         let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

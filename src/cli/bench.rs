@@ -8,6 +8,7 @@ use crate::bench::reference::{self, ReferenceCommand, RunSample};
 use crate::bench::report::{self, RunFigures};
 use crate::bench::runner::{clear_state_dir, run_once, sanitize, BenchSite, RunConfig, RunResult};
 use crate::bench::structured;
+use crate::config::NeitherLinks;
 use crate::sites::directory::DirectorySite;
 use crate::sites::linked::LinkedWeb;
 use crate::sites::server::{Site, SiteServer};
@@ -68,6 +69,10 @@ pub struct BenchArgs {
     /// Let runs stop early (off: every run goes to the end, to draw whole curves).
     #[arg(long)]
     early_stop: bool,
+    /// The jobs' `budget.neither_links`: `last` fetches the links sb predicts are neither
+    /// a page nor a target after all others, `skip` never (sb only; see README).
+    #[arg(long, default_value = "last", value_parser = parse_neither_links)]
+    neither_links: NeitherLinks,
     /// CPU mode: serve the first site from a child process, crawl it once with the
     /// first strategy, report pages/s, CPU per page and per MiB of HTML, peak RSS.
     /// With --reference: side by side with another crawler.
@@ -430,6 +435,7 @@ async fn bench_site(
                 seed,
                 max_requests: args.max_requests,
                 early_stop: args.early_stop,
+                neither_links: args.neither_links,
                 trace: true,
             };
             let run = run_once(server.addr(), site, config, state_root).await?;
@@ -707,6 +713,7 @@ fn cpu_mode(
         seed: 1,
         max_requests: args.max_requests,
         early_stop: args.early_stop,
+        neither_links: args.neither_links,
         // Only the counters are reported: the crawler's memory without the bench's.
         trace: false,
     };
@@ -810,6 +817,7 @@ fn cpu_reference(
                     seed: 1,
                     max_requests: args.max_requests,
                     early_stop: args.early_stop,
+                    neither_links: args.neither_links,
                     // Side by side with a crawler that keeps nothing.
                     trace: false,
                 };
@@ -1145,6 +1153,7 @@ pub fn demo() -> anyhow::Result<ExitCode> {
                 seed: 1,
                 max_requests: 0,
                 early_stop: false,
+                neither_links: NeitherLinks::Last,
                 // The figures are read from the trace.
                 trace: true,
             };
@@ -1214,4 +1223,13 @@ pub fn demo() -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--neither-links`: the names a job file's `budget.neither_links` takes.
+fn parse_neither_links(s: &str) -> Result<NeitherLinks, String> {
+    NeitherLinks::ALL
+        .iter()
+        .find(|(name, _)| *name == s)
+        .map(|&(_, v)| v)
+        .ok_or_else(|| format!("expected one of: last, skip (got {s:?})"))
 }

@@ -85,7 +85,7 @@ pub const DEFAULT_MIN_STATEMENTS: u64 = 6;
 const MAX_STATEMENTS_RANGE: (u64, u64) = (1, 1_000_000);
 /// What `targets.rdf_follow` may list: the positions of a statement whose IRIs are links.
 const RDF_FOLLOW: &[&str] = &["subjects", "objects", "predicates", "types"];
-const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop"];
+const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop", "neither_links"];
 const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent", "max_in_flight", "per"];
 
 /// Most requests one job may keep in flight (each on its own politeness key).
@@ -337,6 +337,8 @@ pub struct BudgetSpec {
     pub bytes: u64,
     /// Stop when new targets stop coming (ARCHITECTURE.md § Crawl loop, early stopping).
     pub early_stop: bool,
+    /// What becomes of links sb predicts are neither a page nor a target.
+    pub neither_links: NeitherLinks,
 }
 
 impl Default for BudgetSpec {
@@ -345,8 +347,29 @@ impl Default for BudgetSpec {
             requests: 100_000,
             bytes: 20 << 30,
             early_stop: true,
+            neither_links: NeitherLinks::Last,
         }
     }
+}
+
+/// `budget.neither_links`: links whose URL pattern has answered only
+/// neither (`learn/neither.rs`, sb only) are fetched after every other link,
+/// or never. Either way a sample of them is fetched while the crawl runs, so
+/// a pattern that starts to hold pages or targets is noticed and its links
+/// are fetched again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NeitherLinks {
+    /// Fetched once nothing else is left: coverage stays complete.
+    #[default]
+    Last,
+    /// Left unfetched: the job ends when only they are left, each one in the
+    /// crawl log as skipped (`predicted_neither`).
+    Skip,
+}
+
+impl NeitherLinks {
+    pub const ALL: [(&'static str, NeitherLinks); 2] =
+        [("last", NeitherLinks::Last), ("skip", NeitherLinks::Skip)];
 }
 
 /// The `[politeness]` table.
@@ -480,7 +503,13 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
     let strategy = optional(root, "strategy", |n| r.choice("strategy", n, &strategies));
     let seed = optional(root, "seed", |n| r.u64("seed", n));
     let targets = sub_table(r, root, "targets", TARGETS_FIELDS, read_targets);
-    let budget = sub_table(r, root, "budget", BUDGET_FIELDS, read_budget);
+    let strategy_named = match strategy {
+        None => Some(StrategyKind::Sb),
+        Some(named) => named,
+    };
+    let budget = sub_table(r, root, "budget", BUDGET_FIELDS, |r, t| {
+        read_budget(r, t, strategy_named)
+    });
     let politeness = sub_table(r, root, "politeness", POLITENESS_FIELDS, read_politeness);
     let limits = sub_table(r, root, "limits", LIMITS_FIELDS, read_limits);
     let output = sub_table(r, root, "output", OUTPUT_FIELDS, read_output);
@@ -935,15 +964,40 @@ pub fn check_extension(s: &str) -> Result<String, String> {
     Ok(e.to_ascii_lowercase())
 }
 
-fn read_budget(r: &mut Reader<'_>, t: &Table<'_>) -> Option<BudgetSpec> {
+/// `strategy`: the job's, when it was valid (`neither_links = "skip"` asks
+/// something of it).
+fn read_budget(
+    r: &mut Reader<'_>,
+    t: &Table<'_>,
+    strategy: Option<StrategyKind>,
+) -> Option<BudgetSpec> {
     let d = BudgetSpec::default();
     let requests = optional(t, "requests", |n| r.u64(&t.child("requests"), n));
     let bytes = optional(t, "bytes", |n| r.size(&t.child("bytes"), n));
     let early_stop = optional(t, "early_stop", |n| r.bool(&t.child("early_stop"), n));
+    let neither_links = optional(t, "neither_links", |n| {
+        let field = t.child("neither_links");
+        let choice = r.choice(&field, n, &NeitherLinks::ALL)?;
+        match strategy {
+            Some(s) if choice == NeitherLinks::Skip && s != StrategyKind::Sb => {
+                r.invalid(
+                    &field,
+                    n,
+                    format!(
+                        "\"skip\" needs strategy = \"sb\", the only one that learns which links are neither (this job's is {})",
+                        quote(s.name())
+                    ),
+                );
+                None
+            }
+            _ => Some(choice),
+        }
+    });
     Some(BudgetSpec {
         requests: requests.unwrap_or(Some(d.requests))?,
         bytes: bytes.unwrap_or(Some(d.bytes))?,
         early_stop: early_stop.unwrap_or(Some(d.early_stop))?,
+        neither_links: neither_links.unwrap_or(Some(d.neither_links))?,
     })
 }
 

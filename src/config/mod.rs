@@ -25,9 +25,10 @@ pub use error::ConfigError;
 pub use files::{is_job_file, job_name_from_path, read_config_file, MAX_CONFIG_FILE_BYTES};
 pub use job::{
     check_extension, check_mime_pattern, check_user_agent, is_valid_job_name, load_job, parse_job,
-    parse_job_all, BudgetSpec, JobMode, JobSpec, LimitsSpec, OutputSpec, PolitenessSpec,
-    RevisitSpec, StructuredTargets, TargetsSpec, DEFAULT_BLOCK_EXT, DEFAULT_BLOCK_MIME,
-    DEFAULT_MIN_STATEMENTS, DEFAULT_STRIP_PARAMS, DEFAULT_USER_AGENT, MAX_DELAY, MAX_NAME_LEN,
+    parse_job_all, BudgetSpec, JobMode, JobSpec, LimitsSpec, NeitherLinks, OutputSpec,
+    PolitenessSpec, RevisitSpec, StructuredTargets, TargetsSpec, DEFAULT_BLOCK_EXT,
+    DEFAULT_BLOCK_MIME, DEFAULT_MIN_STATEMENTS, DEFAULT_STRIP_PARAMS, DEFAULT_USER_AGENT,
+    MAX_DELAY, MAX_NAME_LEN,
 };
 pub use units::{parse_duration, parse_size, show_duration, show_size};
 

@@ -121,6 +121,7 @@ fn statistics_example_names_every_field() {
         "requests =",
         "bytes =",
         "early_stop =",
+        "neither_links =",
         "[politeness]",
         "delay =",
         "robots =",
@@ -215,6 +216,7 @@ block_ext = ["JPG", "mp4"]
 requests = 0
 bytes = 1048576
 early_stop = false
+neither_links = "last"
 
 [politeness]
 delay = "250ms"
@@ -251,7 +253,8 @@ strip_params = ["SID", "utm_source"]
         BudgetSpec {
             requests: 0,
             bytes: 1 << 20,
-            early_stop: false
+            early_stop: false,
+            neither_links: NeitherLinks::Last,
         }
     );
     assert_eq!(j.politeness.delay, Duration::from_millis(250));
@@ -449,7 +452,7 @@ fn bad_durations_and_sizes() {
 fn unknown_fields_at_every_level() {
     assert_eq!(
         job_err(&format!("{HEAD}\n\n[budget]\nrequests = 5\n\nrequsts = 7\n")),
-        "jobs.d/x.toml:8: budget.requsts: unknown field (expected one of: requests, bytes, early_stop)"
+        "jobs.d/x.toml:8: budget.requsts: unknown field (expected one of: requests, bytes, early_stop, neither_links)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}nmae = \"y\"\n")),
@@ -473,7 +476,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}budget = {{ requsts = 1 }}\n")),
-        "jobs.d/x.toml:3: budget.requsts: unknown field (expected one of: requests, bytes, early_stop)"
+        "jobs.d/x.toml:3: budget.requsts: unknown field (expected one of: requests, bytes, early_stop, neither_links)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}\"odd key\" = 1\n")),
@@ -684,7 +687,7 @@ fn all_errors_come_in_file_order() {
             "jobs.d/x.toml:1: seeds[0]: not an http(s) URL: \"ftp://a\"",
             "jobs.d/x.toml:2: scope: unknown value \"x\" (expected one of: site, host, any)",
             "jobs.d/x.toml:4: budget.requests: expected an integer, found a string",
-            "jobs.d/x.toml:5: budget.bogus: unknown field (expected one of: requests, bytes, early_stop)",
+            "jobs.d/x.toml:5: budget.bogus: unknown field (expected one of: requests, bytes, early_stop, neither_links)",
             "jobs.d/x.toml: name: missing required field",
         ]
     );
@@ -1451,4 +1454,26 @@ fn revisit_errors_name_the_field() {
     assert!(mode.starts_with("jobs.d/x.toml:1: mode: "), "{mode}");
     let unknown = job_err(&format!("{c}{HEAD}[revisit]\nmni = \"1h\"\n"));
     assert!(unknown.contains("revisit.mni: unknown field"), "{unknown}");
+}
+
+#[test]
+fn neither_links_skip_is_for_sb_only() {
+    assert_eq!(job(HEAD).budget.neither_links, NeitherLinks::Last);
+    let skip = job(&format!("{HEAD}[budget]\nneither_links = \"skip\"\n"));
+    assert_eq!(skip.budget.neither_links, NeitherLinks::Skip);
+    assert_eq!(
+        job_err(&format!("{HEAD}[budget]\nneither_links = \"never\"\n")),
+        "jobs.d/x.toml:4: budget.neither_links: unknown value \"never\" (expected one of: last, skip)"
+    );
+    assert_eq!(
+        job_err(&format!(
+            "{HEAD}strategy = \"bfs\"\n[budget]\nneither_links = \"skip\"\n"
+        )),
+        "jobs.d/x.toml:5: budget.neither_links: \"skip\" needs strategy = \"sb\", the only one that learns which links are neither (this job's is \"bfs\")"
+    );
+    // "last" is every strategy's way already.
+    let bfs = job(&format!(
+        "{HEAD}strategy = \"bfs\"\n[budget]\nneither_links = \"last\"\n"
+    ));
+    assert_eq!(bfs.budget.neither_links, NeitherLinks::Last);
 }

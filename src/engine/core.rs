@@ -29,7 +29,7 @@
 
 use super::traps::{pattern_key, TrapGuard, DEFAULT_MAX_PATTERN_RUN};
 use crate::codec;
-use crate::config::JobSpec;
+use crate::config::{JobSpec, NeitherLinks};
 use crate::extract::{self, PageLinks, Scope, UrlPatterns, UrlRules};
 use crate::learn::hash::IntHashBuilder;
 use crate::learn::{EarlyStop, EarlyStopConfig};
@@ -177,6 +177,9 @@ pub struct JobCore {
     /// (`[output] crawl_log`); the runner drains it after every admit call.
     skipped: Vec<Skipped>,
     log_skips: bool,
+    /// `budget.neither_links = "skip"`: links the strategy still predicts
+    /// neither when they are popped are dropped, not fetched.
+    skip_neither: bool,
     /// A continuous job's revisit book (`None` for a job that runs once);
     /// see `revisits.rs`.
     revisits: Option<crate::revisit::RevisitBook>,
@@ -261,6 +264,7 @@ impl JobCore {
             refused_private: 0,
             skipped: Vec::new(),
             log_skips: spec.output.crawl_log,
+            skip_neither: spec.budget.neither_links == NeitherLinks::Skip,
             revisits: spec
                 .revisit()
                 .map(|r| crate::revisit::RevisitBook::new(r.schedule, r.policy)),
@@ -473,12 +477,16 @@ impl JobCore {
     /// Ask the strategy whether a popped link is still wanted; when it is
     /// not, the link leaves the frontier as dropped (no step begins).
     pub fn confirm_popped(&mut self, id: LinkId, key: QueueKey, link: &Link) -> bool {
-        if self.strategy.confirm(link, key) {
+        let reason = if self.skip_neither && self.strategy.skip_predicted_neither(id, link, key) {
+            SkipReason::PredictedNeither
+        } else if self.strategy.confirm(link, key) {
             return true;
-        }
+        } else {
+            SkipReason::Strategy
+        };
         self.delta.frontier_removed.push(id);
         self.counters.dropped += 1;
-        self.skip(&link.url, SkipReason::Strategy, link.referrer.as_deref());
+        self.skip(&link.url, reason, link.referrer.as_deref());
         self.debug_check();
         false
     }

@@ -254,6 +254,16 @@ impl NeitherPatterns {
             .map(PatternStats::p_neither)
     }
 
+    /// Whether `url`'s pattern is predicted neither now (no ε-sample drawn,
+    /// nothing counted): what a link that waited is judged by at the end.
+    pub fn predicts_neither(&self, url: &Url) -> bool {
+        self.config.enabled
+            && self
+                .patterns
+                .get(&pattern_key(url))
+                .is_some_and(|s| s.p_neither() >= self.config.confidence)
+    }
+
     /// ε for the `n`-th link of a pattern predicted neither.
     fn sample_rate(&self, n: u64) -> f64 {
         let c = self.config;

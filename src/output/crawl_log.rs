@@ -44,6 +44,9 @@ pub enum SkipReason {
     Limits,
     /// The strategy judged it not worth a request.
     Strategy,
+    /// sb predicted it neither a page nor a target (its URL pattern answered
+    /// only that), and the job's `budget.neither_links` is `skip`.
+    PredictedNeither,
     /// A HEAD answered an error, or redirected out of scope.
     Broken,
 }

@@ -212,6 +212,17 @@ pub trait Strategy: Send {
         true
     }
 
+    /// A link `id` just popped with `key`, in a job whose
+    /// `budget.neither_links` is `skip`, asked before [`Strategy::confirm`]:
+    /// `true` when the strategy made it wait as predicted neither and still
+    /// predicts so. The engine then drops it (it leaves the frontier, counted
+    /// as dropped) and the strategy must have forgotten it. Strategies that
+    /// never predict neither keep every link.
+    fn skip_predicted_neither(&mut self, id: LinkId, link: &Link, key: QueueKey) -> bool {
+        let _ = (id, link, key);
+        false
+    }
+
     /// Links waiting in the frontier.
     fn len(&self) -> usize;
 

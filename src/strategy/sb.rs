@@ -530,6 +530,19 @@ impl SleepingBandit {
     }
 
     /// Reward the action (and member) of `key` for one of its selections.
+    /// One fetch of a diverted link of `from` is no longer awaited: `false`
+    /// when none was.
+    fn take_prepaid(&mut self, from: ActionKey) -> bool {
+        let btree_map::Entry::Occupied(mut n) = self.prepaid.entry(from) else {
+            return false;
+        };
+        *n.get_mut() -= 1;
+        if *n.get() == 0 {
+            n.remove();
+        }
+        true
+    }
+
     fn reward_arm(&mut self, key: QueueKey, reward: u32) {
         // Only selections the bandit made can be rewarded (not orphans, not foreign keys).
         if self
@@ -655,12 +668,7 @@ impl Strategy for SleepingBandit {
         let diverted = self.suspects.get(&id).and_then(|s| s.diverted_from);
         if let Some(from) = diverted {
             // Parked after its pop (a restore starts with nothing prepaid): its fetch is not under way.
-            if let btree_map::Entry::Occupied(mut n) = self.prepaid.entry(from) {
-                *n.get_mut() -= 1;
-                if *n.get() == 0 {
-                    n.remove();
-                }
-            }
+            self.take_prepaid(from);
         }
         if key.slot == WAITING_SLOT || diverted.is_some() {
             self.waiting.insert(id);
@@ -762,14 +770,28 @@ impl Strategy for SleepingBandit {
 
     fn reward(&mut self, key: QueueKey, reward: u32) {
         // The fetch of a link made to wait: its action was rewarded 0 for it already.
-        if let btree_map::Entry::Occupied(mut n) = self.prepaid.entry(ActionKey::of(key)) {
-            *n.get_mut() -= 1;
-            if *n.get() == 0 {
-                n.remove();
-            }
+        if self.take_prepaid(ActionKey::of(key)) {
             return;
         }
         self.reward_arm(key, reward);
+    }
+
+    fn skip_predicted_neither(&mut self, id: LinkId, link: &Link, key: QueueKey) -> bool {
+        // Only links that waited (popped from the waiting queue) are judged again.
+        let diverted = self.suspects.get(&id).and_then(|s| s.diverted_from);
+        if key.slot != WAITING_SLOT && diverted.is_none() {
+            return false;
+        }
+        if !self.neither.predicts_neither(&link.url) {
+            // Its pattern was released by a sample that answered a page or a target.
+            return false;
+        }
+        if let Some(from) = diverted {
+            // Its action earned 0 for it when it was diverted; no fetch will follow its pop.
+            self.take_prepaid(from);
+            self.suspects.remove(&id);
+        }
+        true
     }
 
     fn save(&self) -> Vec<u8> {
@@ -1571,6 +1593,89 @@ mod tests {
         }
         assert_eq!(sb.pop(), None);
         assert_eq!(sb.stats().top_actions[0].mean_reward, 0.0);
+    }
+
+    /// `budget.neither_links = "skip"`: a link that waited is skipped when
+    /// popped while its pattern is still predicted neither, fetched once a
+    /// sample released the pattern; a link of an action never is, and a
+    /// diverted link's prepaid 0 goes with it.
+    #[test]
+    fn waiting_links_are_skipped_while_their_pattern_is_still_neither() {
+        let pages = |i: u32| html_link(&format!("https://s.test/api/p{i}.html"), NAV);
+        let sources = |i: u32| html_link(&format!("https://s.test/_sources/p{i}.txt"), FOOTER);
+        let raws = |i: u32| html_link(&format!("https://s.test/_raw/p{i}.rst"), FOOTER);
+        let mut sb = SleepingBandit::new(3);
+        for i in 0..10 {
+            sb.observe(&pages(i), Label::Html, LabelSource::Get);
+        }
+        // Queued as pages before their pattern is known: suspects of the footer's action.
+        let Triage::Enqueue(suspect_key) = sb.triage(&sources(0), None) else {
+            panic!("unknown pattern: predicted a page");
+        };
+        sb.push(LinkId(0), suspect_key);
+        for i in 100..108 {
+            sb.observe(&sources(i), Label::Neither, LabelSource::Get);
+            sb.observe(&raws(i), Label::Neither, LabelSource::Get);
+        }
+        // Now predicted neither: they wait (the ε-sample aside).
+        let mut waiting = Vec::new();
+        for i in 1..60u32 {
+            let link = if i % 2 == 0 { sources(i) } else { raws(i) };
+            if let Triage::Enqueue(k) = sb.triage(&link, None) {
+                if k.slot == WAITING_SLOT {
+                    sb.push(LinkId(u64::from(i)), k);
+                    waiting.push((LinkId(u64::from(i)), link, k));
+                }
+            }
+        }
+        assert!(waiting.len() >= 30, "{} waited", waiting.len());
+        let Triage::Enqueue(page_key) = sb.triage(&pages(99), None) else {
+            panic!("a page is enqueued");
+        };
+        sb.push(LinkId(100), page_key);
+
+        // The page first, never skipped; then the suspect, diverted to wait (its action earns 0).
+        let (id, key) = sb.pop().expect("the page");
+        assert_eq!(id, LinkId(100));
+        assert!(!sb.skip_predicted_neither(id, &pages(99), key));
+        let (id, key) = sb.pop().expect("the suspect");
+        assert_eq!(id, LinkId(0));
+        assert!(sb.suspects[&id].diverted_from.is_some(), "it waited");
+        assert_eq!(sb.prepaid.len(), 1, "popped from waiting under its action");
+        assert!(sb.skip_predicted_neither(id, &sources(0), key));
+        assert!(sb.prepaid.is_empty(), "no fetch will pay it back");
+        assert!(!sb.suspects.contains_key(&id), "forgotten");
+
+        // A sample of `_raw` answered pages: that pattern is released, `_sources` is not.
+        for i in 200..230 {
+            sb.observe(&raws(i), Label::Html, LabelSource::Get);
+        }
+        let (mut skipped, mut fetched) = (0, 0);
+        while let Some((id, key)) = sb.pop() {
+            assert_eq!(key.slot, WAITING_SLOT);
+            let (_, link, _) = waiting
+                .iter()
+                .find(|(w, _, _)| *w == id)
+                .expect("a waiting link");
+            let skip = sb.skip_predicted_neither(id, link, key);
+            assert_eq!(
+                skip,
+                link.url.path().starts_with("/_sources/"),
+                "{}",
+                link.url
+            );
+            if skip {
+                skipped += 1;
+            } else {
+                fetched += 1;
+            }
+        }
+        assert_eq!(skipped + fetched, waiting.len());
+        assert!(
+            skipped > 0 && fetched > 0,
+            "{skipped} skipped, {fetched} fetched"
+        );
+        assert_eq!(sb.len(), 0);
     }
 
     /// Links queued under an action while their pattern was still being
