@@ -139,6 +139,15 @@ fn format_explain(
         }
         None => o.push_str("URL classifier: no predictions yet\n"),
     }
+    if s.neither_waited + s.neither_sampled > 0 {
+        let _ = writeln!(
+            o,
+            "links predicted neither page nor target by their URL pattern: {} made to wait for \
+             the end, {} fetched at once as samples\n  (budget.neither_links = \"skip\" leaves \
+             the waiting ones unfetched)",
+            s.neither_waited, s.neither_sampled
+        );
+    }
     if strategy == StrategyKind::Ldcoc.name() {
         linked_data_sections(&mut o, s, top);
         return o;
@@ -328,6 +337,8 @@ mod tests {
             classifier_correct: 180,
             actions: 7,
             capped_paths: 0,
+            neither_waited: 0,
+            neither_sampled: 0,
             top_actions: vec![pld(2, "lod002.test", 40, 30), pld(0, "lod000.test", 10, 5)],
             top_features: vec![
                 crate::strategy::FeatureReport {
@@ -394,6 +405,8 @@ mod tests {
             classifier_correct: 80,
             actions: 9,
             capped_paths: 0,
+            neither_waited: 0,
+            neither_sampled: 0,
             top_actions: vec![host(1, "shop.test", 38, 30), host(4, "news.test", 10, 3)],
             top_features: Vec::new(),
         };
@@ -442,6 +455,8 @@ mod tests {
             classifier_correct: 9,
             actions: 2,
             capped_paths: 0,
+            neither_waited: 940,
+            neither_sampled: 12,
             top_actions: vec![first, action(7, &b)],
             top_features: Vec::new(),
         };
@@ -480,6 +495,10 @@ mod tests {
         // Two examples of action 3.
         assert!(
             text.contains("e.g. http://a.test/x.csv") && text.contains("e.g. http://a.test/y.csv"),
+            "{text}"
+        );
+        assert!(
+            text.contains("by their URL pattern: 940 made to wait for the end, 12 fetched"),
             "{text}"
         );
         // The columns are explained once, including why picks can exceed links.

@@ -627,6 +627,7 @@ impl Strategy for Anthelion {
             capped_paths: 0,
             top_actions,
             top_features: Vec::new(),
+            ..StrategyStats::default()
         }
     }
 }

@@ -454,6 +454,7 @@ impl Strategy for Ldcoc {
             capped_paths: 0,
             top_actions,
             top_features: self.strongest_features(),
+            ..StrategyStats::default()
         }
     }
 }

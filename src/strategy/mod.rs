@@ -161,6 +161,13 @@ pub struct StrategyStats {
     /// strategies that keep their names (`ldcoc`); at most 20.
     #[serde(default)]
     pub top_features: Vec<FeatureReport>,
+    /// Links predicted neither a page nor a target by their URL pattern
+    /// (sb): made to wait for the end of the crawl, and fetched at once as
+    /// the ε-sample. Counted over the whole job.
+    #[serde(default)]
+    pub neither_waited: u64,
+    #[serde(default)]
+    pub neither_sampled: u64,
 }
 
 /// One feature of a URL classifier and its weight (positive: towards a target).

@@ -893,6 +893,8 @@ impl Strategy for SleepingBandit {
             capped_paths: self.actions.overflowed(),
             top_actions: ids.into_iter().map(|id| self.report(id)).collect(),
             top_features: Vec::new(),
+            neither_waited: self.neither.counts().waited,
+            neither_sampled: self.neither.counts().sampled,
         }
     }
 }
