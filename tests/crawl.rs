@@ -743,12 +743,12 @@ async fn links_predicted_neither_are_skipped_when_the_job_says_so() {
     use std::collections::BTreeSet;
     use std::sync::Arc;
     const HOST: &str = "variants.test";
-    let site = SyntheticSite::preset(Preset::Variants, 1).unwrap();
-    let start = site.start_path().to_string();
     let dir = tempfile::tempdir().unwrap();
     let run = |mode: &'static str| {
-        let (dir, start) = (dir.path().to_path_buf(), start.clone());
-        let site: Arc<dyn Site> = Arc::new(SyntheticSite::preset(Preset::Variants, 1).unwrap());
+        let dir = dir.path().to_path_buf();
+        let site = SyntheticSite::preset(Preset::Variants, 1).unwrap();
+        let start = site.start_path();
+        let site: Arc<dyn Site> = Arc::new(site);
         async move {
             let server = SiteServer::start(vec![(HOST.to_string(), site)])
                 .await

@@ -503,12 +503,13 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
     let strategy = optional(root, "strategy", |n| r.choice("strategy", n, &strategies));
     let seed = optional(root, "seed", |n| r.u64("seed", n));
     let targets = sub_table(r, root, "targets", TARGETS_FIELDS, read_targets);
-    let strategy_named = match strategy {
+    // `None` when the field is invalid (already reported): nothing to check against.
+    let job_strategy = match strategy {
         None => Some(StrategyKind::Sb),
         Some(named) => named,
     };
     let budget = sub_table(r, root, "budget", BUDGET_FIELDS, |r, t| {
-        read_budget(r, t, strategy_named)
+        read_budget(r, t, job_strategy)
     });
     let politeness = sub_table(r, root, "politeness", POLITENESS_FIELDS, read_politeness);
     let limits = sub_table(r, root, "limits", LIMITS_FIELDS, read_limits);

@@ -529,7 +529,6 @@ impl SleepingBandit {
         }
     }
 
-    /// Reward the action (and member) of `key` for one of its selections.
     /// One fetch of a diverted link of `from` is no longer awaited: `false`
     /// when none was.
     fn take_prepaid(&mut self, from: ActionKey) -> bool {
@@ -543,6 +542,7 @@ impl SleepingBandit {
         true
     }
 
+    /// Reward the action (and member) of `key` for one of its selections.
     fn reward_arm(&mut self, key: QueueKey, reward: u32) {
         // Only selections the bandit made can be rewarded (not orphans, not foreign keys).
         if self
