@@ -12,7 +12,9 @@
 //! - A link of a pattern whose p(neither) (Beta(1, 1) prior) is at least
 //!   `confidence` (0.8: at least 3 answers, all neither) is predicted
 //!   neither: the strategy makes it *wait* until the frontier has nothing
-//!   better. It is never dropped. DESIGN.md "Beyond the paper" said 0.9 (8
+//!   better. It is never dropped (a job may say otherwise:
+//!   `budget.neither_links = "skip"`, [`NeitherPatterns::predicts_neither`]).
+//!   DESIGN.md "Beyond the paper" said 0.9 (8
 //!   answers): then the patterns' first answers were most of what sb still
 //!   paid for (below); measured with sb (5 seeds) 0.9 → 0.8: on
 //!   `synthetic:variants` neither requests before req@90 58 ± 8 → 26 ± 4,

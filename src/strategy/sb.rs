@@ -34,7 +34,9 @@
 //! before the classifier is asked, a link whose URL pattern (directory,
 //! extension, query shape) has answered neither — another type, or a 4xx —
 //! with p ≥ 0.8 is put in a *waiting* queue ([`WAITING_SLOT`]) served only
-//! when no action has a link left: it is never dropped, so coverage stays
+//! when no action has a link left: it is never dropped (unless the job's
+//! `budget.neither_links` is `skip`: then one still predicted neither when
+//! popped is, [`Strategy::skip_predicted_neither`]), so coverage stays
 //! whole, but it costs nothing before the rest of the site is crawled. An
 //! ε-sample of them goes through the usual triage and its answer counts 1/ε
 //! (LDCOC), so a pattern that turns out to hold pages is released. Links
