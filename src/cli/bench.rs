@@ -1227,9 +1227,8 @@ pub fn demo() -> anyhow::Result<ExitCode> {
 
 /// `--neither-links`: the names a job file's `budget.neither_links` takes.
 fn parse_neither_links(s: &str) -> Result<NeitherLinks, String> {
-    NeitherLinks::ALL
-        .iter()
-        .find(|(name, _)| *name == s)
-        .map(|&(_, v)| v)
-        .ok_or_else(|| format!("expected one of: last, skip (got {s:?})"))
+    NeitherLinks::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = NeitherLinks::ALL.iter().map(|(n, _)| *n).collect();
+        format!("expected one of: {} (got {s:?})", names.join(", "))
+    })
 }

@@ -370,6 +370,11 @@ pub enum NeitherLinks {
 impl NeitherLinks {
     pub const ALL: [(&'static str, NeitherLinks); 2] =
         [("last", NeitherLinks::Last), ("skip", NeitherLinks::Skip)];
+
+    /// The value a job file names `name`.
+    pub fn parse(name: &str) -> Option<NeitherLinks> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
+    }
 }
 
 /// The `[politeness]` table.

@@ -81,4 +81,16 @@ impl Crawl {
     pub async fn output(&self) -> Output {
         self.command().output().await.expect("run forager")
     }
+
+    /// Run to the end, which must be a success; its standard output.
+    pub async fn succeed(&self) -> String {
+        let out = self.output().await;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
 }
