@@ -233,9 +233,10 @@ pub struct WebSetting {
 }
 
 impl WebSetting {
-    /// The most requests per second politeness allows: one per host and delay.
-    pub fn allowed_per_sec(&self) -> f64 {
-        self.hosts as f64 / self.delay.as_secs_f64().max(1e-9)
+    /// The most requests per second politeness allows: one per host and
+    /// delay; none without a delay (the goal has no rate to reach then).
+    pub fn allowed_per_sec(&self) -> Option<f64> {
+        (!self.delay.is_zero()).then(|| self.hosts as f64 / self.delay.as_secs_f64())
     }
 }
 
@@ -281,13 +282,17 @@ pub fn markdown(setting: &WebSetting, runs: &[WebRun]) -> String {
     let _ = writeln!(
         out,
         "**web:{}** — {} hosts, {} pages each, {} targets on every third host; delay {}, \
-         so at most {:.0} requests/s\n",
+         so {}\n",
         setting.hosts,
         setting.hosts,
         setting.pages_per_host,
         setting.targets,
         humantime::format_duration(setting.delay),
-        setting.allowed_per_sec()
+        setting
+            .allowed_per_sec()
+            .map_or("no rate ceiling".to_string(), |r| format!(
+                "at most {r:.0} requests/s"
+            ))
     );
     let _ = writeln!(
         out,
@@ -338,22 +343,29 @@ pub fn markdown(setting: &WebSetting, runs: &[WebRun]) -> String {
         humantime::format_duration(setting.delay),
         if polite { "polite" } else { "NOT POLITE" }
     );
-    let goal = GOAL_SHARE * setting.allowed_per_sec();
     let rates: Vec<f64> = runs
         .iter()
         .filter_map(|r| r.window.map(|w| w.per_sec))
         .collect();
-    if let Some(lowest) = rates.iter().copied().reduce(f64::min) {
-        let _ = writeln!(
-            out,
-            "Goal (every run ≥ {goal:.0} requests/s, {:.0} % of the allowed rate, and polite): {}.",
-            GOAL_SHARE * 100.0,
-            if lowest >= goal && polite {
-                "met"
-            } else {
-                "MISSED"
-            }
-        );
+    let lowest = rates.iter().copied().reduce(f64::min);
+    match (setting.allowed_per_sec(), lowest) {
+        (Some(allowed), Some(lowest)) => {
+            let goal = GOAL_SHARE * allowed;
+            let _ = writeln!(
+                out,
+                "Goal (every run ≥ {goal:.0} requests/s, {:.0} % of the allowed rate, and polite): {}.",
+                GOAL_SHARE * 100.0,
+                if lowest >= goal && polite {
+                    "met"
+                } else {
+                    "MISSED"
+                }
+            );
+        }
+        (None, Some(_)) => {
+            let _ = writeln!(out, "No goal: without a delay politeness allows any rate.");
+        }
+        (_, None) => {}
     }
     for r in runs.iter().filter(|r| r.window.is_none()) {
         let _ = writeln!(
@@ -558,5 +570,19 @@ mod tests {
             text.contains("NOT POLITE") && text.contains("MISSED"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn without_a_delay_there_is_no_rate_goal() {
+        let setting = WebSetting {
+            hosts: 10,
+            pages_per_host: 3,
+            targets: 12,
+            delay: Duration::ZERO,
+        };
+        let text = markdown(&setting, &[run(StrategyKind::Sb, 1, 9.2, 1100)]);
+        assert!(text.contains("no rate ceiling"), "{text}");
+        assert!(text.contains("No goal: without a delay"), "{text}");
+        assert!(!text.contains("Goal (every run"), "{text}");
     }
 }
