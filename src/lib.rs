@@ -10,7 +10,8 @@
 //! is), [`mime`] (what a response is: HTML, target or neither), [`exchange`]
 //! (what an HTTP exchange looked like on the wire, for the WARC writer),
 //! [`http_options`] (what a job adds to its requests: headers, credentials, a
-//! proxy) and [`codec`] (how every stored value is encoded). [`revisit`] holds the pure
+//! proxy), [`codec`] (how every stored value is encoded) and [`panics`] (what a
+//! caught panic said). [`revisit`] holds the pure
 //! logic of conditional revisits (validators, schedule). `ARCHITECTURE.md`
 //! draws the map.
 
@@ -29,6 +30,7 @@ pub mod learn;
 pub mod link;
 pub mod mime;
 pub mod output;
+pub mod panics;
 pub mod rdf;
 pub mod revisit;
 pub mod sites;

@@ -183,7 +183,7 @@ pub fn main(config_path: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// Async workers for `cores` cores. More than the cores: a job's runner
-/// writes and fsyncs target files on its worker, and with one worker per core
+/// parses pages and writes and fsyncs target files on its worker, and with one worker per core
 /// (2 here) a single slow fsync stalls half of a thousand jobs. Measured with
 /// 1 000 loopback jobs on 2 cores (README, "Daemon load"): 2 workers sustained
 /// 568 requests/s, 16 workers 804 requests/s.
@@ -191,9 +191,10 @@ pub fn worker_threads(cores: usize) -> usize {
     (cores * 4).clamp(16, 64)
 }
 
-/// Threads for blocking work (link extraction, store reads, scans). Tokio's
-/// default of 512 lets a backlog of CPU-bound extractions become hundreds of
-/// threads that only compete for the same cores and each keep a stack.
+/// Threads for blocking work (store reads, scans of the jobs folder; pages
+/// are parsed on the async workers). Tokio's default of 512 lets a backlog of
+/// blocking calls become hundreds of threads that only compete for the same
+/// cores and each keep a stack.
 pub fn blocking_threads(cores: usize) -> usize {
     (cores * 8).clamp(32, 256)
 }

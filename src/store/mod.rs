@@ -378,11 +378,8 @@ pub(crate) fn guard_panics<T>(
         }),
         Ok(result) => result,
         Err(panic) => {
-            let why = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "redb panicked".into());
+            let why =
+                crate::panics::panic_message(&*panic).unwrap_or_else(|| "redb panicked".into());
             Err(StoreError::Damaged {
                 path: path.to_path_buf(),
                 why: format!("redb panicked: {why}"),

@@ -1,5 +1,5 @@
 //! A linked-data job's RDF responses (ARCHITECTURE.md § Linked data): read,
-//! parsed in a blocking task, saved as a target when they hold a statement
+//! parsed through [`parse_body`], saved as a target when they hold a statement
 //! (the document as received, its statements appended to `data.nq.gz`), and
 //! their IRIs handed back as links, like a page's.
 
@@ -92,7 +92,7 @@ impl Runner<'_> {
             ..RdfLimits::default()
         };
         let doc_url = url.clone();
-        let parsed = tokio::task::spawn_blocking(move || {
+        let parsed = parse_body(move || {
             let doc = parse_document(&body.bytes, &doc_url, syntax, follow, limits);
             (doc, body)
         })

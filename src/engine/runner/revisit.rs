@@ -16,7 +16,7 @@
 //! delays, and the request budget and politeness apply to both alike (a
 //! revisit starts only when its host is ready, like a popped link).
 
-use super::{lock, unix_now, Driver, Fetched, Gate, Runner, Streamed, MAX_PAGE_BYTES};
+use super::{lock, parse_body, unix_now, Driver, Fetched, Gate, Runner, Streamed, MAX_PAGE_BYTES};
 use crate::engine::lanes::Readiness;
 use crate::engine::{EngineError, RequestKind, StepTally};
 use crate::extract::{self, sitemap};
@@ -306,7 +306,7 @@ impl Runner<'_> {
         let page_url = url.clone();
         let is_sitemap = sitemap::is_sitemap(&link.tag_path);
         let body_cut = body.truncated;
-        let links = tokio::task::spawn_blocking(move || {
+        let links = parse_body(move || {
             if is_sitemap {
                 sitemap::sitemap_links(&body.bytes, &page_url, &limits)
             } else {

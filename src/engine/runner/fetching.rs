@@ -1,0 +1,511 @@
+//! One request and what its answer means: sending it through the fetcher
+//! (redirects followed by hand, each hop re-checked), HEADs, GETs, and the
+//! body of a 2xx answer — a page's links, a sitemap's, or a target streamed
+//! to disk (`targets.rs`). Parsing runs through [`parse_body`]. Every
+//! decision about the links found is the core's.
+
+use super::*;
+use crate::panics::panic_message;
+
+impl Runner<'_> {
+    /// Send one request, counting it; a failure is already logged and counted.
+    async fn send(
+        &self,
+        method: Method,
+        url: &Url,
+        tally: &mut StepTally,
+    ) -> Result<Response, FetchError> {
+        self.send_with(method, url, tally, &[]).await
+    }
+
+    /// [`Runner::send`] with request fields of its own (a revisit's validators).
+    pub(super) async fn send_with(
+        &self,
+        method: Method,
+        url: &Url,
+        tally: &mut StepTally,
+        extra: &[(&'static str, String)],
+    ) -> Result<Response, FetchError> {
+        let key = self.host_key(url);
+        let sent = self
+            .engine
+            .fetcher
+            .send_with(method, url, &self.politeness, &key, extra)
+            .await;
+        // Counted once the fetcher returns: a stop that cancels this future
+        // while it waits for the host's politeness slot sent nothing, and
+        // neither did a request refused before it left (SSRF guard, bad URL).
+        if let Err(e) = &sent {
+            if !e.reached_network() {
+                if matches!(e, FetchError::Forbidden { .. }) {
+                    self.refused_by_guard(url, e);
+                } else {
+                    self.core().counters.fetch_errors += 1;
+                    self.fetch_failed(method, url, e);
+                }
+                return sent;
+            }
+        }
+        tally.requests += 1;
+        {
+            let mut core = self.core();
+            core.counters.requests += 1;
+            if method == Method::Head {
+                core.counters.heads += 1;
+            }
+        }
+        if let Err(e) = &sent {
+            self.core().counters.fetch_errors += 1;
+            self.fetch_failed(method, url, e);
+        }
+        sent
+    }
+
+    /// The SSRF guard refused `url`: counted as a failure, never as a request.
+    pub(super) fn refused_by_guard(&self, url: &Url, e: &FetchError) {
+        {
+            let mut core = self.core();
+            core.counters.fetch_errors += 1;
+            core.refused_private += 1;
+        }
+        warn!(job = %self.spec.name, url = %url, error = %e, "refused by the SSRF guard; pass --allow-private (or allow_private = true in the daemon config) to crawl private addresses");
+    }
+
+    pub(super) fn fetch_failed(&self, method: Method, url: &Url, e: &FetchError) {
+        warn!(job = %self.spec.name, url = %url, error = %e, "request failed");
+        if let Some(log) = lock(&self.crawl_log).as_mut() {
+            let error = e.to_string();
+            log.write(&LogLine {
+                method: Some(method_name(kind_of(method))),
+                error: Some(&error),
+                ..LogLine::new(Event::Request, url.as_str())
+            });
+        }
+        self.emit(kind_of(method), url, None, 0, None, false, None);
+    }
+
+    /// Follow one redirect hop: the next URL, if it may be fetched.
+    /// `step`: the step that owns the hop (`None` for a HEAD: its hops are not fetched).
+    fn redirect_target(
+        &self,
+        step: Option<LinkId>,
+        from: &Link,
+        location: Option<&Url>,
+    ) -> Option<Url> {
+        let mut core = self.core();
+        core.counters.redirects += 1;
+        let mut next = location?.clone();
+        extract::normalize(&mut next, &self.limits.url_rules);
+        // A Location header obeys the same trap rules as a link on a page.
+        if extract::check_limits(&next, &self.limits.url_rules).is_err() {
+            core.counters.rejected_links += 1;
+            drop(core);
+            self.log_skip(&next, SkipReason::Limits);
+            return None;
+        }
+        if !core.in_scope(&next) {
+            core.counters.out_of_scope += 1;
+            drop(core);
+            self.log_skip(&next, SkipReason::Scope);
+            return None;
+        }
+        if let Some(step) = step {
+            if !core.admit_hop(step, from, &next) {
+                return None;
+            }
+        }
+        Some(next)
+    }
+
+    /// HEAD a link (following redirects) to learn its label.
+    pub(super) async fn head(
+        &self,
+        link: &Link,
+        tally: &mut StepTally,
+    ) -> Result<HeadAnswer, EngineError> {
+        let mut url = link.url.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            match self.robots_gate(&url).await {
+                Gate::Allowed => {}
+                Gate::Disallowed => return Ok(HeadAnswer::Broken),
+                // Let a GET tell, and be retried if it must.
+                Gate::Unavailable(_) => return Ok(HeadAnswer::Unknown),
+            }
+            let Ok(resp) = self.send(Method::Head, &url, tally).await else {
+                return Ok(HeadAnswer::Unknown);
+            };
+            let status = resp.status;
+            self.emit(
+                RequestKind::Head,
+                &url,
+                Some(status),
+                0,
+                None,
+                false,
+                Some(resp.latency),
+            );
+            match status {
+                300..=399 => match self.redirect_target(None, link, resp.location.as_ref()) {
+                    Some(next) => url = next,
+                    None => return Ok(HeadAnswer::Broken),
+                },
+                200..=299 => {
+                    let label = self.label_of(&resp);
+                    self.remember_family(&link.url, resp.content_type.as_deref());
+                    self.core().observe(link, label, LabelSource::Head);
+                    return Ok(HeadAnswer::Label(label));
+                }
+                // Servers that do not implement HEAD still answer GET.
+                405 | 501 => return Ok(HeadAnswer::Unknown),
+                _ => {
+                    self.core().counters.http_errors += 1;
+                    return Ok(HeadAnswer::Broken);
+                }
+            }
+        }
+        Ok(HeadAnswer::Broken)
+    }
+
+    /// GET a link, following redirects by hand; parse pages, save targets.
+    pub(super) async fn get(
+        &self,
+        step: LinkId,
+        link: &Link,
+        tally: &mut StepTally,
+    ) -> Result<Fetched, EngineError> {
+        let mut url = link.url.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            let this = |fault, reason: String| Fetched::retry(link, &url, fault, reason);
+            match self.robots_gate(&url).await {
+                Gate::Allowed => {}
+                Gate::Disallowed => return Ok(Fetched::Nothing),
+                Gate::Unavailable(reason) => return Ok(this(PassingFault::Outage, reason)),
+            }
+            let resp = match self.send(Method::Get, &url, tally).await {
+                Ok(resp) => resp,
+                Err(e) if e.may_pass() => return Ok(this(PassingFault::Outage, e.to_string())),
+                Err(_) => return Ok(Fetched::Nothing),
+            };
+            let status = resp.status;
+            match status {
+                300..=399 => {
+                    self.emit(
+                        RequestKind::Get,
+                        &url,
+                        Some(status),
+                        0,
+                        None,
+                        false,
+                        Some(resp.latency),
+                    );
+                    match self.redirect_target(Some(step), link, resp.location.as_ref()) {
+                        Some(next) => {
+                            // The previous hop is settled: the chain goes on from `next`.
+                            if url != link.url {
+                                self.core().settle_link(&url);
+                            }
+                            url = next;
+                            continue;
+                        }
+                        None => return Ok(Fetched::Nothing),
+                    }
+                }
+                200..=299 => {
+                    let result = self.got(link, url.clone(), resp, tally).await;
+                    // A page settles once its links are admitted; a failed write
+                    // leaves the link unsettled, to go back to the frontier.
+                    if matches!(result, Ok(Fetched::Target | Fetched::Nothing)) {
+                        self.core().settle_link(&url);
+                    }
+                    return result;
+                }
+                _ => {
+                    self.core().counters.http_errors += 1;
+                    self.emit(
+                        RequestKind::Get,
+                        &url,
+                        Some(status),
+                        0,
+                        None,
+                        false,
+                        Some(resp.latency),
+                    );
+                    if status == 429 || (500..=599).contains(&status) {
+                        // The host's back-off (Retry-After included) is already set.
+                        let fault = if crate::fetch::is_page_error(status) {
+                            PassingFault::PageError
+                        } else {
+                            PassingFault::Outage
+                        };
+                        return Ok(this(fault, format!("HTTP {status}")));
+                    }
+                    debug!(job = %self.spec.name, url = %url, status, "HTTP error");
+                    self.core()
+                        .observe(link, Label::Neither, LabelSource::Error);
+                    return Ok(Fetched::Nothing);
+                }
+            }
+        }
+        warn!(job = %self.spec.name, url = %link.url, "too many redirects");
+        Ok(Fetched::Nothing)
+    }
+
+    /// A 2xx answer to a GET: decide from its type whether to read the body.
+    async fn got(
+        &self,
+        link: &Link,
+        url: Url,
+        resp: Response,
+        tally: &mut StepTally,
+    ) -> Result<Fetched, EngineError> {
+        let latency = Some(resp.latency);
+        if sitemap::is_sitemap(&link.tag_path) {
+            return Ok(self.got_sitemap(link, url, resp, latency).await);
+        }
+        let fields = self.validator_fields(&resp);
+        let content_type = resp.content_type.clone();
+        let label = self.label_of(&resp);
+        self.remember_family(&link.url, content_type.as_deref());
+        if url != link.url {
+            self.remember_family(&url, content_type.as_deref());
+        }
+        if self.is_rdf_candidate(&essence(content_type.as_deref().unwrap_or("")), &url, label) {
+            return self.got_rdf(link, url, resp, tally).await;
+        }
+        self.core().observe(link, label, LabelSource::Get);
+        match label {
+            Label::Html => {
+                // A page is parsed in memory: its cap is smaller than a target's.
+                let cap = self.spec.limits.max_body.min(MAX_PAGE_BYTES);
+                let body = match resp.read_capped(cap).await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.core().counters.fetch_errors += 1;
+                        self.fetch_failed(Method::Get, &url, &e);
+                        return Ok(if e.may_pass() {
+                            Fetched::retry(link, &url, PassingFault::Outage, e.to_string())
+                        } else {
+                            Fetched::Nothing
+                        });
+                    }
+                };
+                self.core().counters.pages += 1;
+                self.core().counters.bytes += body.bytes.len() as u64;
+                self.note_page(link, &url, fields, &body.bytes);
+                let body_cut = body.truncated;
+                if body_cut {
+                    self.core().counters.truncated += 1;
+                    warn!(job = %self.spec.name, url = %url, cap = cap, "page cut at its size cap; links past it are lost");
+                }
+                self.emit(
+                    RequestKind::Get,
+                    &url,
+                    Some(200),
+                    body.bytes.len() as u64,
+                    Some(label),
+                    false,
+                    latency,
+                );
+                let limits = self.limits.clone();
+                let page_url = url.clone();
+                let mime = essence(content_type.as_deref().unwrap_or(""));
+                let links = parse_body(move || {
+                    let links = extract::extract_links(
+                        &body.bytes,
+                        &page_url,
+                        content_type.as_deref(),
+                        &limits,
+                    );
+                    (links, body)
+                })
+                .await;
+                match links {
+                    Ok((mut links, body)) => {
+                        self.note_cut(&url, &links, body_cut);
+                        let data = links.structured.take();
+                        let relevant = self.is_relevant(data.as_ref());
+                        if self.spec.targets.structured.is_some() {
+                            self.core().page_relevance(link, &url, relevant);
+                        }
+                        if relevant {
+                            if let Some(data) = &data {
+                                self.save_structured_page(
+                                    link,
+                                    &url,
+                                    structured::PageBody {
+                                        mime,
+                                        bytes: &body.bytes,
+                                        truncated: body_cut,
+                                    },
+                                    data,
+                                    tally,
+                                )?;
+                            }
+                        }
+                        Ok(Fetched::Page {
+                            url,
+                            links: Box::new(links),
+                        })
+                    }
+                    Err(e) => {
+                        warn!(job = %self.spec.name, url = %url, error = %e, "link extraction failed");
+                        Ok(Fetched::Nothing)
+                    }
+                }
+            }
+            Label::Target => self.save_target(link, url, resp, content_type, tally).await,
+            Label::Neither => {
+                // Not read: a blocked or useless type costs no download.
+                self.core().counters.neither += 1;
+                self.emit(
+                    RequestKind::Get,
+                    &url,
+                    Some(200),
+                    0,
+                    Some(label),
+                    false,
+                    latency,
+                );
+                Ok(Fetched::Nothing)
+            }
+        }
+    }
+
+    /// A page whose links were cut is counted (once, with a body already
+    /// counted as cut) and logged: the links it lost are not in the frontier.
+    pub(super) fn note_cut(&self, url: &Url, links: &PageLinks, body_counted: bool) {
+        let Some(cut) = links.cut else {
+            return;
+        };
+        if !body_counted {
+            self.core().counters.truncated += 1;
+        }
+        warn!(job = %self.spec.name, url = %url, kept = links.links.len(), reason = cut.as_str(), "page cut: some of its links are lost");
+    }
+
+    /// A sitemap: its entries are links, like a page's (counted as a page).
+    async fn got_sitemap(
+        &self,
+        link: &Link,
+        url: Url,
+        resp: Response,
+        latency: Option<Duration>,
+    ) -> Fetched {
+        let fields = self.validator_fields(&resp);
+        let body = match resp.read_capped(MAX_PAGE_BYTES).await {
+            Ok(b) => b,
+            Err(e) => {
+                self.core().counters.fetch_errors += 1;
+                self.fetch_failed(Method::Get, &url, &e);
+                return Fetched::Nothing;
+            }
+        };
+        self.core().counters.pages += 1;
+        self.core().counters.bytes += body.bytes.len() as u64;
+        self.note_page(link, &url, fields, &body.bytes);
+        self.emit(
+            RequestKind::Get,
+            &url,
+            Some(200),
+            body.bytes.len() as u64,
+            None,
+            false,
+            latency,
+        );
+        let limits = self.limits.clone();
+        let sitemap_url = url.clone();
+        let body_cut = body.truncated;
+        let links =
+            parse_body(move || sitemap::sitemap_links(&body.bytes, &sitemap_url, &limits)).await;
+        match links {
+            Ok(links) => {
+                info!(job = %self.spec.name, url = %url, links = links.links.len(), "sitemap read");
+                self.note_cut(&url, &links, body_cut);
+                Fetched::Page {
+                    url,
+                    links: Box::new(links),
+                }
+            }
+            Err(e) => {
+                warn!(job = %self.spec.name, url = %url, error = %e, "sitemap parsing failed");
+                Fetched::Nothing
+            }
+        }
+    }
+}
+
+/// Parsing a body panicked: that page is lost, never the job.
+#[derive(Debug)]
+pub(super) struct ParsePanicked(String);
+
+impl std::fmt::Display for ParsePanicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the parser panicked: {}", self.0)
+    }
+}
+
+/// Runs `parse`, the CPU work on a fetched body (links, a sitemap, RDF),
+/// where it costs least.
+///
+/// On a multi-threaded runtime (the daemon's, which has more workers than
+/// cores because workers already write and fsync target files) it runs on
+/// this worker: handing every page to the blocking pool and back woke two
+/// threads per page, and without that hand-off the daemon spends less CPU
+/// per request (README, "Daemon load"). On a current-thread runtime
+/// (`forager crawl`) the one thread also drives every socket and timer, so
+/// the parse goes to the blocking pool there.
+pub(super) async fn parse_body<T: Send + 'static>(
+    parse: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ParsePanicked> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(parse))
+            .map_err(|panic| ParsePanicked(panic_message(&*panic).unwrap_or_default()))
+    } else {
+        tokio::task::spawn_blocking(parse)
+            .await
+            .map_err(|e| ParsePanicked(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_body;
+    use std::thread;
+
+    fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
+        let mut builder = if multi_thread {
+            tokio::runtime::Builder::new_multi_thread()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+        };
+        builder.build().expect("a test runtime")
+    }
+
+    #[test]
+    fn a_parse_runs_on_the_worker_of_a_multi_threaded_runtime_only() {
+        for multi_thread in [false, true] {
+            let same_thread = runtime(multi_thread).block_on(async {
+                let caller = thread::current().id();
+                parse_body(move || thread::current().id() == caller).await
+            });
+            assert_eq!(
+                same_thread.ok(),
+                Some(multi_thread),
+                "multi-threaded: {multi_thread}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_panicking_parse_fails_that_parse_only_on_either_runtime() {
+        for multi_thread in [false, true] {
+            runtime(multi_thread).block_on(async {
+                let failed = parse_body(|| -> u8 { panic!("a hostile page") }).await;
+                let message = failed.err().map(|e| e.to_string()).unwrap_or_default();
+                assert!(message.contains("a hostile page"), "{message}");
+                assert_eq!(parse_body(|| 8).await.ok(), Some(8));
+            });
+        }
+    }
+}
