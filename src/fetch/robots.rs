@@ -229,8 +229,9 @@ fn parse_robot(agent: &str, body: &[u8], origin: &str) -> Option<Robot> {
             tracing::warn!(origin, error = %e, "robots.txt unparsable, allowing all");
             None
         }
-        Err(_) => {
-            tracing::warn!(origin, "robots.txt parser panicked, allowing all");
+        Err(panic) => {
+            let message = crate::panics::panic_message(&*panic).unwrap_or_default();
+            tracing::warn!(origin, message, "robots.txt parser panicked, allowing all");
             None
         }
     }
