@@ -133,6 +133,16 @@ impl Fetched {
             reason,
         }
     }
+
+    /// What a step reports when reading `link`'s body (at `url`) failed: a
+    /// retry when the fault may pass, else nothing.
+    fn after_failed_read(link: &Link, url: &Url, e: &FetchError) -> Fetched {
+        if e.may_pass() {
+            Fetched::retry(link, url, PassingFault::Outage, e.to_string())
+        } else {
+            Fetched::Nothing
+        }
+    }
 }
 
 /// A target's body in a temporary file, not kept yet.

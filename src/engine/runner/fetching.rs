@@ -84,6 +84,20 @@ impl Runner<'_> {
         self.emit(kind_of(method), url, None, 0, None, false, None);
     }
 
+    /// Reads a 2xx answer's body up to `cap`; a failed read is counted and
+    /// logged here, and handed back for the step to decide what it means.
+    pub(super) async fn read_body(
+        &self,
+        url: &Url,
+        resp: Response,
+        cap: u64,
+    ) -> Result<crate::fetch::Body, FetchError> {
+        resp.read_capped(cap).await.inspect_err(|e| {
+            self.core().counters.fetch_errors += 1;
+            self.fetch_failed(Method::Get, url, e);
+        })
+    }
+
     /// Follow one redirect hop: the next URL, if it may be fetched.
     /// `step`: the step that owns the hop (`None` for a HEAD: its hops are not fetched).
     fn redirect_target(
@@ -277,17 +291,9 @@ impl Runner<'_> {
             Label::Html => {
                 // A page is parsed in memory: its cap is smaller than a target's.
                 let cap = self.spec.limits.max_body.min(MAX_PAGE_BYTES);
-                let body = match resp.read_capped(cap).await {
+                let body = match self.read_body(&url, resp, cap).await {
                     Ok(b) => b,
-                    Err(e) => {
-                        self.core().counters.fetch_errors += 1;
-                        self.fetch_failed(Method::Get, &url, &e);
-                        return Ok(if e.may_pass() {
-                            Fetched::retry(link, &url, PassingFault::Outage, e.to_string())
-                        } else {
-                            Fetched::Nothing
-                        });
-                    }
+                    Err(e) => return Ok(Fetched::after_failed_read(link, &url, &e)),
                 };
                 self.core().counters.pages += 1;
                 self.core().counters.bytes += body.bytes.len() as u64;
@@ -392,13 +398,8 @@ impl Runner<'_> {
         latency: Option<Duration>,
     ) -> Fetched {
         let fields = self.validator_fields(&resp);
-        let body = match resp.read_capped(MAX_PAGE_BYTES).await {
-            Ok(b) => b,
-            Err(e) => {
-                self.core().counters.fetch_errors += 1;
-                self.fetch_failed(Method::Get, &url, &e);
-                return Fetched::Nothing;
-            }
+        let Ok(body) = self.read_body(&url, resp, MAX_PAGE_BYTES).await else {
+            return Fetched::Nothing;
         };
         self.core().counters.pages += 1;
         self.core().counters.bytes += body.bytes.len() as u64;

@@ -58,17 +58,9 @@ impl Runner<'_> {
         let mime = essence(content_type.as_deref().unwrap_or(""));
         let exchange = self.spec.output.warc.then(|| resp.exchange_head());
         let cap = self.spec.limits.max_body.min(MAX_RDF_BYTES);
-        let body = match resp.read_capped(cap).await {
+        let body = match self.read_body(&url, resp, cap).await {
             Ok(b) => b,
-            Err(e) => {
-                self.core().counters.fetch_errors += 1;
-                self.fetch_failed(Method::Get, &url, &e);
-                return Ok(if e.may_pass() {
-                    Fetched::retry(link, &url, PassingFault::Outage, e.to_string())
-                } else {
-                    Fetched::Nothing
-                });
-            }
+            Err(e) => return Ok(Fetched::after_failed_read(link, &url, &e)),
         };
         self.core().counters.bytes += body.bytes.len() as u64;
         let Some(syntax) = RdfSyntax::of_response(&mime, &url, &body.bytes) else {

@@ -269,14 +269,9 @@ impl Runner<'_> {
         let fields = self.validator_fields(&resp).unwrap_or_default();
         let latency = resp.latency;
         let content_type = resp.content_type.clone();
-        let body = match resp.read_capped(MAX_PAGE_BYTES).await {
-            Ok(b) => b,
-            Err(e) => {
-                self.core().counters.fetch_errors += 1;
-                self.fetch_failed(Method::Get, &url, &e);
-                self.core().revisit_found(step, Change::Unknown);
-                return Ok(Fetched::Nothing);
-            }
+        let Ok(body) = self.read_body(&url, resp, MAX_PAGE_BYTES).await else {
+            self.core().revisit_found(step, Change::Unknown);
+            return Ok(Fetched::Nothing);
         };
         self.core().counters.pages += 1;
         self.core().counters.bytes += body.bytes.len() as u64;
