@@ -958,6 +958,20 @@ impl<'a> Runner<'a> {
         extract::politeness_key(url, self.per)
     }
 
+    /// A GET answered with a status whose body is not read (a redirect, an
+    /// error, a 304, a revisit that changed kind).
+    fn emit_unread(&self, url: &Url, resp: &Response) {
+        self.emit(
+            RequestKind::Get,
+            url,
+            Some(resp.status),
+            0,
+            None,
+            false,
+            Some(resp.latency),
+        );
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn emit(
         &self,

@@ -203,15 +203,7 @@ impl Runner<'_> {
             let status = resp.status;
             match status {
                 300..=399 => {
-                    self.emit(
-                        RequestKind::Get,
-                        &url,
-                        Some(status),
-                        0,
-                        None,
-                        false,
-                        Some(resp.latency),
-                    );
+                    self.emit_unread(&url, &resp);
                     match self.redirect_target(Some(step), link, resp.location.as_ref()) {
                         Some(next) => {
                             // The previous hop is settled: the chain goes on from `next`.
@@ -235,15 +227,7 @@ impl Runner<'_> {
                 }
                 _ => {
                     self.core().counters.http_errors += 1;
-                    self.emit(
-                        RequestKind::Get,
-                        &url,
-                        Some(status),
-                        0,
-                        None,
-                        false,
-                        Some(resp.latency),
-                    );
+                    self.emit_unread(&url, &resp);
                     if status == 429 || (500..=599).contains(&status) {
                         // The host's back-off (Retry-After included) is already set.
                         let fault = if crate::fetch::is_page_error(status) {

@@ -153,15 +153,7 @@ impl Runner<'_> {
         debug!(job = %self.spec.name, url = %url, status, conditional = !conditions.is_empty(), "revisited");
         match status {
             304 => {
-                self.emit(
-                    RequestKind::Get,
-                    &url,
-                    Some(304),
-                    0,
-                    None,
-                    false,
-                    Some(resp.latency),
-                );
+                self.emit_unread(&url, &resp);
                 if target && self.spec.output.warc {
                     let head = resp.exchange_head();
                     self.archive_revisit(&url, &head, PROFILE_NOT_MODIFIED, &previous, None)?;
@@ -182,15 +174,7 @@ impl Runner<'_> {
                 if !(200..=299).contains(&status) {
                     self.core().counters.http_errors += 1;
                 }
-                self.emit(
-                    RequestKind::Get,
-                    &url,
-                    Some(status),
-                    0,
-                    None,
-                    false,
-                    Some(resp.latency),
-                );
+                self.emit_unread(&url, &resp);
                 self.core().revisit_found(step, Change::Unknown);
                 Ok(Fetched::Nothing)
             }
