@@ -15,6 +15,12 @@ use url::Url;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct LinkId(pub u64);
 
+/// Stable 64-bit hash of a normalised URL (MurmurHash3 x64/128, low half):
+/// the seen-set key, and the key of every per-URL table a job keeps.
+pub fn url_hash(url: &Url) -> u64 {
+    crate::learn::hash::murmur3_x64_128(url.as_str().as_bytes(), 0x666f_7261) as u64
+}
+
 impl fmt::Display for LinkId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "#{}", self.0)

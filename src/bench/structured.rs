@@ -16,6 +16,7 @@
 
 use super::report::{cell, MeanStd};
 use crate::config::{StructuredTargets, DEFAULT_MIN_STATEMENTS};
+use crate::engine::replay::{page_links, Answers, Replay};
 use crate::engine::{CrawlObserver, RequestEvent, RequestKind, Runner};
 use crate::extract::structured::StructuredOptions;
 use crate::extract::{extract_links, ExtractLimits, ScopeKind};
@@ -205,20 +206,20 @@ pub fn oracle_crawl(truth: &StructuredTruth, budget: usize) -> Vec<String> {
     out
 }
 
-/// Crawl the truth's web in memory with `strategy`, one page at a time with
-/// up to `in_flight` pages outstanding (a page's links and relevance reach
-/// the strategy when it completes, the oldest first; a host with a page
-/// outstanding is not ready, as in the engine with no politeness delay), for
-/// at most `budget` pages. Per page fetched, whether it was relevant. For
-/// strategies that learn through [`crate::strategy::Strategy::page_relevance`]
-/// (anthelion) or not at all (bfs, random): no other feedback is given.
+/// Crawl the truth's web in memory with `strategy`: the job core's own
+/// step protocol ([`Replay::crawl_concurrent`]) over a structured-data job
+/// of scope any, with up to `in_flight` pages outstanding, one per host, no
+/// delay (a page's links and relevance reach the strategy when it
+/// completes, the oldest first), for at most `budget` pages. Per page
+/// fetched, in completion order, whether it was relevant.
 pub fn simulate(
     truth: &StructuredTruth,
-    strategy: &mut dyn crate::strategy::Strategy,
+    strategy: Box<dyn crate::strategy::Strategy>,
     budget: usize,
     in_flight: usize,
+    look_ahead: usize,
 ) -> Vec<bool> {
-    simulate_urls(truth, strategy, budget, in_flight)
+    simulate_urls(truth, strategy, budget, in_flight, look_ahead)
         .iter()
         .map(|u| truth.relevant.contains(u.as_str()))
         .collect()
@@ -227,87 +228,87 @@ pub fn simulate(
 /// [`simulate`], the pages fetched in order.
 pub fn simulate_urls(
     truth: &StructuredTruth,
-    strategy: &mut dyn crate::strategy::Strategy,
+    strategy: Box<dyn crate::strategy::Strategy>,
     budget: usize,
     in_flight: usize,
+    look_ahead: usize,
 ) -> Vec<Url> {
-    use crate::link::{Link, LinkId, TagPath};
-    use crate::mime::Label;
-    use crate::strategy::Triage;
-    let mut links: Vec<Link> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut offer =
-        |strategy: &mut dyn crate::strategy::Strategy, links: &mut Vec<Link>, link: Link| {
-            if !seen.insert(link.url.to_string()) {
-                return;
-            }
-            let key = match strategy.triage(&link, None) {
-                Triage::Enqueue(key) => key,
-                Triage::Drop => return,
-                _ => match strategy.triage(&link, Some(Label::Html)) {
-                    Triage::Enqueue(key) => key,
-                    _ => return,
-                },
-            };
-            let id = LinkId(links.len() as u64);
-            links.push(link);
-            strategy.push(id, key);
-        };
-    for s in &truth.seeds {
-        if let Ok(url) = Url::parse(s) {
-            offer(strategy, &mut links, Link::seed(url));
-        }
+    let seeds = truth
+        .seeds
+        .iter()
+        .filter_map(|s| Url::parse(s).ok())
+        .collect();
+    let mut spec = crate::config::JobSpec::new("structured-replay", seeds);
+    spec.scope = ScopeKind::Any;
+    spec.targets.preset = Preset::Structured;
+    spec.targets.structured = Some(StructuredTargets {
+        options: StructuredOptions::all(),
+        min_statements: DEFAULT_MIN_STATEMENTS,
+    });
+    spec.budget.early_stop = false;
+    spec.limits.max_depth = 0;
+    let mut replay = Replay::new(spec, strategy);
+    let mut web = TruthAnswers {
+        truth,
+        fetched: Vec::new(),
+    };
+    replay.crawl_concurrent(
+        &mut web,
+        in_flight,
+        crate::extract::PolitenessPer::Host,
+        look_ahead,
+        budget,
+    );
+    web.fetched
+}
+
+/// The truth's web as the replay sees it: every page HTML, a page's links
+/// where the extractor found them, its relevance as the extractor judged it.
+struct TruthAnswers<'a> {
+    truth: &'a StructuredTruth,
+    /// Pages fetched, in order.
+    fetched: Vec<Url>,
+}
+
+impl Answers for TruthAnswers<'_> {
+    fn label(&mut self, url: &Url) -> Option<crate::mime::Label> {
+        self.truth
+            .pages
+            .contains(url.as_str())
+            .then_some(crate::mime::Label::Html)
     }
-    let mut out = Vec::new();
-    let mut outstanding: VecDeque<usize> = VecDeque::new();
-    let mut started = 0;
-    loop {
-        let popped = if started < budget && outstanding.len() < in_flight.max(1) {
-            let busy: HashSet<String> = outstanding
-                .iter()
-                .filter_map(|&i| links[i].url.host_str().map(str::to_string))
-                .collect();
-            strategy.pop_ready(&|h| !busy.contains(h))
-        } else {
-            None
-        };
-        if let Some((id, _)) = popped {
-            outstanding.push_back(id.0 as usize);
-            started += 1;
-            continue;
-        }
-        let Some(done) = outstanding.pop_front() else {
-            break;
-        };
-        let link = links[done].clone();
-        let relevant = truth.relevant.contains(link.url.as_str());
-        out.push(link.url.clone());
-        strategy.page_relevance(&link, &link.url, relevant);
-        let places = truth.places.get(link.url.as_str());
-        // One referrer for the page's links, as the job core shares it.
-        let referrer = Arc::new(link.url.clone());
-        for (i, l) in truth
+
+    fn links(&mut self, page: &crate::link::Link) -> crate::extract::PageLinks {
+        let key = page.url.as_str();
+        let places = self.truth.places.get(key);
+        let links = self
+            .truth
             .links
-            .get(link.url.as_str())
+            .get(key)
             .into_iter()
             .flatten()
             .enumerate()
-        {
-            if let Ok(url) = Url::parse(l) {
+            .filter_map(|(i, l)| {
+                let url = Url::parse(l).ok()?;
                 let place = places.and_then(|p| p.get(i));
-                let child = Link {
+                Some(crate::extract::ExtractedLink {
                     url,
-                    tag_path: place.map_or_else(TagPath::root, |p| p.tag_path.clone()),
+                    tag_path: place.map_or_else(crate::link::TagPath::root, |p| p.tag_path.clone()),
                     anchor: place.map_or_else(String::new, |p| p.anchor.clone()),
-                    depth: link.depth + 1,
-                    referrer: Some(Arc::clone(&referrer)),
-                    pattern_run: 0,
-                };
-                offer(strategy, &mut links, child);
-            }
-        }
+                })
+            })
+            .collect();
+        page_links(&page.url, links)
     }
-    out
+
+    fn target(&mut self, _link: &crate::link::Link, _requests: u64) -> bool {
+        false
+    }
+
+    fn relevant(&mut self, page: &crate::link::Link) -> Option<bool> {
+        self.fetched.push(page.url.clone());
+        Some(self.truth.relevant.contains(page.url.as_str()))
+    }
 }
 
 /// Records the HTML pages a run fetched, in order. The engine reports a page
@@ -623,15 +624,15 @@ mod tests {
             |v: &[String]| -> Vec<bool> { v.iter().map(|u| truth.relevant.contains(u)).collect() };
         let oracle = share_at(&hits(&oracle), budget);
         let bfs = share_at(
-            &simulate(&truth, StrategyKind::Bfs.build(1).as_mut(), budget, 1),
+            &simulate(&truth, StrategyKind::Bfs.build(1), budget, 1, 1),
             budget,
         );
         let (mut tuned, mut paper) = (0.0, 0.0);
         for seed in 1..=3 {
-            let mut a = Anthelion::new(seed);
-            tuned += share_at(&simulate(&truth, &mut a, budget, 1), budget) / 3.0;
-            let mut a = Anthelion::with_config(seed, AnthelionConfig::paper());
-            paper += share_at(&simulate(&truth, &mut a, budget, 1), budget) / 3.0;
+            let a = Box::new(Anthelion::new(seed));
+            tuned += share_at(&simulate(&truth, a, budget, 1, 1), budget) / 3.0;
+            let a = Box::new(Anthelion::with_config(seed, AnthelionConfig::paper()));
+            paper += share_at(&simulate(&truth, a, budget, 1, 1), budget) / 3.0;
         }
         eprintln!("share at {budget} pages: oracle {oracle:.3}, anthelion {tuned:.3} (paper's constants {paper:.3}), bfs {bfs:.3}");
         assert!(
@@ -658,7 +659,7 @@ mod tests {
                         .unwrap();
                 let budget = truth.pages.len() / 4;
                 let bfs = share_at(
-                    &simulate(&truth, StrategyKind::Bfs.build(1).as_mut(), budget, 1),
+                    &simulate(&truth, StrategyKind::Bfs.build(1), budget, 1, 1),
                     budget,
                 );
                 (truth, budget, bfs)
@@ -714,8 +715,8 @@ mod tests {
             for (truth, budget, bfs) in &webs {
                 let v: Vec<f64> = (1..=5)
                     .map(|seed| {
-                        let mut a = Anthelion::with_config(seed, config);
-                        share_at(&simulate(truth, &mut a, *budget, 1), *budget)
+                        let a = Box::new(Anthelion::with_config(seed, config));
+                        share_at(&simulate(truth, a, *budget, 1, 1), *budget)
                     })
                     .collect();
                 let m = MeanStd::of(&v).unwrap();
@@ -782,8 +783,7 @@ mod tests {
             let mut table: BTreeMap<(String, &str), (usize, usize)> = BTreeMap::new();
             let mut hosts_seen = 0;
             for seed in 1..=5 {
-                let mut a = Anthelion::new(seed);
-                let order = simulate_urls(&truth, &mut a, budget, 1);
+                let order = simulate_urls(&truth, Box::new(Anthelion::new(seed)), budget, 1, 1);
                 let mut hs = BTreeSet::new();
                 for u in order.iter().take(budget) {
                     hs.insert(u.host_str().unwrap_or_default().to_string());
@@ -794,7 +794,6 @@ mod tests {
                     e.1 += usize::from(truth.relevant.contains(u.as_str()));
                 }
                 hosts_seen += hs.len();
-                eprintln!("  seed {seed}: explorations {}", a.explorations());
             }
             eprintln!("  hosts touched per run {:.1}", hosts_seen as f64 / 5.0);
             for ((k, p), (n, r)) in &table {

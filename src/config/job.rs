@@ -86,10 +86,28 @@ const MAX_STATEMENTS_RANGE: (u64, u64) = (1, 1_000_000);
 /// What `targets.rdf_follow` may list: the positions of a statement whose IRIs are links.
 const RDF_FOLLOW: &[&str] = &["subjects", "objects", "predicates", "types"];
 const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop", "neither_links"];
-const POLITENESS_FIELDS: &[&str] = &["delay", "robots", "user_agent", "max_in_flight", "per"];
+const POLITENESS_FIELDS: &[&str] = &[
+    "delay",
+    "robots",
+    "user_agent",
+    "max_in_flight",
+    "per",
+    "look_ahead",
+];
 
 /// Most requests one job may keep in flight (each on its own politeness key).
 pub const MAX_IN_FLIGHT: u64 = 4096;
+/// The largest `politeness.look_ahead` a job file may set.
+pub const MAX_LOOK_AHEAD: u64 = 1 << 24;
+/// The default `politeness.look_ahead` of a job whose strategy learns and
+/// keeps several requests in flight. Measured with `forager bench --site
+/// structured --look-ahead 1,4,16,64,…`: see docs/strategies.md.
+pub const DEFAULT_LOOK_AHEAD: usize = 16;
+/// Links a slot may pass over when nothing is learned (bfs, dfs, random):
+/// enough that every slot is filled from whichever host is ready, as a web
+/// of 1 000 hosts at one request per second each needs (a home page's 200
+/// links come before the next host's).
+const FILL_EVERY_SLOT_PER_STEP: usize = 4096;
 const LIMITS_FIELDS: &[&str] = &[
     "max_body",
     "retries",
@@ -221,6 +239,23 @@ impl JobSpec {
             (Some(n), _) => n as usize,
             (None, ScopeKind::Site | ScopeKind::Host) => 1,
             (None, ScopeKind::Any) => 64,
+        }
+    }
+
+    /// How many links a free request slot may pass over to find one whose
+    /// politeness key is ready: `politeness.look_ahead`, else 1 with one
+    /// request in flight (the sequential crawl), [`DEFAULT_LOOK_AHEAD`] for
+    /// a strategy that learns, and enough to fill every slot for one that
+    /// does not (bfs, dfs, random). The trade between precision (spend
+    /// requests where the strategy believes) and speed (keep every slot
+    /// busy): see docs/strategies.md.
+    pub fn look_ahead(&self) -> usize {
+        let in_flight = self.max_in_flight();
+        match self.politeness.look_ahead {
+            Some(n) => n as usize,
+            None if in_flight <= 1 => 1,
+            None if self.strategy.learns() => DEFAULT_LOOK_AHEAD,
+            None => in_flight.saturating_mul(FILL_EVERY_SLOT_PER_STEP),
         }
     }
 
@@ -391,6 +426,8 @@ pub struct PolitenessSpec {
     pub max_in_flight: Option<u32>,
     /// What one politeness key covers; `None`: the scope's default ([`JobSpec::politeness_per`]).
     pub per: Option<PolitenessPer>,
+    /// Links a free slot may pass over; `None`: the default ([`JobSpec::look_ahead`]).
+    pub look_ahead: Option<u32>,
 }
 
 impl Default for PolitenessSpec {
@@ -401,6 +438,7 @@ impl Default for PolitenessSpec {
             user_agent: DEFAULT_USER_AGENT.to_owned(),
             max_in_flight: None,
             per: None,
+            look_ahead: None,
         }
     }
 }
@@ -1065,12 +1103,17 @@ fn read_politeness(r: &mut Reader<'_>, t: &Table<'_>) -> Option<PolitenessSpec> 
             &[("host", PolitenessPer::Host), ("pld", PolitenessPer::Pld)],
         )
     });
+    let look_ahead = optional(t, "look_ahead", |n| {
+        r.u64_in(&t.child("look_ahead"), n, 1, MAX_LOOK_AHEAD)
+            .map(|v| v as u32)
+    });
     Some(PolitenessSpec {
         delay: delay.unwrap_or(Some(d.delay))?,
         robots: robots.unwrap_or(Some(d.robots))?,
         user_agent: user_agent.unwrap_or(Some(d.user_agent))?,
         max_in_flight: max_in_flight.map_or(Some(None), |v| v.map(Some))?,
         per: per.map_or(Some(None), |v| v.map(Some))?,
+        look_ahead: look_ahead.map_or(Some(None), |v| v.map(Some))?,
     })
 }
 

@@ -464,7 +464,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
-        "jobs.d/x.toml:5: politeness.crawl_delay: unknown field (expected one of: delay, robots, user_agent, max_in_flight, per)"
+        "jobs.d/x.toml:5: politeness.crawl_delay: unknown field (expected one of: delay, robots, user_agent, max_in_flight, per, look_ahead)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[limits]\nmax_bodies = 1\n")),

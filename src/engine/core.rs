@@ -38,7 +38,8 @@ use crate::mime::Label;
 use crate::output::crawl_log::SkipReason;
 use crate::store::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
-use std::collections::{BTreeMap, HashMap};
+pub use dispatch::{NextStep, Readiness};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use url::Url;
 
@@ -150,6 +151,8 @@ pub struct JobCore {
     /// Unsettled links by URL hash, with the step that owns them.
     unsettled: HashMap<u64, (LinkId, Link), IntHashBuilder>,
     in_flight: HashMap<LinkId, Popped, IntHashBuilder>,
+    /// Popped links waiting for their politeness key (`dispatch.rs`).
+    held: VecDeque<dispatch::Held>,
     pub counters: JobCounters,
     next_link_id: u64,
     next_manifest_row: u64,
@@ -250,6 +253,7 @@ impl JobCore {
             seen_pending: Vec::new(),
             unsettled: HashMap::default(),
             in_flight: HashMap::default(),
+            held: VecDeque::new(),
             counters: JobCounters::default(),
             next_link_id: 0,
             next_manifest_row: 0,
@@ -340,9 +344,9 @@ impl JobCore {
         self.rules.scope.contains(url) && self.rules.patterns.admits(url)
     }
 
-    /// Links waiting in the frontier (not those in flight).
+    /// Links waiting in the frontier (not those in flight), held ones too.
     pub fn frontier_len(&self) -> usize {
-        self.strategy.len() + self.waiting_retries.len()
+        self.strategy.len() + self.waiting_retries.len() + self.held.len()
     }
 
     /// Steps under way.
@@ -407,6 +411,7 @@ impl JobCore {
     pub fn stored_stop_reason(&self, spec: &JobSpec) -> Option<StopReason> {
         // A continuous job with pages to revisit never runs out of work.
         if self.strategy.is_empty()
+            && self.held.is_empty()
             && self.in_flight.is_empty()
             && self.counters.requests > 0
             && !self.has_revisits()
@@ -441,26 +446,6 @@ impl JobCore {
         None
     }
 
-    /// Pop the strategy's next link, preferring hosts that `host_ready`
-    /// accepts (strategies that know hosts use it; the driver parks what is
-    /// not ready). The entry is `None` when the record is committed: read it
-    /// from the store. Either way, [`JobCore::begin_step`] starts the step.
-    pub fn pop(
-        &mut self,
-        host_ready: &dyn Fn(&str) -> bool,
-    ) -> Option<(LinkId, QueueKey, Option<FrontierEntry>)> {
-        self.release_due_retries();
-        let (id, key) = match self.strategy.pop_ready(host_ready) {
-            Some(popped) => popped,
-            // Nothing else to do: the soonest retry need not wait.
-            None => {
-                let ((_, id), key) = self.waiting_retries.pop_first()?;
-                (id, key)
-            }
-        };
-        Some((id, key, self.links.remove(id)))
-    }
-
     /// Retried links whose wait is over go back to the strategy.
     fn release_due_retries(&mut self) {
         while let Some(entry) = self.waiting_retries.first_entry() {
@@ -472,25 +457,9 @@ impl JobCore {
         }
     }
 
-    /// Start the step of a popped link; `None` for an id without a record,
-    /// which is skipped for good. Returns whether a step started.
-    /// Ask the strategy whether a popped link is still wanted; when it is
-    /// not, the link leaves the frontier as dropped (no step begins).
-    pub fn confirm_popped(&mut self, id: LinkId, key: QueueKey, link: &Link) -> bool {
-        let reason = if self.skip_neither && self.strategy.skip_predicted_neither(id, link, key) {
-            SkipReason::PredictedNeither
-        } else if self.strategy.confirm(link, key) {
-            return true;
-        } else {
-            SkipReason::Strategy
-        };
-        self.delta.frontier_removed.push(id);
-        self.counters.dropped += 1;
-        self.skip(&link.url, reason, link.referrer.as_deref());
-        self.debug_check();
-        false
-    }
-
+    /// Start the step of a popped link whose record is `entry`; with
+    /// `None` (no record) the id leaves the frontier for good and no step
+    /// begins. Returns whether a step began.
     pub fn begin_step(&mut self, id: LinkId, key: QueueKey, entry: Option<FrontierEntry>) -> bool {
         let started = match entry {
             Some(entry) => {
@@ -507,7 +476,7 @@ impl JobCore {
         started
     }
 
-    /// A popped link parked by the driver (its host was not ready) goes back.
+    /// A popped link goes back to the strategy (its record could not be read).
     pub fn unpop(&mut self, id: LinkId, key: QueueKey, entry: Option<FrontierEntry>) {
         if let Some(entry) = entry {
             self.links.put_back(id, entry);
@@ -547,6 +516,7 @@ impl JobCore {
     /// back to the frontier as new entries.
     pub fn abandon_all(&mut self) {
         self.abandon_revisits();
+        self.release_held();
         let mut popped: Vec<Popped> = self.in_flight.drain().map(|(_, p)| p).collect();
         popped.sort_by_key(|p| p.id);
         for p in popped {
@@ -579,7 +549,7 @@ impl JobCore {
     /// the frontier as a new entry, for a larger budget. (A step's own popped
     /// link then leaves the stored frontier under its old id when it settles.)
     pub fn keep_for_later(&mut self, link: Link) {
-        self.unsettled.remove(&crate::engine::url_hash(&link.url));
+        self.unsettled.remove(&crate::link::url_hash(&link.url));
         self.requeue(link);
         self.debug_check();
     }
@@ -593,7 +563,7 @@ impl JobCore {
         spec: &JobSpec,
         now: std::time::Instant,
     ) -> RetryVerdict {
-        let h = crate::engine::url_hash(&link.url);
+        let h = crate::link::url_hash(&link.url);
         let retry = self.retries.entry(h).or_insert(Retry {
             tries: 0,
             first_failed: now,
@@ -625,7 +595,7 @@ impl JobCore {
     /// A link was fetched: forget its failed tries.
     pub fn fetched(&mut self, url: &Url) {
         if !self.retries.is_empty() {
-            self.retries.remove(&crate::engine::url_hash(url));
+            self.retries.remove(&crate::link::url_hash(url));
         }
     }
 
@@ -634,7 +604,7 @@ impl JobCore {
     /// strategy queues or drops at once: the common case, which costs no hash).
     pub fn settle_link(&mut self, url: &Url) {
         if !self.unsettled.is_empty() {
-            self.unsettled.remove(&crate::engine::url_hash(url));
+            self.unsettled.remove(&crate::link::url_hash(url));
         }
     }
 
@@ -656,7 +626,7 @@ impl JobCore {
 
     /// Add a URL's hash to the seen set; false when it was there.
     fn mark_seen(&mut self, url: &Url) -> bool {
-        self.mark_seen_hash(crate::engine::url_hash(url))
+        self.mark_seen_hash(crate::link::url_hash(url))
     }
 
     /// [`JobCore::mark_seen`] of a URL hashed already.
@@ -733,7 +703,7 @@ impl JobCore {
                 continue;
             }
             // The seen set's slot loads while the trap and extension checks run.
-            let h = crate::engine::url_hash(&l.url);
+            let h = crate::link::url_hash(&l.url);
             self.seen.prefetch(h);
             let pattern_run = if pattern_key(&l.url) == page.page_pattern {
                 page.page_run.saturating_add(1)
@@ -820,7 +790,7 @@ impl JobCore {
                 }
                 Triage::FetchNow => {
                     self.unsettled
-                        .insert(crate::engine::url_hash(&link.url), (step, link.clone()));
+                        .insert(crate::link::url_hash(&link.url), (step, link.clone()));
                     return Admitted::FetchNow(link);
                 }
                 Triage::Drop => {
@@ -835,7 +805,7 @@ impl JobCore {
                 }
                 Triage::Head => {
                     self.unsettled
-                        .insert(crate::engine::url_hash(&link.url), (step, link.clone()));
+                        .insert(crate::link::url_hash(&link.url), (step, link.clone()));
                     return Admitted::AskHead(link);
                 }
             }
@@ -854,7 +824,7 @@ impl JobCore {
             HeadAnswer::Label(label) => self.triage(step, link, Some(label), spec, true),
             HeadAnswer::Unknown => self.triage(step, link, Some(Label::Html), spec, true),
             HeadAnswer::Broken => {
-                self.unsettled.remove(&crate::engine::url_hash(&link.url));
+                self.unsettled.remove(&crate::link::url_hash(&link.url));
                 self.counters.dropped += 1;
                 self.skip(&link.url, SkipReason::Broken, link.referrer.as_deref());
                 Admitted::Dropped
@@ -875,7 +845,7 @@ impl JobCore {
             ..from.clone()
         };
         self.unsettled
-            .insert(crate::engine::url_hash(next), (step, hop));
+            .insert(crate::link::url_hash(next), (step, hop));
         true
     }
 
@@ -991,9 +961,11 @@ impl JobCore {
             self.next_link_id >= self.links.len() as u64,
             "more frontier records than ids given"
         );
+        self.check_held();
     }
 }
 
+mod dispatch;
 mod records;
 pub mod replay;
 mod revisits;

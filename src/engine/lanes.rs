@@ -1,40 +1,31 @@
-//! Links popped from the frontier that wait for their politeness key.
+//! HEAD requests of open steps that wait for their politeness key, and the
+//! keys the job's steps are on.
 //!
-//! A *lane* is one politeness key (a host, or a pay-level domain). The driver
-//! pops the strategy's choice; when its lane is busy (a step of the job is on
-//! it) or still inside its delay, the link waits here, in its lane's queue, in
-//! the order it was popped, while links of ready lanes go first. Lanes with
+//! A *lane* is one politeness key (a host, or a pay-level domain). With more
+//! than one step in flight, the HEADs a fetched page asks for are units of
+//! their own: each waits here, in its lane's queue, in the order it was
+//! asked, while HEADs of ready lanes go first. (Links popped from the
+//! frontier never wait here: a link is chosen when a slot is free, by the
+//! job core — `core/dispatch.rs`.) Lanes with
 //! waiting links and no step on them sit in a timer heap by the moment they may
 //! be ready, so finding a ready lane costs O(log lanes), not a scan.
 //!
 //! Pure bookkeeping: when a lane is ready is asked of a caller's closure (the
 //! fetcher's host table), never of the network or the clock inside.
 
-use crate::link::{LinkId, QueueKey};
-use crate::store::FrontierEntry;
+use super::core::Readiness;
+use crate::link::{Link, LinkId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-/// Work waiting for its lane: a popped link, or a link to ask with HEAD.
+/// A link to ask with HEAD, waiting for its lane: unsettled in the core,
+/// owned by the step that found it.
 #[derive(Debug)]
 pub struct Parked {
-    /// The popped link's id; for a HEAD, the step that found the link.
-    pub id: LinkId,
-    pub key: QueueKey,
-    pub entry: FrontierEntry,
-    /// A HEAD to ask for a link of step `id` (unsettled in the core, not
-    /// popped from the frontier): it goes back through the core, not `unpop`.
-    pub ask: bool,
-}
-
-/// When a lane could take a request: now, after a wait, or when a request
-/// on it (by another job) ends — unknown, so looked at again shortly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Readiness {
-    Now,
-    After(Duration),
-    Busy,
+    /// The step that found the link.
+    pub step: LinkId,
+    pub link: Link,
 }
 
 /// How soon a lane held by another job is looked at again.
@@ -85,7 +76,7 @@ impl Lanes {
         self.schedule(lane, now, &readiness);
     }
 
-    /// Put a popped link in its lane's queue.
+    /// Put a HEAD to ask in its lane's queue.
     pub fn park(
         &mut self,
         lane: String,
@@ -120,7 +111,7 @@ impl Lanes {
         self.scheduled.insert(lane.to_string());
     }
 
-    /// The first waiting link of a lane that is ready now, taken out (the
+    /// The first waiting HEAD of a lane that is ready now, taken out (the
     /// caller starts its step with [`Lanes::start`]).
     pub fn take_ready(
         &mut self,
@@ -159,21 +150,16 @@ impl Lanes {
         None
     }
 
-    /// The first waiting item that `wanted` accepts, of the lowest id, on
-    /// a lane with no step of the job, ready or not (a job past its budget
-    /// finishes the HEADs of its open steps, which then send nothing).
-    /// A scan of every lane: for the end of a job only.
-    pub fn take_any(&mut self, wanted: impl Fn(&Parked) -> bool) -> Option<(String, Parked)> {
+    /// The waiting HEAD of the oldest step on a lane with no step of the
+    /// job, ready or not (a job past its budget finishes the HEADs of its
+    /// open steps, which then send nothing). A scan of every lane: for the
+    /// end of a job only.
+    pub fn take_any(&mut self) -> Option<(String, Parked)> {
         let (lane, at) = self
             .queues
             .iter()
             .filter(|(lane, _)| !self.is_busy(lane))
-            .flat_map(|(lane, q)| {
-                q.iter()
-                    .enumerate()
-                    .filter(|(_, p)| wanted(p))
-                    .map(move |(i, p)| (p.id, lane, i))
-            })
+            .flat_map(|(lane, q)| q.iter().enumerate().map(move |(i, p)| (p.step, lane, i)))
             .min()
             .map(|(_, lane, i)| (lane.clone(), i))?;
         let queue = self.queues.get_mut(&lane)?;
@@ -192,34 +178,27 @@ impl Lanes {
             .map(|Reverse((at, _, _))| at.saturating_duration_since(now))
     }
 
-    /// Empty every lane (the job stops): the waiting links, in pop order per lane.
-    pub fn drain(&mut self) -> Vec<Parked> {
+    /// Empty every lane (the job stops). The HEADs that waited are
+    /// unsettled links of their steps, which the core puts back.
+    pub fn clear(&mut self) {
         self.timers.clear();
         self.scheduled.clear();
         self.busy.clear();
+        self.queues.clear();
         self.parked = 0;
-        let mut all: Vec<Parked> = self.queues.drain().flat_map(|(_, q)| q).collect();
-        all.sort_by_key(|p| p.id);
-        all
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::Link;
     use url::Url;
 
     fn parked(id: u64, host: &str) -> Parked {
         let url = Url::parse(&format!("http://{host}/{id}")).expect("test URL");
         Parked {
-            ask: false,
-            id: LinkId(id),
-            key: QueueKey::default(),
-            entry: FrontierEntry {
-                key: QueueKey::default(),
-                link: Link::seed(url),
-            },
+            step: LinkId(id),
+            link: Link::seed(url),
         }
     }
 
@@ -233,11 +212,11 @@ mod tests {
         lanes.park("b".into(), parked(2, "b"), now, ready);
         assert!(!lanes.is_free("a") && !lanes.is_free("b"));
         let (lane, p) = lanes.take_ready(now, ready).expect("b is ready");
-        assert_eq!((lane.as_str(), p.id), ("b", LinkId(2)));
+        assert_eq!((lane.as_str(), p.step), ("b", LinkId(2)));
         assert!(lanes.take_ready(now, ready).is_none(), "a is busy");
         lanes.finish("a", now, ready);
         let (lane, p) = lanes.take_ready(now, ready).expect("a freed");
-        assert_eq!((lane.as_str(), p.id), ("a", LinkId(1)));
+        assert_eq!((lane.as_str(), p.step), ("a", LinkId(1)));
         assert_eq!(lanes.parked(), 0);
     }
 
@@ -251,11 +230,11 @@ mod tests {
         assert_eq!(lanes.next_wake(now), Some(Duration::from_millis(300)));
         let later = now + Duration::from_millis(300);
         let got = lanes.take_ready(later, |_: &Parked| Readiness::Now);
-        assert_eq!(got.map(|(_, p)| p.id), Some(LinkId(1)));
+        assert_eq!(got.map(|(_, p)| p.step), Some(LinkId(1)));
     }
 
     #[test]
-    fn links_of_one_lane_keep_their_order_and_drain_returns_all() {
+    fn heads_of_one_lane_keep_their_order_and_the_oldest_step_goes_first_at_the_end() {
         let now = Instant::now();
         let ready = |_: &Parked| Readiness::Now;
         let mut lanes = Lanes::default();
@@ -263,10 +242,12 @@ mod tests {
             lanes.park("a".into(), parked(id, "a"), now, ready);
         }
         let (_, first) = lanes.take_ready(now, ready).expect("ready");
-        assert_eq!(first.id, LinkId(5), "pop order within a lane");
+        assert_eq!(first.step, LinkId(5), "ask order within a lane");
+        let (_, oldest) = lanes.take_any().expect("a is not busy");
+        assert_eq!(oldest.step, LinkId(3));
         lanes.start("a");
-        let rest: Vec<u64> = lanes.drain().iter().map(|p| p.id.0).collect();
-        assert_eq!(rest, vec![3, 9]);
+        assert!(lanes.take_any().is_none(), "a is busy");
+        lanes.clear();
         assert_eq!(lanes.parked(), 0);
     }
 }

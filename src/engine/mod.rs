@@ -26,7 +26,7 @@ pub use self::core::{
 };
 pub use explain::explain;
 pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
-pub use runner::{url_hash, JobOutcome, Runner};
+pub use runner::{JobOutcome, Runner};
 
 use crate::fetch::Fetcher;
 use crate::learn::{MimeFilterConfig, MimeFilters};

@@ -28,18 +28,20 @@
 //! progress durable), and the job kinds' own steps, `structured.rs`,
 //! `linked.rs`, `revisit.rs`.
 
-use super::core::{Admitted, HeadAnswer, JobCore, PassingFault, RetryVerdict, StepTally};
-use super::lanes::{Lanes, Parked, Readiness};
+use super::core::{
+    Admitted, HeadAnswer, JobCore, NextStep, PassingFault, Readiness, RetryVerdict, StepTally,
+};
+use super::lanes::{Lanes, Parked};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
 use crate::config::JobSpec;
 use crate::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use crate::extract::{self, ExtractLimits, PageLinks, UrlRules};
 use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules, RobotsStatus};
-use crate::link::{Link, LinkId, QueueKey, TagPath};
+use crate::link::{Link, LinkId, TagPath};
 use crate::mime::{essence, Label, MimeFamily, TargetSet};
 use crate::output::crawl_log::{CrawlLog, Event, LogLine, SkipReason};
 use crate::output::TargetDir;
-use crate::store::{ChangeKind, FrontierEntry, JobCounters, ManifestRow, StopReason};
+use crate::store::{ChangeKind, JobCounters, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, StrategyStats};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::{HashMap, HashSet};
@@ -170,9 +172,11 @@ struct Driver {
     last_checkpoint: Instant,
     /// `manifest.jsonl` missed rows (a failed append): rewrite it from the store.
     manifest_stale: bool,
-    /// Popped links and HEADs to ask waiting for their politeness key, and
-    /// the keys in use.
+    /// HEADs to ask waiting for their politeness key, and the keys in use.
     lanes: Lanes,
+    /// When the core, which left a slot empty, may have a link whose key
+    /// is ready by then (the soonest end of a delay it looked at).
+    choose_again: Option<Instant>,
     /// Steps with work still under way or parked (their own fetch, HEADs
     /// they asked for): what they found so far, and how many units are left.
     /// A step settles when its last unit ends.
@@ -207,6 +211,8 @@ pub struct Runner<'a> {
     limits: Arc<ExtractLimits>,
     politeness: Politeness,
     max_in_flight: usize,
+    /// How many links a free slot may pass over (`politeness.look_ahead`).
+    look_ahead: usize,
     per: extract::PolitenessPer,
     core: Mutex<JobCore>,
     out: TargetDir,
@@ -234,28 +240,6 @@ impl Drop for Runner<'_> {
 /// First wait before retrying a paused job's checkpoint; it doubles up to the max.
 const PAUSE_RETRY_MIN: Duration = Duration::from_secs(1);
 const PAUSE_RETRY_MAX: Duration = Duration::from_secs(30);
-
-/// Popped links that may wait for their politeness key at once. One step at
-/// a time pops one link ahead at most, as a sequential crawl does; a job with
-/// many in flight may look far down the frontier for a ready host.
-///
-/// Why so far: an order that knows no hosts (bfs, sb's actions) hands out a
-/// host's links in long runs — a home page's 200 links before the next
-/// host's — so the parking fills with a few hosts while the others wait
-/// behind them in the frontier. With a fixed 65 536, a job over 1 000 hosts
-/// at 1 s (`forager bench --site web:1000 --strategies bfs`) made 375
-/// requests/s, its parking full of about 330 hosts. A parked link costs
-/// about 400 bytes, so 4 096 per step in flight bounds it near 100 MiB at
-/// the default 64.
-const PARKED_PER_STEP: usize = 4096;
-
-fn park_limit(max_in_flight: usize) -> usize {
-    if max_in_flight <= 1 {
-        1
-    } else {
-        max_in_flight.saturating_mul(PARKED_PER_STEP)
-    }
-}
 
 impl<'a> Runner<'a> {
     /// Prepare a job: load its stored state if any, else start from its seeds.
@@ -292,6 +276,7 @@ impl<'a> Runner<'a> {
                 http: Arc::new(linked::with_accept(spec)),
             },
             max_in_flight: spec.max_in_flight().max(1),
+            look_ahead: spec.look_ahead(),
             per: spec.politeness_per(),
             core: Mutex::new(JobCore::new(spec)),
             out,
@@ -301,6 +286,7 @@ impl<'a> Runner<'a> {
                 last_checkpoint: Instant::now(),
                 manifest_stale: false,
                 lanes: Lanes::default(),
+                choose_again: None,
                 open_steps: HashMap::new(),
             }),
             crawl_log: Mutex::new(None),
@@ -560,7 +546,7 @@ impl<'a> Runner<'a> {
                 if let (Some(r), 0) = (halt, lock(&self.driver).open_steps.len()) {
                     break Ok(Some(r));
                 }
-                if lock(&self.driver).lanes.parked() == 0 {
+                if lock(&self.driver).lanes.parked() == 0 && self.core().frontier_len() == 0 {
                     if !self.core().has_revisits() {
                         break Ok(Some(StopReason::FrontierEmpty));
                     }
@@ -576,7 +562,18 @@ impl<'a> Runner<'a> {
                     break Err(e);
                 }
             }
-            let mut wake = lock(&self.driver).lanes.next_wake(Instant::now());
+            let mut wake = {
+                let driver = lock(&self.driver);
+                let now = Instant::now();
+                let choose = driver
+                    .choose_again
+                    .filter(|_| halt.is_none() && steps.len() < self.max_in_flight)
+                    .map(|at| at.saturating_duration_since(now));
+                match (driver.lanes.next_wake(now), choose) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            };
             if halt.is_none() && steps.len() < self.max_in_flight {
                 if let Some(due) = self.revisit_wake() {
                     wake = Some(wake.map_or(due, |w| w.min(due)));
@@ -609,25 +606,23 @@ impl<'a> Runner<'a> {
     }
 
     /// End a crawl loop: cancel the steps still in flight and put every link
-    /// they or the parking held back into the frontier.
+    /// they or the core held back into the frontier.
     fn unwind<S>(
         &self,
         steps: S,
         result: Result<Option<StopReason>, EngineError>,
     ) -> Result<Option<StopReason>, EngineError> {
         drop(steps);
-        let parked = {
+        {
             let mut driver = lock(&self.driver);
             driver.open_steps.clear();
-            driver.lanes.drain()
-        };
-        let mut core = self.core();
-        // Links waiting to be asked are unsettled links of their steps: this
-        // puts them back into the frontier with the steps' popped links.
-        core.abandon_all();
-        for p in parked.into_iter().filter(|p| !p.ask) {
-            core.unpop(p.id, p.key, Some(p.entry));
+            driver.lanes.clear();
+            driver.choose_again = None;
         }
+        // HEADs waiting for their lane are unsettled links of their steps:
+        // this puts them back into the frontier with the steps' popped links
+        // and the links held for their key.
+        self.core().abandon_all();
         result
     }
 
@@ -635,7 +630,7 @@ impl<'a> Runner<'a> {
     /// to ask, and settle the step when nothing of it is left.
     fn unit_done(&self, id: LinkId, outcome: UnitOutcome) {
         let now = Instant::now();
-        let readiness = |p: &Parked| self.readiness(&p.entry.link.url);
+        let readiness = |p: &Parked| self.readiness(&p.link.url);
         let mut driver = lock(&self.driver);
         let Some((tally, left)) = driver.open_steps.get_mut(&id) else {
             debug_assert!(false, "a unit of {id}, which is not open, ended");
@@ -653,41 +648,28 @@ impl<'a> Runner<'a> {
         }
         for link in outcome.asks {
             let lane = self.host_key(&link.url);
-            let entry = FrontierEntry {
-                link,
-                key: QueueKey::default(),
-            };
-            let parked = Parked {
-                id,
-                key: QueueKey::default(),
-                entry,
-                ask: true,
-            };
-            driver.lanes.park(lane, parked, now, readiness);
+            driver
+                .lanes
+                .park(lane, Parked { step: id, link }, now, readiness);
         }
     }
 
-    /// The next unit whose politeness key is ready: a parked one first (a
-    /// HEAD to ask, or a popped link whose step then begins), else — when
-    /// `pop` — the strategy's choice (parking those that must wait).
+    /// The next unit whose politeness key is ready: a HEAD an open step
+    /// asked for first, else — when `pop` — a due revisit or the link the
+    /// job core chooses for the free slot (`core/dispatch.rs`).
     fn next_unit(&self, pop: bool) -> Result<Option<(LinkId, String, Unit)>, EngineError> {
         let mut driver = lock(&self.driver);
         let now = Instant::now();
-        let readiness = |p: &Parked| self.readiness(&p.entry.link.url);
+        let readiness = |p: &Parked| self.readiness(&p.link.url);
         let ready = if pop {
             driver.lanes.take_ready(now, readiness)
         } else {
             // Halted: only the HEADs of open steps go on, so that they settle.
-            driver.lanes.take_any(|p| p.ask)
+            driver.lanes.take_any()
         };
         if let Some((lane, p)) = ready {
             driver.lanes.start(&lane);
-            if p.ask {
-                return Ok(Some((p.id, lane, Unit::Ask(Box::new(p.entry.link)))));
-            }
-            self.core().begin_step(p.id, p.key, Some(p.entry));
-            driver.open_steps.insert(p.id, (StepTally::default(), 1));
-            return Ok(Some((p.id, lane, Unit::Popped)));
+            return Ok(Some((p.step, lane, Unit::Ask(Box::new(p.link)))));
         }
         if !pop {
             return Ok(None);
@@ -695,55 +677,40 @@ impl<'a> Runner<'a> {
         if let Some((id, lane)) = self.begin_revisit(&mut driver) {
             return Ok(Some((id, lane, Unit::Popped)));
         }
-        let limit = park_limit(self.max_in_flight);
-        while driver.lanes.parked() < limit {
-            let popped = {
-                let lanes = &driver.lanes;
-                let host_ready = |host: &str| {
-                    let Ok(url) = Url::parse(&format!("http://{host}/")) else {
-                        return true;
-                    };
-                    lanes.is_free(&self.host_key(&url)) && self.readiness(&url) == Readiness::Now
+        let next = {
+            let lanes = &driver.lanes;
+            let lane_readiness = |url: &Url| {
+                if lanes.is_free(&self.host_key(url)) {
+                    self.readiness(url)
+                } else {
+                    Readiness::Busy
+                }
+            };
+            let store = &self.engine.store;
+            let job = &self.spec.name;
+            let mut load = |id: LinkId| store.frontier_entry(job, id);
+            self.core()
+                .next_step(&lane_readiness, self.look_ahead, &mut load)?
+        };
+        driver.choose_again = None;
+        match next {
+            NextStep::Begin(id) => {
+                let Some(url) = self.core().popped(id).map(|p| p.entry.link.url.clone()) else {
+                    debug_assert!(false, "{id} began without a record");
+                    return Ok(None);
                 };
-                self.core().pop(&host_ready)
-            };
-            let Some((id, key, entry)) = popped else {
-                return Ok(None);
-            };
-            let entry = match entry {
-                Some(entry) => Some(entry),
-                None => match self.engine.store.frontier_entry(&self.spec.name, id) {
-                    Ok(entry) => entry,
-                    Err(e) => {
-                        self.core().unpop(id, key, None);
-                        return Err(e.into());
-                    }
-                },
-            };
-            let Some(entry) = entry else {
-                warn!(job = %self.spec.name, link = %id, "frontier id without a link record; skipped");
-                self.core().begin_step(id, key, None);
-                continue;
-            };
-            if !self.core().confirm_popped(id, key, &entry.link) {
-                continue;
-            }
-            let lane = self.host_key(&entry.link.url);
-            if driver.lanes.is_free(&lane) && self.readiness(&entry.link.url) == Readiness::Now {
+                let lane = self.host_key(&url);
                 driver.lanes.start(&lane);
-                self.core().begin_step(id, key, Some(entry));
                 driver.open_steps.insert(id, (StepTally::default(), 1));
-                return Ok(Some((id, lane, Unit::Popped)));
+                Ok(Some((id, lane, Unit::Popped)))
             }
-            let parked = Parked {
-                id,
-                key,
-                entry,
-                ask: false,
-            };
-            driver.lanes.park(lane, parked, now, readiness);
+            NextStep::Wait(after) => {
+                // A host the strategy wants may become ready before any step ends.
+                driver.choose_again = after.map(|d| now + d);
+                Ok(None)
+            }
+            NextStep::Empty => Ok(None),
         }
-        Ok(None)
     }
 
     /// When the fetcher would start a request to `url`.
@@ -760,7 +727,7 @@ impl<'a> Runner<'a> {
     }
 
     fn release_key(&self, host_key: &str) {
-        let readiness = |p: &Parked| self.readiness(&p.entry.link.url);
+        let readiness = |p: &Parked| self.readiness(&p.link.url);
         lock(&self.driver)
             .lanes
             .finish(host_key, Instant::now(), readiness);
@@ -1025,11 +992,6 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every guarded value here is consistent between statements: a panic
     // while holding one cannot leave it half-updated in a way that matters.
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Stable 64-bit hash of a normalised URL (MurmurHash3 x64/128, low half): the seen-set key.
-pub fn url_hash(url: &Url) -> u64 {
-    crate::learn::hash::murmur3_x64_128(url.as_str().as_bytes(), 0x666f_7261) as u64
 }
 
 fn method_name(kind: RequestKind) -> &'static str {

@@ -95,7 +95,7 @@
 //! one arm. Every queued link is a frontier entry; nothing else grows with
 //! the crawl.
 
-use super::{ActionReport, Strategy, StrategyKind, StrategyStats, Triage};
+use super::{ActionReport, FreeSlot, Strategy, StrategyKind, StrategyStats, Triage};
 use crate::codec::{self, CodecError};
 use crate::learn::hash::fingerprint64;
 use crate::learn::{FtrlConfig, FtrlModel, ParentRelevance, UrlFeatures};
@@ -403,32 +403,39 @@ impl Anthelion {
         Some((p, k))
     }
 
-    /// The host to serve next among those with queued links: see the module
-    /// documentation. With none ready, the best of all (the engine holds its
-    /// link until the host is ready).
-    fn choose(&mut self, host_ready: &dyn Fn(&str) -> bool) -> Option<u32> {
-        let all: Vec<u32> = self.waiting.iter().copied().collect();
-        if all.is_empty() {
+    /// The host to serve next among those with queued links (see the module
+    /// documentation), for a free slot: the best-scored host that is ready
+    /// among the `slot.look_ahead` best, or, with probability λ_t, a random
+    /// ready host (deliberate exploration). `None` leaves the slot empty:
+    /// no host is ready, or the better hosts are all busy and exploration
+    /// did not fire. Only a choice that returns a host counts as one (λ_t
+    /// decays with choices, not with the engine's polls).
+    fn choose(&mut self, slot: &FreeSlot<'_>) -> Option<u32> {
+        if self.waiting.is_empty() {
             return None;
         }
-        let ready: Vec<u32> = all
+        let host_ready = |s: u32| {
+            self.hosts
+                .get(s as usize)
+                .is_none_or(|h| h.name.is_empty() || (slot.host_ready)(&h.name))
+        };
+        let ready: Vec<u32> = self
+            .waiting
             .iter()
             .copied()
-            .filter(|&s| {
-                self.hosts
-                    .get(s as usize)
-                    .is_none_or(|h| h.name.is_empty() || host_ready(&h.name))
-            })
+            .filter(|&s| host_ready(s))
             .collect();
+        if ready.is_empty() {
+            return None;
+        }
         let lambda = self.config.lambda_at(self.choices);
-        self.choices += 1;
-        // One draw per choice whatever the outcome, so a restored run draws alike.
+        // One draw per offered slot with a ready host, so a restored run draws alike.
         let explore = self.rng.random::<f64>() < lambda;
         if explore {
             self.explored += 1;
-            let pool = if ready.is_empty() { &all } else { &ready };
-            let i = self.rng.random_range(0..pool.len());
-            return Some(pool[i]);
+            self.choices += 1;
+            let i = self.rng.random_range(0..ready.len());
+            return Some(ready[i]);
         }
         let prior = self.host_prior();
         let score = |s: u32| {
@@ -447,20 +454,33 @@ impl Anthelion {
                 rate
             }
         };
-        let best_of = |pool: &[u32]| {
-            let mut best = pool[0];
-            for &s in &pool[1..] {
-                if score(s) > score(best) {
-                    best = s;
-                }
-            }
-            best
+        // Best first, ties to the host seen first (the lowest slot).
+        let order = |a: &(f64, u32), b: &(f64, u32)| {
+            b.0.partial_cmp(&a.0)
+                .unwrap_or(Ordering::Equal)
+                .then(a.1.cmp(&b.1))
         };
-        // The best *ready* host: the engine parks a busy host's link and pops
-        // again at once, so preferring a busy better host only moves links
-        // into its waiting lanes early (tried: at 64 in flight, no gain).
-        let pool = if ready.is_empty() { &all } else { &ready };
-        Some(best_of(pool))
+        let chosen = if slot.look_ahead >= self.waiting.len() {
+            // Any ready host may go: the best of them.
+            ready
+                .iter()
+                .map(|&s| (score(s), s))
+                .min_by(order)
+                .map(|(_, s)| s)
+        } else {
+            let mut ranked: Vec<(f64, u32)> = self.waiting.iter().map(|&s| (score(s), s)).collect();
+            let k = slot.look_ahead.max(1);
+            if ranked.len() > k {
+                ranked.select_nth_unstable_by(k - 1, order);
+                ranked.truncate(k);
+            }
+            ranked.sort_by(order);
+            ranked.into_iter().map(|(_, s)| s).find(|&s| host_ready(s))
+        };
+        if chosen.is_some() {
+            self.choices += 1;
+        }
+        chosen
     }
 }
 
@@ -496,11 +516,15 @@ impl Strategy for Anthelion {
     }
 
     fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
-        self.pop_ready(&|_| true)
+        self.pop_ready(&FreeSlot::ANY)
     }
 
-    fn pop_ready(&mut self, host_ready: &dyn Fn(&str) -> bool) -> Option<(LinkId, QueueKey)> {
-        let slot = self.choose(host_ready)?;
+    fn chooses_hosts(&self) -> bool {
+        true
+    }
+
+    fn pop_ready(&mut self, free: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
+        let slot = self.choose(free)?;
         let queue = self.queues.get_mut(&slot)?;
         let entry = queue.pop()?;
         if queue.is_empty() {
@@ -714,12 +738,28 @@ mod tests {
             slot_of(&s, "fair.test"),
         );
         assert_eq!(hosts, vec![g, g, f, f, p, p]);
-        // A host that is not ready is skipped; with none ready, the best of all.
+        // A host that is not ready is passed over when the look-ahead allows;
+        // with a look-ahead of one, or no host ready, the slot stays empty.
         queue(&mut s, &link("http://good.test/r", "http://x.test/"), 10);
         queue(&mut s, &link("http://fair.test/r", "http://x.test/"), 11);
-        assert_eq!(s.pop_ready(&|h| h != "good.test").unwrap().0, LinkId(11));
+        let not_good = |h: &str| h != "good.test";
+        let first_only = FreeSlot {
+            host_ready: &not_good,
+            look_ahead: 1,
+        };
+        assert_eq!(s.pop_ready(&first_only), None);
+        let two = FreeSlot {
+            host_ready: &not_good,
+            look_ahead: 2,
+        };
+        assert_eq!(s.pop_ready(&two).unwrap().0, LinkId(11));
         queue(&mut s, &link("http://fair.test/r2", "http://x.test/"), 12);
-        assert_eq!(s.pop_ready(&|_| false).unwrap().0, LinkId(10));
+        let none = FreeSlot {
+            host_ready: &|_| false,
+            look_ahead: usize::MAX,
+        };
+        assert_eq!(s.pop_ready(&none), None);
+        assert_eq!(s.pop_ready(&FreeSlot::ANY).unwrap().0, LinkId(10));
     }
 
     #[test]

@@ -11,8 +11,11 @@
 //!
 //! 1. every new in-scope link goes through [`Strategy::triage`], which answers
 //!    enqueue / fetch now / ask with HEAD / drop;
-//! 2. [`Strategy::pop`] gives the next link to fetch, and
-//!    [`Strategy::confirm`] may still drop it once its record is loaded;
+//! 2. when a request slot is free, [`Strategy::pop_ready`] gives the next
+//!    link to fetch, chosen then, with every answer received so far taken
+//!    into account (the engine never asks far ahead: see § Crawl loop in
+//!    ARCHITECTURE.md); [`Strategy::confirm`] may still drop or defer it
+//!    once its record is loaded, right before its request starts;
 //! 3. every label the engine observes on a real response goes to
 //!    [`Strategy::observe`] (free training data), and the number of new,
 //!    verified targets found on a fetched page to [`Strategy::reward`].
@@ -44,6 +47,42 @@ pub enum Triage {
     Head,
     /// Never fetch it.
     Drop,
+}
+
+/// What a strategy says of a link it popped, right before its request
+/// starts ([`Strategy::confirm`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Confirm {
+    /// Fetch it now.
+    Fetch,
+    /// Never fetch it: it leaves the frontier, counted as dropped.
+    Drop,
+    /// Not now: it goes back to the strategy under this key (the engine
+    /// pushes it again), to be offered later, when the strategy's prediction
+    /// changed or nothing better is left. It stays in the frontier.
+    Defer(QueueKey),
+}
+
+/// A free request slot, as the engine offers it to
+/// [`Strategy::pop_ready`].
+pub struct FreeSlot<'a> {
+    /// Whether a request to this host name could start now: no step of the
+    /// job on its politeness key, and the key's delay passed.
+    pub host_ready: &'a dyn Fn(&str) -> bool,
+    /// How far down its own ranking a strategy may go to find a link it can
+    /// fetch now: with 1, only its first choice (a slot stays empty while
+    /// that host is not ready); with more, a lower-ranked link may take a
+    /// slot its betters' hosts cannot. The job's `politeness.look_ahead`.
+    pub look_ahead: usize,
+}
+
+impl FreeSlot<'_> {
+    /// A slot where every host is ready and any link may go (a test, a
+    /// replay with one step at a time).
+    pub const ANY: FreeSlot<'static> = FreeSlot {
+        host_ready: &|_| true,
+        look_ahead: usize::MAX,
+    };
 }
 
 /// How a label was learned.
@@ -101,6 +140,15 @@ impl StrategyKind {
 
     pub fn parse(name: &str) -> Option<StrategyKind> {
         Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether the strategy learns, online, which links to fetch first
+    /// (the baselines only order the frontier).
+    pub fn learns(self) -> bool {
+        !matches!(
+            self,
+            StrategyKind::Bfs | StrategyKind::Dfs | StrategyKind::Random
+        )
     }
 
     /// A fresh strategy of this kind, seeded.
@@ -199,24 +247,36 @@ pub trait Strategy: Send {
     /// Remove and return the next link to fetch, with the key it was pushed under.
     fn pop(&mut self) -> Option<(LinkId, QueueKey)>;
 
-    /// [`Strategy::pop`] for a job with many hosts: `host_ready(host)` says
-    /// whether a request to that host name could start now. A strategy whose
-    /// arms are hosts (it saw each link's URL at [`Strategy::triage`]) picks
-    /// among ready ones; the others simply pop — the engine holds a link whose
-    /// host is busy until it is ready, so no choice is ever wrong, only late.
-    fn pop_ready(&mut self, host_ready: &dyn Fn(&str) -> bool) -> Option<(LinkId, QueueKey)> {
-        let _ = host_ready;
+    /// [`Strategy::pop`] for a free request slot of a job with many hosts.
+    ///
+    /// A strategy whose arms are hosts (it saw each link's URL at
+    /// [`Strategy::triage`], [`Strategy::chooses_hosts`] is `true`) returns
+    /// its best link on a host that `slot.host_ready` accepts among its
+    /// `slot.look_ahead` best hosts, or `None` to leave the slot empty
+    /// (the engine asks again when a host may have become ready); its own
+    /// exploration (ε, λ) may pick any ready host, on purpose.
+    ///
+    /// The others return [`Strategy::pop`]: the engine holds a link whose
+    /// host is not ready, up to `look_ahead` of them, and pops no more while
+    /// that many wait, so no choice is made long before its request.
+    fn pop_ready(&mut self, slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
+        let _ = slot;
         self.pop()
     }
 
-    /// A link just popped (its record loaded): fetch it (`true`), or drop it
-    /// now (`false`; it leaves the frontier, counted as dropped). A strategy
-    /// that decides when a link is *polled* rather than when it is found —
-    /// LDCOC does, with the model as it is then — says so here; the others
-    /// keep every link they queued.
-    fn confirm(&mut self, link: &Link, key: QueueKey) -> bool {
+    /// Whether [`Strategy::pop_ready`] chooses among ready hosts itself.
+    fn chooses_hosts(&self) -> bool {
+        false
+    }
+
+    /// A link just popped (its record loaded), right before its request
+    /// starts: fetch it, drop it, or defer it. A strategy that decides when
+    /// a link is *polled* rather than when it is found — LDCOC does, with
+    /// the model as it is then — says so here; the others fetch every link
+    /// they queued.
+    fn confirm(&mut self, link: &Link, key: QueueKey) -> Confirm {
         let _ = (link, key);
-        true
+        Confirm::Fetch
     }
 
     /// A link `id` just popped with `key`, in a job whose

@@ -7,7 +7,7 @@
 //! copy of it.
 
 pub use super::Checkpoint;
-use super::{Admitted, HeadAnswer, JobCore, StepTally};
+use super::{Admitted, HeadAnswer, JobCore, NextStep, Readiness, StepTally};
 use crate::codec::CodecError;
 use crate::config::JobSpec;
 use crate::extract::{ExtractedLink, PageLinks, RejectCounts};
@@ -32,6 +32,13 @@ pub trait Answers {
     /// runner's lookup before triage, so a known page is queued without a
     /// HEAD. The default knows nothing.
     fn known(&self, _url: &Url) -> Option<Label> {
+        None
+    }
+    /// A fetched page's relevance to a structured-data job (its embedded
+    /// statements reach the job's threshold), or `None` for a job of
+    /// another kind. A relevant page is a target, as the runner saves it;
+    /// the strategy hears of it before the page's links are triaged.
+    fn relevant(&mut self, _page: &Link) -> Option<bool> {
         None
     }
 }
@@ -95,34 +102,97 @@ impl Replay {
         self.core.counters.requests
     }
 
-    /// Pop the next link and take its step; `None` when the frontier is empty.
+    /// Choose the next link, as the runner does for a free slot with every
+    /// host ready, and take its step; `None` when the frontier is empty.
     pub fn step(&mut self, site: &mut dyn Answers) -> Option<Stepped> {
-        loop {
-            let (id, key, entry) = self.core.pop(&|_| true)?;
-            let Some(entry) =
-                entry.or_else(|| self.stored.get(&id).map(|e| FrontierEntry::clone(e)))
-            else {
-                debug_assert!(false, "{id} was popped without a record");
-                self.core.begin_step(id, key, None);
-                continue;
-            };
-            if !self.core.confirm_popped(id, key, &entry.link) {
-                continue;
-            }
-            let link = entry.link.clone();
-            self.core.begin_step(id, key, Some(entry));
-            let mut tally = StepTally::default();
-            // Links wanted now are fetched after the page's links were
-            // admitted, in page order, as the runner does.
-            let mut work = vec![link];
-            while let Some(link) = work.pop() {
-                let now = self.get(id, &link, site, &mut tally);
-                work.extend(now.into_iter().rev());
-                self.core.settle_link(&link.url);
-            }
-            self.core.settle_step(id, tally);
-            return Some(Stepped { id, tally });
+        let id = self.begin_next(&|_| Readiness::Now, 1)?;
+        let tally = self.take_step(id, site);
+        self.core.settle_step(id, tally);
+        Some(Stepped { id, tally })
+    }
+
+    /// The step the core begins for a free slot, given when each URL's
+    /// politeness key is ready; `None` when no link may start now.
+    fn begin_next(
+        &mut self,
+        readiness: &dyn Fn(&Url) -> Readiness,
+        look_ahead: usize,
+    ) -> Option<LinkId> {
+        let stored = &self.stored;
+        let mut load = |id: LinkId| -> Result<Option<FrontierEntry>, std::convert::Infallible> {
+            Ok(stored.get(&id).map(|e| FrontierEntry::clone(e)))
+        };
+        match self.core.next_step(readiness, look_ahead, &mut load) {
+            Ok(NextStep::Begin(id)) => Some(id),
+            Ok(NextStep::Wait(_) | NextStep::Empty) => None,
+            Err(never) => match never {},
         }
+    }
+
+    /// The work of step `id` (begun): its GET, its page's links admitted
+    /// with each HEAD answered as it is asked, the links wanted now fetched
+    /// in page order, as the runner does with one step in flight.
+    fn take_step(&mut self, id: LinkId, site: &mut dyn Answers) -> StepTally {
+        let mut tally = StepTally::default();
+        let Some(link) = self.core.popped(id).map(|p| p.entry.link.clone()) else {
+            return tally;
+        };
+        let mut work = vec![link];
+        while let Some(link) = work.pop() {
+            let now = self.get(id, &link, site, &mut tally);
+            work.extend(now.into_iter().rev());
+            self.core.settle_link(&link.url);
+        }
+        tally
+    }
+
+    /// Crawl with up to `in_flight` steps outstanding, one per politeness
+    /// key (`per`), no delay: a step is chosen when a slot is free, with the
+    /// answers of every step that completed before, and steps complete in
+    /// the order they began (their work is done, and their links and
+    /// reward reach the core, when they complete). Stops when nothing is
+    /// left or after `max_steps` steps; returns the steps in completion order.
+    pub fn crawl_concurrent(
+        &mut self,
+        site: &mut dyn Answers,
+        in_flight: usize,
+        per: crate::extract::PolitenessPer,
+        look_ahead: usize,
+        max_steps: usize,
+    ) -> Vec<Stepped> {
+        let mut outstanding: std::collections::VecDeque<(LinkId, String)> = Default::default();
+        let mut done = Vec::new();
+        let mut begun = 0;
+        loop {
+            if begun < max_steps && outstanding.len() < in_flight.max(1) {
+                let busy: std::collections::HashSet<&str> =
+                    outstanding.iter().map(|(_, k)| k.as_str()).collect();
+                let readiness = |url: &Url| {
+                    if busy.contains(crate::extract::politeness_key(url, per).as_str()) {
+                        Readiness::Busy
+                    } else {
+                        Readiness::Now
+                    }
+                };
+                if let Some(id) = self.begin_next(&readiness, look_ahead) {
+                    let key = self
+                        .core
+                        .popped(id)
+                        .map(|p| crate::extract::politeness_key(&p.entry.link.url, per))
+                        .unwrap_or_default();
+                    outstanding.push_back((id, key));
+                    begun += 1;
+                    continue;
+                }
+            }
+            let Some((id, _)) = outstanding.pop_front() else {
+                break;
+            };
+            let tally = self.take_step(id, site);
+            self.core.settle_step(id, tally);
+            done.push(Stepped { id, tally });
+        }
+        done
     }
 
     fn count_request(&mut self, tally: &mut StepTally) {
@@ -149,6 +219,13 @@ impl Replay {
         match label {
             Label::Html => {
                 self.core.counters.pages += 1;
+                if let Some(relevant) = site.relevant(link) {
+                    self.core.page_relevance(link, &link.url, relevant);
+                    if relevant {
+                        self.core.counters.targets += 1;
+                        tally.targets += 1;
+                    }
+                }
                 let found = site.links(link);
                 self.admit(step, link, found, site, tally)
             }

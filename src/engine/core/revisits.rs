@@ -99,7 +99,7 @@ impl JobCore {
         };
         let action = action_of(&link.tag_path);
         book.fetched(
-            crate::engine::url_hash(final_url),
+            crate::link::url_hash(final_url),
             kept,
             target,
             action,
@@ -112,7 +112,7 @@ impl JobCore {
     /// checkpoint as the new manifest row (see [`RevisitBook::set_validators`]).
     pub fn set_validators(&mut self, url: &Url, validators: Validators) {
         if let Some(book) = &mut self.revisits {
-            book.set_validators(crate::engine::url_hash(url), validators);
+            book.set_validators(crate::link::url_hash(url), validators);
         }
     }
 

@@ -36,13 +36,15 @@ fn page(urls: &[&str]) -> PageLinks {
     }
 }
 
-/// Pop the next link and begin its step (records are all in memory here).
+/// Choose the next link and begin its step (records are all in memory here).
 fn pop_and_begin(core: &mut JobCore) -> Option<(LinkId, Link)> {
-    let (id, key, entry) = core.pop(&|_| true)?;
-    let entry = entry.expect("uncommitted record in memory");
-    let link = entry.link.clone();
-    assert!(core.begin_step(id, key, Some(entry)));
-    Some((id, link))
+    let mut load = |id: LinkId| -> Result<Option<crate::store::FrontierEntry>, ()> {
+        panic!("{id} is not in memory")
+    };
+    match core.next_step(&|_| Readiness::Now, 1, &mut load) {
+        Ok(NextStep::Begin(id)) => Some((id, core.popped(id)?.entry.link.clone())),
+        _ => None,
+    }
 }
 
 fn no_label(_: &Url) -> Option<Label> {
@@ -116,7 +118,7 @@ fn unsettled_seen_hashes_wait_for_their_step() {
     assert!(core.admit_hop(id, &seed, &hop));
     let cp = core.take_checkpoint(None, 0);
     assert!(
-        !cp.delta.seen_added.contains(&crate::engine::url_hash(&hop)),
+        !cp.delta.seen_added.contains(&crate::link::url_hash(&hop)),
         "a crash now must not leave the hop seen but nowhere"
     );
     assert!(
@@ -127,7 +129,7 @@ fn unsettled_seen_hashes_wait_for_their_step() {
     core.settle_link(&hop);
     core.settle_step(id, StepTally::default());
     let cp = core.take_checkpoint(None, 0);
-    assert!(cp.delta.seen_added.contains(&crate::engine::url_hash(&hop)));
+    assert!(cp.delta.seen_added.contains(&crate::link::url_hash(&hop)));
     assert_eq!(cp.delta.frontier_removed, vec![id]);
 }
 
@@ -414,4 +416,134 @@ fn one_at_a_time_the_warm_up_ends_within_a_page() {
         .filter(|a| matches!(a, Admitted::AskHead(_)))
         .count();
     assert_eq!(asks, 30, "all triaged before any answer: every link asked");
+}
+
+/// A made-up web of 12 hosts under one registrable domain (one politeness
+/// key per pay-level domain): each host's home links every other home and
+/// its own 20 items; the items of even hosts are relevant.
+struct OneDomainWeb;
+
+impl OneDomainWeb {
+    const HOSTS: usize = 12;
+    const ITEMS: usize = 20;
+}
+
+impl replay::Answers for OneDomainWeb {
+    fn label(&mut self, _url: &Url) -> Option<Label> {
+        Some(Label::Html)
+    }
+    fn links(&mut self, page: &Link) -> PageLinks {
+        let host = page.url.host_str().unwrap_or_default().to_string();
+        let mut links = Vec::new();
+        if page.url.path() == "/" {
+            for h in 0..Self::HOSTS {
+                links.push(format!("http://h{h}.one.test/"));
+            }
+            for i in 0..Self::ITEMS {
+                links.push(format!("http://{host}/item/{i}"));
+            }
+        }
+        let mut found = replay::page_links(&page.url, Vec::new());
+        found.links = links
+            .iter()
+            .map(|u| ExtractedLink {
+                url: url(u),
+                tag_path: TagPath::new("/html/body/ul/li/a"),
+                anchor: String::new(),
+            })
+            .collect();
+        found
+    }
+    fn target(&mut self, _link: &Link, _requests: u64) -> bool {
+        false
+    }
+    fn relevant(&mut self, page: &Link) -> Option<bool> {
+        let host = page.url.host_str().unwrap_or_default();
+        let even = host
+            .trim_start_matches('h')
+            .split('.')
+            .next()
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|n| n % 2 == 0);
+        Some(even && page.url.path().starts_with("/item/"))
+    }
+}
+
+fn one_domain_replay(strategy: StrategyKind) -> replay::Replay {
+    let mut spec = JobSpec::new("one-domain", vec![url("http://h0.one.test/")]);
+    spec.scope = ScopeKind::Any;
+    spec.budget.early_stop = false;
+    spec.targets.preset = crate::mime::Preset::Structured;
+    replay::Replay::new(spec, strategy.build(3))
+}
+
+/// Issue: with one politeness key and many steps in flight, links chosen
+/// long before their request made anthelion as poor as bfs. A strategy
+/// that chooses among ready hosts now takes every decision exactly as with
+/// one step in flight.
+#[test]
+fn one_key_with_many_in_flight_decides_as_one_in_flight() {
+    use crate::extract::PolitenessPer;
+    for kind in [StrategyKind::Anthelion, StrategyKind::Ldcoc] {
+        let order = |in_flight: usize, look_ahead: usize| -> Vec<LinkId> {
+            let mut r = one_domain_replay(kind);
+            r.crawl_concurrent(
+                &mut OneDomainWeb,
+                in_flight,
+                PolitenessPer::Pld,
+                look_ahead,
+                150,
+            )
+            .into_iter()
+            .map(|s| s.id)
+            .collect()
+        };
+        let sequential = order(1, 1);
+        assert!(sequential.len() > 100, "{kind:?}: {}", sequential.len());
+        assert_eq!(order(64, 16), sequential, "{kind:?}");
+        assert_eq!(order(64, usize::MAX), sequential, "{kind:?}");
+    }
+}
+
+/// A strategy that knows no hosts pops ahead of a busy key by at most the
+/// look-ahead: with one key, the link chosen for the next step is at most
+/// that many choices old, and it keeps the strategy's order.
+#[test]
+fn a_busy_key_holds_at_most_the_look_ahead() {
+    let mut r = one_domain_replay(StrategyKind::Bfs);
+    let mut site = OneDomainWeb;
+    // The seed's step: its links reach the frontier.
+    let first = r.step(&mut site).expect("the seed");
+    assert_eq!(first.id, LinkId(0));
+    let frontier = r.core.frontier_len();
+    let busy = |_: &Url| Readiness::Busy;
+    let mut load = |id: LinkId| -> Result<Option<crate::store::FrontierEntry>, ()> {
+        panic!("{id} is not in memory")
+    };
+    for look_ahead in [1, 4] {
+        assert_eq!(
+            r.core.next_step(&busy, look_ahead, &mut load),
+            Ok(NextStep::Wait(None))
+        );
+        assert_eq!(r.core.held(), look_ahead);
+        assert_eq!(
+            r.core.frontier_len(),
+            frontier,
+            "held links are in the frontier"
+        );
+        r.core.check_invariants();
+    }
+    // Ready again: the held links go first, in the order they were popped.
+    let ready = |_: &Url| Readiness::Now;
+    let ids: Vec<LinkId> = (0..5)
+        .map(|_| match r.core.next_step(&ready, 4, &mut load) {
+            Ok(NextStep::Begin(id)) => id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ids, (1..=5).map(LinkId).collect::<Vec<_>>());
+    // Abandoned, every link is back in the frontier.
+    r.core.abandon_all();
+    assert_eq!(r.core.frontier_len(), frontier);
+    assert_eq!(r.core.held(), 0);
 }

@@ -17,7 +17,7 @@
 //! revisit starts only when its host is ready, like a popped link).
 
 use super::{lock, parse_body, unix_now, Driver, Fetched, Gate, Runner, Streamed, MAX_PAGE_BYTES};
-use crate::engine::lanes::Readiness;
+use crate::engine::core::Readiness;
 use crate::engine::{EngineError, RequestKind, StepTally};
 use crate::extract::{self, sitemap};
 use crate::fetch::{Method, Response};
