@@ -311,7 +311,7 @@ async fn anthelion_killed_mid_crawl_keeps_every_statement_once() {
         .allow_private()
         .checkpoint_interval("150ms");
     for i in 0..web.hosts {
-        run = run.resolve(&StructuredWeb::host_name(i), server.port());
+        run = run.resolve(&web.host_name(i), server.port());
     }
     let targets = state.join("targets").join(name);
     let mut harvested_between_kills = Vec::new();

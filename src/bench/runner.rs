@@ -247,6 +247,63 @@ pub fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// How a benchmark's job over a web of many hosts is configured beyond its
+/// web: by default, the default job of scope `any` (64 requests in flight,
+/// politeness per pay-level domain, the strategy's default look-ahead)
+/// with no delay; each field overrides one setting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobSetting {
+    /// `politeness.delay`.
+    pub delay: Duration,
+    /// `politeness.max_in_flight` (`None`: the default of scope any).
+    pub max_in_flight: Option<u32>,
+    /// `politeness.look_ahead` (`None`: the strategy's default).
+    pub look_ahead: Option<u32>,
+    /// `politeness.per` (`None`: per pay-level domain, the default of scope any).
+    pub per: Option<crate::extract::PolitenessPer>,
+}
+
+impl JobSetting {
+    /// The paper's setting of the multi-host benchmarks: one request in
+    /// flight, no delay (each choice made with every answer before it).
+    pub const SEQUENTIAL: JobSetting = JobSetting {
+        delay: Duration::ZERO,
+        max_in_flight: Some(1),
+        look_ahead: None,
+        per: None,
+    };
+
+    /// Set these on `spec`.
+    pub fn apply(&self, spec: &mut JobSpec) {
+        spec.politeness.delay = self.delay;
+        spec.politeness.max_in_flight = self.max_in_flight;
+        spec.politeness.look_ahead = self.look_ahead;
+        spec.politeness.per = self.per;
+    }
+
+    /// As a reader of a report sees it, e.g. `delay 1s, in flight 64 (default), per host, look-ahead 16 (default)`.
+    pub fn describe(&self, strategy: crate::strategy::StrategyKind) -> String {
+        let mut spec = JobSpec::new("setting", Vec::new());
+        spec.scope = crate::extract::ScopeKind::Any;
+        spec.strategy = strategy;
+        self.apply(&mut spec);
+        let default = |set: bool| if set { "" } else { " (default)" };
+        let per = match spec.politeness_per() {
+            crate::extract::PolitenessPer::Host => "host",
+            crate::extract::PolitenessPer::Pld => "pay-level domain",
+        };
+        format!(
+            "delay {}, in flight {}{}, per {per}{}, look-ahead {}{}",
+            humantime::format_duration(self.delay),
+            spec.max_in_flight(),
+            default(self.max_in_flight.is_some()),
+            default(self.per.is_some()),
+            spec.look_ahead(),
+            default(self.look_ahead.is_some()),
+        )
+    }
+}
+
 /// A fresh engine in `state_root/NAME` whose `hosts` all resolve to the
 /// loopback `server`, and the spec of a job named `name` over `seeds`: the
 /// set-up the benchmarks over webs of many hosts share.

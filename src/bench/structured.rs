@@ -15,6 +15,7 @@
 //! constants were chosen; see its module documentation).
 
 use super::report::{cell, MeanStd};
+use super::runner::JobSetting;
 use crate::config::{StructuredTargets, DEFAULT_MIN_STATEMENTS};
 use crate::engine::replay::{page_links, Answers, Replay};
 use crate::engine::{CrawlObserver, RequestEvent, RequestKind, Runner};
@@ -354,6 +355,10 @@ pub struct StructuredFigures {
     pub req_at: [Option<f64>; 2],
     pub relevant: usize,
     pub fetched: usize,
+    /// Share of the web's relevant pages the run harvested.
+    pub coverage: f64,
+    /// Relevant pages harvested per minute of the run's wall time.
+    pub per_minute: f64,
     pub accuracy: Option<f64>,
 }
 
@@ -371,6 +376,7 @@ pub fn figures(
     pages: &[bool],
     truth: &StructuredTruth,
     stats: &StrategyStats,
+    wall: Duration,
 ) -> StructuredFigures {
     let web = truth.pages.len().max(1);
     let share = BUDGETS.map(|b| {
@@ -390,30 +396,34 @@ pub fn figures(
             }
         }
     }
+    let relevant = pages.iter().filter(|&&r| r).count();
     StructuredFigures {
         share,
         req_at,
-        relevant: pages.iter().filter(|&&r| r).count(),
+        relevant,
         fetched: pages.len(),
+        coverage: relevant as f64 / truth.relevant.len().max(1) as f64,
+        per_minute: relevant as f64 / (wall.as_secs_f64() / 60.0).max(1e-9),
         accuracy: stats.classifier_accuracy(),
     }
 }
 
 /// Crawl `web` (served at `server` under all its host names) once with a
 /// fresh state under `state_root`: a structured-data job (preset
-/// `structured`, every syntax, the default `min_statements`), scope any, no
-/// politeness delay, one request in flight, at most `max_requests` requests
-/// (0: until the frontier is empty).
+/// `structured`, every syntax, the default `min_statements`), scope any,
+/// politeness as `setting` says, at most `max_requests` requests (0: until
+/// the frontier is empty).
 pub async fn run_once(
     server: SocketAddr,
     web: &StructuredWeb,
     strategy: StrategyKind,
     seed: u64,
+    setting: JobSetting,
     max_requests: u64,
     state_root: &Path,
 ) -> anyhow::Result<StructuredRun> {
     let name = format!("structured-{}-{seed}", strategy.name());
-    let hosts = (0..web.hosts).map(StructuredWeb::host_name);
+    let hosts = (0..web.hosts).map(|i| web.host_name(i));
     let (engine, mut spec) =
         super::runner::web_engine(state_root, &name, hosts, server, &web.seeds())?;
     spec.scope = ScopeKind::Any;
@@ -424,12 +434,7 @@ pub async fn run_once(
         options: StructuredOptions::all(),
         min_statements: DEFAULT_MIN_STATEMENTS,
     });
-    spec.politeness.delay = Duration::ZERO;
-    // One request at a time, as the paper's crawl: each choice is made with
-    // the feedback of every page before it. With the engine's default of 64
-    // across the web, one per host, any strategy is spread over 64 hosts at
-    // once, most of them without structured data.
-    spec.politeness.max_in_flight = Some(1);
+    setting.apply(&mut spec);
     spec.budget.requests = max_requests;
     spec.budget.bytes = 0;
     spec.budget.early_stop = false;
@@ -460,12 +465,24 @@ pub struct StructuredSummary {
     pub req_at: [Option<MeanStd>; 2],
     pub relevant: Option<MeanStd>,
     pub fetched: Option<MeanStd>,
+    /// Per cent of the web's relevant pages harvested.
+    pub coverage: Option<MeanStd>,
+    pub per_minute: Option<MeanStd>,
     pub accuracy: Option<MeanStd>,
+    /// The job's politeness, as the report prints it.
+    pub setting: String,
 }
 
-pub fn summarise(strategy: StrategyKind, figs: &[StructuredFigures]) -> StructuredSummary {
+pub fn summarise(
+    strategy: StrategyKind,
+    setting: String,
+    figs: &[StructuredFigures],
+) -> StructuredSummary {
     StructuredSummary {
         strategy,
+        setting,
+        coverage: MeanStd::over(figs, |f| Some(100.0 * f.coverage)),
+        per_minute: MeanStd::over(figs, |f| Some(f.per_minute)),
         runs: figs.len(),
         share: [0, 1, 2].map(|i| MeanStd::over(figs, |f| Some(f.share[i]))),
         req_at: [0, 1].map(|i| MeanStd::over(figs, |f| f.req_at[i])),
@@ -497,20 +514,23 @@ pub fn markdown_table(
         DEFAULT_MIN_STATEMENTS,
     );
     o.push_str(
-        "| strategy | runs | relevant share @10 % | relevant share @25 % | relevant share @50 % | pages to 50 % of relevant (% of web) | pages to 90 % of relevant (% of web) | relevant pages | pages fetched | classifier acc. % |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+        "| strategy | politeness | runs | precision @10 % | precision @25 % | precision @50 % | pages to 50 % of relevant (% of web) | pages to 90 % of relevant (% of web) | coverage % | relevant pages / min | relevant pages | pages fetched | classifier acc. % |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.strategy.name(),
+            r.setting,
             r.runs,
             cell(r.share[0], 3),
             cell(r.share[1], 3),
             cell(r.share[2], 3),
             cell(r.req_at[0], 1),
             cell(r.req_at[1], 1),
+            cell(r.coverage, 1),
+            cell(r.per_minute, 0),
             cell(r.relevant, 0),
             cell(r.fetched, 0),
             cell(r.accuracy, 1),
@@ -533,20 +553,21 @@ pub fn markdown_table(
         at(BUDGETS[1]),
         at(BUDGETS[2])
     );
-    let share = |name: &str| {
-        let k = StrategyKind::parse(name)?;
-        rows.iter()
-            .find(|r| r.strategy == k)
-            .and_then(|r| r.share[1])
-            .map(|m| m.mean)
-    };
-    if let Some(b) = share("bfs") {
-        for name in ["anthelion", "sb", "focused"] {
-            if let Some(s) = share(name) {
+    // Each strategy against bfs crawled with the same politeness but for the look-ahead.
+    let bfs = rows
+        .iter()
+        .find(|r| r.strategy == StrategyKind::Bfs)
+        .and_then(|r| r.share[1])
+        .map(|m| m.mean);
+    if let Some(b) = bfs {
+        for r in rows.iter().filter(|r| r.strategy != StrategyKind::Bfs) {
+            if let Some(s) = r.share[1] {
                 let _ = writeln!(
                     o,
-                    "\n{name} / bfs relevant share at a budget of 25 % of the web: {:.2}",
-                    s / b.max(1e-9)
+                    "\n{} ({}) / bfs precision at a budget of 25 % of the web: {:.2}",
+                    r.strategy.name(),
+                    r.setting,
+                    s.mean / b.max(1e-9)
                 );
             }
         }
@@ -817,9 +838,16 @@ mod tests {
         for i in [0, 1, 4, 9] {
             p[i] = true;
         }
-        let f = figures(&p, &truth, &StrategyStats::default());
+        let f = figures(
+            &p,
+            &truth,
+            &StrategyStats::default(),
+            Duration::from_secs(30),
+        );
         assert_eq!(f.share, [1.0, 3.0 / 5.0, 4.0 / 10.0]);
         assert_eq!(f.req_at, [Some(10.0), Some(50.0)]);
         assert_eq!((f.relevant, f.fetched), (4, 12));
+        assert_eq!(f.coverage, 1.0);
+        assert_eq!(f.per_minute, 8.0, "4 relevant pages in half a minute");
     }
 }

@@ -110,13 +110,27 @@ pub struct BenchArgs {
     /// from the crawl's start.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     warmup: Duration,
-    /// Daemon load and multi-host: politeness delay of every job (1s: one request per
-    /// second per site or host).
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-    delay: Duration,
-    /// Multi-host: the job's politeness.max_in_flight (default: 64, that of scope any).
+    /// Politeness delay of every job: daemon load and multi-host default to 1s (one
+    /// request per second per site or host); linked and structured webs to 0s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    delay: Option<Duration>,
+    /// Multi-host, linked and structured webs: the job's politeness.max_in_flight
+    /// (default: 64, that of scope any; 1 is the papers' sequential crawl).
     #[arg(long)]
     max_in_flight: Option<u32>,
+    /// Linked and structured webs: the job's politeness.look_ahead, or several
+    /// (comma-separated) to draw the curve of precision against speed (default: the
+    /// strategy's own).
+    #[arg(long, value_delimiter = ',')]
+    look_ahead: Vec<u32>,
+    /// Linked and structured webs: the job's politeness.per, `host` or `pld` (default:
+    /// pld, that of scope any).
+    #[arg(long, value_parser = parse_per)]
+    per: Option<crate::extract::PolitenessPer>,
+    /// Linked and structured webs: name every host of the web under one registrable
+    /// domain (`site0001.web.test`, …), so that per-pld politeness makes them one key.
+    #[arg(long)]
+    one_domain: bool,
     /// Daemon load: how often /status is sampled.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     sample: Duration,
@@ -159,6 +173,40 @@ pub struct ServeArgs {
     loopback_name: bool,
 }
 
+/// The politeness delay of the daemon-load and multi-host benchmarks when
+/// `--delay` names none: the default job's.
+const DEFAULT_WEB_DELAY: Duration = Duration::from_secs(1);
+
+fn parse_per(s: &str) -> Result<crate::extract::PolitenessPer, String> {
+    match s {
+        "host" => Ok(crate::extract::PolitenessPer::Host),
+        "pld" => Ok(crate::extract::PolitenessPer::Pld),
+        _ => Err(format!("{s:?}: expected host or pld")),
+    }
+}
+
+/// The job settings a linked or structured web is crawled with: the
+/// default job of scope any at `--delay` (0s by default), or what the
+/// flags override; one per `--look-ahead` value.
+fn web_settings(args: &BenchArgs) -> Vec<crate::bench::runner::JobSetting> {
+    let base = crate::bench::runner::JobSetting {
+        delay: args.delay.unwrap_or(Duration::ZERO),
+        max_in_flight: args.max_in_flight,
+        look_ahead: None,
+        per: args.per,
+    };
+    if args.look_ahead.is_empty() {
+        return vec![base];
+    }
+    args.look_ahead
+        .iter()
+        .map(|&n| crate::bench::runner::JobSetting {
+            look_ahead: Some(n),
+            ..base
+        })
+        .collect()
+}
+
 /// `linked[:HOSTS[:PER_HOST[:SEED]]]`: a web of linked data; `None` for another kind of site.
 fn parse_linked(spec: &str) -> anyhow::Result<Option<LinkedWeb>> {
     let Some(rest) = spec.strip_prefix("linked") else {
@@ -193,7 +241,7 @@ fn parse_linked(spec: &str) -> anyhow::Result<Option<LinkedWeb>> {
 
 /// `structured[:HOSTS[:PAGES_PER_HOST[:SEED]]]`: a web of structured data; `None`
 /// for another kind of site.
-fn parse_structured(spec: &str) -> anyhow::Result<Option<StructuredWeb>> {
+fn parse_structured(spec: &str, one_domain: bool) -> anyhow::Result<Option<StructuredWeb>> {
     const FORM: &str = "structured[:HOSTS[:PAGES_PER_HOST[:SEED]]]";
     let Some(rest) = spec.strip_prefix("structured") else {
         return Ok(None);
@@ -218,11 +266,12 @@ fn parse_structured(spec: &str) -> anyhow::Result<Option<StructuredWeb>> {
         (6..=10_000).contains(&hosts) && (1..=10_000).contains(&per_host),
         "{spec:?}: a structured web has 6 to 10000 hosts of 1 to 10000 pages"
     );
-    Ok(Some(StructuredWeb::new(
-        hosts as usize,
-        per_host as usize,
-        seed,
-    )))
+    let web = StructuredWeb::new(hosts as usize, per_host as usize, seed);
+    Ok(Some(if one_domain {
+        web.under_one_domain()
+    } else {
+        web
+    }))
 }
 
 fn parse_site(spec: &str) -> anyhow::Result<BenchSite> {
@@ -323,7 +372,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut webs: Vec<LinkedWeb> = Vec::new();
     let mut structured_webs: Vec<StructuredWeb> = Vec::new();
     for spec in &args.sites {
-        if let Some(web) = parse_structured(spec)? {
+        if let Some(web) = parse_structured(spec, args.one_domain)? {
             if args.cpu {
                 bail!("--cpu measures a site, not a structured web ({spec:?})");
             }
@@ -556,52 +605,70 @@ async fn bench_structured(
         truth.relevant.len()
     );
     let mut rows = Vec::new();
-    let mut csv = String::from("strategy,seed,page,relevant\n");
+    let mut csv = String::from("strategy,look_ahead,seed,page,relevant\n");
     for &kind in kinds {
         let seeds = match kind {
             StrategyKind::Bfs | StrategyKind::Dfs | StrategyKind::Focused => 1,
             _ => args.seeds.max(1),
         };
-        let mut figs = Vec::new();
-        for seed in 1..=seeds {
-            let run = structured::run_once(
-                server.addr(),
-                web,
-                kind,
-                seed,
-                args.max_requests,
-                state_root,
-            )
-            .await?;
-            let hits = run.relevance(&truth);
-            let f = structured::figures(&hits, &truth, &run.stats);
-            // The engine's own count of relevant pages must be the truth's.
-            anyhow::ensure!(
-                run.targets == f.relevant as u64,
-                "{} seed {seed}: the engine saved {} relevant pages, the ground truth counts {} among those fetched",
-                kind.name(),
-                run.targets,
-                f.relevant
-            );
-            errln!(
-                "  {:<9} seed {seed}: {} pages, {} relevant, share@25 % {:.3} ({:.1} s)",
-                kind.name(),
-                f.fetched,
-                f.relevant,
-                f.share[1],
-                run.wall.as_secs_f64()
-            );
-            for (i, hit) in hits.iter().enumerate() {
-                csv.push_str(&format!(
-                    "{},{seed},{},{}\n",
+        // bfs learns nothing: one run at its own default look-ahead.
+        let settings = match kind.learns() {
+            true => web_settings(args),
+            false => web_settings(args)
+                .into_iter()
+                .take(1)
+                .map(|s| crate::bench::runner::JobSetting {
+                    look_ahead: None,
+                    ..s
+                })
+                .collect(),
+        };
+        for setting in settings {
+            let mut figs = Vec::new();
+            for seed in 1..=seeds {
+                let run = structured::run_once(
+                    server.addr(),
+                    web,
+                    kind,
+                    seed,
+                    setting,
+                    args.max_requests,
+                    state_root,
+                )
+                .await?;
+                let hits = run.relevance(&truth);
+                let f = structured::figures(&hits, &truth, &run.stats, run.wall);
+                // The engine's own count of relevant pages must be the truth's.
+                anyhow::ensure!(
+                    run.targets == f.relevant as u64,
+                    "{} seed {seed}: the engine saved {} relevant pages, the ground truth counts {} among those fetched",
                     kind.name(),
-                    i + 1,
-                    u8::from(*hit)
-                ));
+                    run.targets,
+                    f.relevant
+                );
+                errln!(
+                    "  {:<9} look-ahead {:>8} seed {seed}: {} pages, {} relevant, precision@25 % {:.3}, {:.0} relevant/min ({:.1} s)",
+                    kind.name(),
+                    setting.look_ahead.map_or("default".to_string(), |n| n.to_string()),
+                    f.fetched,
+                    f.relevant,
+                    f.share[1],
+                    f.per_minute,
+                    run.wall.as_secs_f64()
+                );
+                for (i, hit) in hits.iter().enumerate() {
+                    csv.push_str(&format!(
+                        "{},{},{seed},{},{}\n",
+                        kind.name(),
+                        setting.look_ahead.unwrap_or(0),
+                        i + 1,
+                        u8::from(*hit)
+                    ));
+                }
+                figs.push(f);
             }
-            figs.push(f);
+            rows.push(structured::summarise(kind, setting.describe(kind), &figs));
         }
-        rows.push(structured::summarise(kind, &figs));
     }
     let trace = args.out.join("structured.csv");
     std::fs::write(&trace, csv).with_context(|| format!("writing {}", trace.display()))?;
@@ -993,7 +1060,7 @@ fn multihost(args: &BenchArgs, web: Web) -> anyhow::Result<ExitCode> {
         web,
         strategies: strategies(&args.strategies)?,
         seeds: args.seeds,
-        delay: args.delay,
+        delay: args.delay.unwrap_or(DEFAULT_WEB_DELAY),
         max_in_flight: args.max_in_flight,
         max_requests: args.max_requests,
         warmup: args.warmup,
@@ -1038,7 +1105,7 @@ fn daemon_load(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         site,
         start_path,
         strategy: strategy.name().to_string(),
-        delay: args.delay,
+        delay: args.delay.unwrap_or(DEFAULT_WEB_DELAY),
         warmup: args.warmup,
         duration: args.duration,
         sample_every: args.sample,

@@ -46,6 +46,10 @@ pub struct StructuredWeb {
     /// Items per host.
     pub per_host: usize,
     pub seed: u64,
+    /// Every host under one registrable domain (`site0001.web.test`), so
+    /// that politeness per pay-level domain makes the web one key; else
+    /// each host is a registrable domain of its own (`site0001.test`).
+    pub one_domain: bool,
 }
 
 /// What a host is.
@@ -93,11 +97,24 @@ impl StructuredWeb {
             hosts: hosts.max(6),
             per_host: per_host.max(1),
             seed,
+            one_domain: false,
         }
     }
 
-    pub fn host_name(i: usize) -> String {
-        format!("site{i:04}.test")
+    /// The same web with every host under one registrable domain.
+    pub fn under_one_domain(self) -> StructuredWeb {
+        StructuredWeb {
+            one_domain: true,
+            ..self
+        }
+    }
+
+    pub fn host_name(&self, i: usize) -> String {
+        if self.one_domain {
+            format!("site{i:04}.web.test")
+        } else {
+            format!("site{i:04}.test")
+        }
     }
 
     pub fn kind(&self, i: usize) -> HostKind {
@@ -134,7 +151,7 @@ impl StructuredWeb {
                     web: *self,
                     index: i,
                 });
-                (StructuredWeb::host_name(i), site)
+                (self.host_name(i), site)
             })
             .collect()
     }
@@ -145,17 +162,17 @@ impl StructuredWeb {
     }
 
     pub fn home(&self, i: usize) -> String {
-        format!("http://{}/", StructuredWeb::host_name(i))
+        format!("http://{}/", self.host_name(i))
     }
 
     pub fn listing_url(&self, i: usize, k: usize) -> String {
         let (list, _) = self.kind(i).paths();
-        format!("http://{}/{list}/{k}", StructuredWeb::host_name(i))
+        format!("http://{}/{list}/{k}", self.host_name(i))
     }
 
     pub fn item_url(&self, i: usize, j: usize) -> String {
         let (_, item) = self.kind(i).paths();
-        format!("http://{}/{item}/{j}", StructuredWeb::host_name(i))
+        format!("http://{}/{item}/{j}", self.host_name(i))
     }
 
     /// Every page of the web (all of them reachable from the seeds).
@@ -163,7 +180,7 @@ impl StructuredWeb {
         let mut out = Vec::new();
         for i in 0..self.hosts {
             out.push(self.home(i));
-            out.push(format!("http://{}/about", StructuredWeb::host_name(i)));
+            out.push(format!("http://{}/about", self.host_name(i)));
             out.extend((0..self.listings()).map(|k| self.listing_url(i, k)));
             out.extend((0..self.per_host).map(|j| self.item_url(i, j)));
         }
@@ -211,7 +228,7 @@ impl StructuredWeb {
 
     fn home_page(&self, i: usize) -> String {
         let kind = self.kind(i);
-        let host = StructuredWeb::host_name(i);
+        let host = self.host_name(i);
         let mut rng = Rng::new(self.seed, &[12, i as u64]);
         let mut html = format!(
             "<!doctype html><html><head><title>{host}</title>{}</head><body><nav>",
@@ -233,7 +250,7 @@ impl StructuredWeb {
             html.push_str(&format!(
                 "<li><a href=\"{}\">{}</a></li>",
                 self.home(h),
-                StructuredWeb::host_name(h)
+                self.host_name(h)
             ));
         }
         html.push_str("</ul></aside></body></html>");
@@ -394,7 +411,7 @@ impl Site for StructuredHost {
         if path == "/about" {
             return SiteResponse::html(format!(
                 "<!doctype html><html><head><title>About</title></head><body><p>About {}.</p><a href=\"/\">Home</a></body></html>",
-                StructuredWeb::host_name(self.index)
+                self.web.host_name(self.index)
             ));
         }
         if let Some(k) = number(list, web.listings()) {
