@@ -38,8 +38,8 @@ use crate::mime::Label;
 use crate::output::crawl_log::SkipReason;
 use crate::store::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
 use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
-pub use dispatch::{NextStep, Readiness};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+pub use dispatch::{Held, NextStep, Readiness};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use url::Url;
 
@@ -151,8 +151,9 @@ pub struct JobCore {
     /// Unsettled links by URL hash, with the step that owns them.
     unsettled: HashMap<u64, (LinkId, Link), IntHashBuilder>,
     in_flight: HashMap<LinkId, Popped, IntHashBuilder>,
-    /// Popped links waiting for their politeness key (`dispatch.rs`).
-    held: VecDeque<dispatch::Held>,
+    /// Popped links handed to the driver to wait for their politeness key
+    /// (`dispatch.rs`): in the frontier still, neither begun nor released.
+    held: usize,
     pub counters: JobCounters,
     next_link_id: u64,
     next_manifest_row: u64,
@@ -253,7 +254,7 @@ impl JobCore {
             seen_pending: Vec::new(),
             unsettled: HashMap::default(),
             in_flight: HashMap::default(),
-            held: VecDeque::new(),
+            held: 0,
             counters: JobCounters::default(),
             next_link_id: 0,
             next_manifest_row: 0,
@@ -346,7 +347,7 @@ impl JobCore {
 
     /// Links waiting in the frontier (not those in flight), held ones too.
     pub fn frontier_len(&self) -> usize {
-        self.strategy.len() + self.waiting_retries.len() + self.held.len()
+        self.strategy.len() + self.waiting_retries.len() + self.held
     }
 
     /// Steps under way.
@@ -411,7 +412,7 @@ impl JobCore {
     pub fn stored_stop_reason(&self, spec: &JobSpec) -> Option<StopReason> {
         // A continuous job with pages to revisit never runs out of work.
         if self.strategy.is_empty()
-            && self.held.is_empty()
+            && self.held == 0
             && self.in_flight.is_empty()
             && self.counters.requests > 0
             && !self.has_revisits()
@@ -516,7 +517,10 @@ impl JobCore {
     /// back to the frontier as new entries.
     pub fn abandon_all(&mut self) {
         self.abandon_revisits();
-        self.release_held();
+        debug_assert_eq!(
+            self.held, 0,
+            "held links are released before the steps are abandoned"
+        );
         let mut popped: Vec<Popped> = self.in_flight.drain().map(|(_, p)| p).collect();
         popped.sort_by_key(|p| p.id);
         for p in popped {
@@ -961,7 +965,6 @@ impl JobCore {
             self.next_link_id >= self.links.len() as u64,
             "more frontier records than ids given"
         );
-        self.check_held();
     }
 }
 

@@ -1,31 +1,49 @@
-//! HEAD requests of open steps that wait for their politeness key, and the
-//! keys the job's steps are on.
+//! Work that waits for its politeness key, and the keys the job's steps are on.
 //!
-//! A *lane* is one politeness key (a host, or a pay-level domain). With more
-//! than one step in flight, the HEADs a fetched page asks for are units of
-//! their own: each waits here, in its lane's queue, in the order it was
-//! asked, while HEADs of ready lanes go first. (Links popped from the
-//! frontier never wait here: a link is chosen when a slot is free, by the
-//! job core — `core/dispatch.rs`.) Lanes with
+//! A *lane* is one politeness key (a host, or a pay-level domain). Two kinds
+//! of work wait here, each in its lane's queue in arrival order, while work
+//! of ready lanes goes first: links the job core chose and *held* because
+//! their key was not ready (`core/dispatch.rs`: at most the job's
+//! `look_ahead` of them), and, with more than one step in flight, the HEADs
+//! a fetched page asks for (units of their own). Lanes with
 //! waiting links and no step on them sit in a timer heap by the moment they may
 //! be ready, so finding a ready lane costs O(log lanes), not a scan.
 //!
 //! Pure bookkeeping: when a lane is ready is asked of a caller's closure (the
 //! fetcher's host table), never of the network or the clock inside.
 
-use super::core::Readiness;
+use super::core::{Held, Readiness};
 use crate::link::{Link, LinkId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-/// A link to ask with HEAD, waiting for its lane: unsettled in the core,
-/// owned by the step that found it.
+/// Work waiting for its lane.
 #[derive(Debug)]
-pub struct Parked {
-    /// The step that found the link.
-    pub step: LinkId,
-    pub link: Link,
+pub enum Parked {
+    /// A link to ask with HEAD: unsettled in the core, owned by `step`,
+    /// the step that found it.
+    Ask { step: LinkId, link: Link },
+    /// A link the core chose, held for its key: its step begins there.
+    Held(Held),
+}
+
+impl Parked {
+    pub fn url(&self) -> &url::Url {
+        match self {
+            Parked::Ask { link, .. } => &link.url,
+            Parked::Held(h) => h.url(),
+        }
+    }
+
+    /// The id that orders work at the end of a job: the asking step's, or
+    /// the held link's.
+    fn id(&self) -> LinkId {
+        match self {
+            Parked::Ask { step, .. } => *step,
+            Parked::Held(h) => h.id(),
+        }
+    }
 }
 
 /// How soon a lane held by another job is looked at again.
@@ -76,7 +94,7 @@ impl Lanes {
         self.schedule(lane, now, &readiness);
     }
 
-    /// Put a HEAD to ask in its lane's queue.
+    /// Put work in its lane's queue.
     pub fn park(
         &mut self,
         lane: String,
@@ -111,7 +129,7 @@ impl Lanes {
         self.scheduled.insert(lane.to_string());
     }
 
-    /// The first waiting HEAD of a lane that is ready now, taken out (the
+    /// The first waiting work of a lane that is ready now, taken out (the
     /// caller starts its step with [`Lanes::start`]).
     pub fn take_ready(
         &mut self,
@@ -154,12 +172,17 @@ impl Lanes {
     /// job, ready or not (a job past its budget finishes the HEADs of its
     /// open steps, which then send nothing). A scan of every lane: for the
     /// end of a job only.
-    pub fn take_any(&mut self) -> Option<(String, Parked)> {
+    pub fn take_any_ask(&mut self) -> Option<(String, Parked)> {
         let (lane, at) = self
             .queues
             .iter()
             .filter(|(lane, _)| !self.is_busy(lane))
-            .flat_map(|(lane, q)| q.iter().enumerate().map(move |(i, p)| (p.step, lane, i)))
+            .flat_map(|(lane, q)| {
+                q.iter()
+                    .enumerate()
+                    .filter(|(_, p)| matches!(p, Parked::Ask { .. }))
+                    .map(move |(i, p)| (p.id(), lane, i))
+            })
             .min()
             .map(|(_, lane, i)| (lane.clone(), i))?;
         let queue = self.queues.get_mut(&lane)?;
@@ -178,14 +201,15 @@ impl Lanes {
             .map(|Reverse((at, _, _))| at.saturating_duration_since(now))
     }
 
-    /// Empty every lane (the job stops). The HEADs that waited are
-    /// unsettled links of their steps, which the core puts back.
-    pub fn clear(&mut self) {
+    /// Empty every lane (the job stops): what waited, by id.
+    pub fn drain(&mut self) -> Vec<Parked> {
         self.timers.clear();
         self.scheduled.clear();
         self.busy.clear();
-        self.queues.clear();
         self.parked = 0;
+        let mut all: Vec<Parked> = self.queues.drain().flat_map(|(_, q)| q).collect();
+        all.sort_by_key(Parked::id);
+        all
     }
 }
 
@@ -196,7 +220,7 @@ mod tests {
 
     fn parked(id: u64, host: &str) -> Parked {
         let url = Url::parse(&format!("http://{host}/{id}")).expect("test URL");
-        Parked {
+        Parked::Ask {
             step: LinkId(id),
             link: Link::seed(url),
         }
@@ -212,11 +236,11 @@ mod tests {
         lanes.park("b".into(), parked(2, "b"), now, ready);
         assert!(!lanes.is_free("a") && !lanes.is_free("b"));
         let (lane, p) = lanes.take_ready(now, ready).expect("b is ready");
-        assert_eq!((lane.as_str(), p.step), ("b", LinkId(2)));
+        assert_eq!((lane.as_str(), p.id()), ("b", LinkId(2)));
         assert!(lanes.take_ready(now, ready).is_none(), "a is busy");
         lanes.finish("a", now, ready);
         let (lane, p) = lanes.take_ready(now, ready).expect("a freed");
-        assert_eq!((lane.as_str(), p.step), ("a", LinkId(1)));
+        assert_eq!((lane.as_str(), p.id()), ("a", LinkId(1)));
         assert_eq!(lanes.parked(), 0);
     }
 
@@ -230,7 +254,7 @@ mod tests {
         assert_eq!(lanes.next_wake(now), Some(Duration::from_millis(300)));
         let later = now + Duration::from_millis(300);
         let got = lanes.take_ready(later, |_: &Parked| Readiness::Now);
-        assert_eq!(got.map(|(_, p)| p.step), Some(LinkId(1)));
+        assert_eq!(got.map(|(_, p)| p.id()), Some(LinkId(1)));
     }
 
     #[test]
@@ -242,12 +266,13 @@ mod tests {
             lanes.park("a".into(), parked(id, "a"), now, ready);
         }
         let (_, first) = lanes.take_ready(now, ready).expect("ready");
-        assert_eq!(first.step, LinkId(5), "ask order within a lane");
-        let (_, oldest) = lanes.take_any().expect("a is not busy");
-        assert_eq!(oldest.step, LinkId(3));
+        assert_eq!(first.id(), LinkId(5), "ask order within a lane");
+        let (_, oldest) = lanes.take_any_ask().expect("a is not busy");
+        assert_eq!(oldest.id(), LinkId(3));
         lanes.start("a");
-        assert!(lanes.take_any().is_none(), "a is busy");
-        lanes.clear();
+        assert!(lanes.take_any_ask().is_none(), "a is busy");
+        let rest: Vec<LinkId> = lanes.drain().iter().map(Parked::id).collect();
+        assert_eq!(rest, vec![LinkId(9)]);
         assert_eq!(lanes.parked(), 0);
     }
 }

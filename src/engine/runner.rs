@@ -606,23 +606,28 @@ impl<'a> Runner<'a> {
     }
 
     /// End a crawl loop: cancel the steps still in flight and put every link
-    /// they or the core held back into the frontier.
+    /// they or the lanes held back into the frontier.
     fn unwind<S>(
         &self,
         steps: S,
         result: Result<Option<StopReason>, EngineError>,
     ) -> Result<Option<StopReason>, EngineError> {
         drop(steps);
-        {
+        let parked = {
             let mut driver = lock(&self.driver);
             driver.open_steps.clear();
-            driver.lanes.clear();
             driver.choose_again = None;
+            driver.lanes.drain()
+        };
+        let mut core = self.core();
+        for p in parked {
+            // HEADs waiting for their lane are unsettled links of their
+            // steps: abandoning the steps puts them back.
+            if let Parked::Held(h) = p {
+                core.release_held(h);
+            }
         }
-        // HEADs waiting for their lane are unsettled links of their steps:
-        // this puts them back into the frontier with the steps' popped links
-        // and the links held for their key.
-        self.core().abandon_all();
+        core.abandon_all();
         result
     }
 
@@ -630,7 +635,7 @@ impl<'a> Runner<'a> {
     /// to ask, and settle the step when nothing of it is left.
     fn unit_done(&self, id: LinkId, outcome: UnitOutcome) {
         let now = Instant::now();
-        let readiness = |p: &Parked| self.readiness(&p.link.url);
+        let readiness = |p: &Parked| self.readiness(p.url());
         let mut driver = lock(&self.driver);
         let Some((tally, left)) = driver.open_steps.get_mut(&id) else {
             debug_assert!(false, "a unit of {id}, which is not open, ended");
@@ -650,26 +655,41 @@ impl<'a> Runner<'a> {
             let lane = self.host_key(&link.url);
             driver
                 .lanes
-                .park(lane, Parked { step: id, link }, now, readiness);
+                .park(lane, Parked::Ask { step: id, link }, now, readiness);
         }
     }
 
     /// The next unit whose politeness key is ready: a HEAD an open step
-    /// asked for first, else — when `pop` — a due revisit or the link the
-    /// job core chooses for the free slot (`core/dispatch.rs`).
+    /// asked for or a link held for its key first, else — when `pop` — a
+    /// due revisit or the link the job core chooses for the free slot
+    /// (`core/dispatch.rs`; links it holds wait in their lanes).
     fn next_unit(&self, pop: bool) -> Result<Option<(LinkId, String, Unit)>, EngineError> {
         let mut driver = lock(&self.driver);
         let now = Instant::now();
-        let readiness = |p: &Parked| self.readiness(&p.link.url);
-        let ready = if pop {
-            driver.lanes.take_ready(now, readiness)
-        } else {
-            // Halted: only the HEADs of open steps go on, so that they settle.
-            driver.lanes.take_any()
-        };
-        if let Some((lane, p)) = ready {
-            driver.lanes.start(&lane);
-            return Ok(Some((p.step, lane, Unit::Ask(Box::new(p.link)))));
+        let readiness = |p: &Parked| self.readiness(p.url());
+        loop {
+            let ready = if pop {
+                driver.lanes.take_ready(now, readiness)
+            } else {
+                // Halted: only the HEADs of open steps go on, so that they settle.
+                driver.lanes.take_any_ask()
+            };
+            let Some((lane, p)) = ready else { break };
+            match p {
+                Parked::Ask { step, link } => {
+                    driver.lanes.start(&lane);
+                    return Ok(Some((step, lane, Unit::Ask(Box::new(link)))));
+                }
+                Parked::Held(h) => {
+                    // Dropped or deferred by the strategy now: the next one.
+                    let Some(id) = self.core().begin_held(h) else {
+                        continue;
+                    };
+                    driver.lanes.start(&lane);
+                    driver.open_steps.insert(id, (StepTally::default(), 1));
+                    return Ok(Some((id, lane, Unit::Popped)));
+                }
+            }
         }
         if !pop {
             return Ok(None);
@@ -677,39 +697,45 @@ impl<'a> Runner<'a> {
         if let Some((id, lane)) = self.begin_revisit(&mut driver) {
             return Ok(Some((id, lane, Unit::Popped)));
         }
-        let next = {
-            let lanes = &driver.lanes;
-            let lane_readiness = |url: &Url| {
-                if lanes.is_free(&self.host_key(url)) {
-                    self.readiness(url)
-                } else {
-                    Readiness::Busy
-                }
-            };
-            let store = &self.engine.store;
-            let job = &self.spec.name;
-            let mut load = |id: LinkId| store.frontier_entry(job, id);
-            self.core()
-                .next_step(&lane_readiness, self.look_ahead, &mut load)?
-        };
         driver.choose_again = None;
-        match next {
-            NextStep::Begin(id) => {
-                let Some(url) = self.core().popped(id).map(|p| p.entry.link.url.clone()) else {
-                    debug_assert!(false, "{id} began without a record");
-                    return Ok(None);
+        loop {
+            let next = {
+                let lanes = &driver.lanes;
+                let lane_readiness = |url: &Url| {
+                    if lanes.is_free(&self.host_key(url)) {
+                        self.readiness(url)
+                    } else {
+                        Readiness::Busy
+                    }
                 };
-                let lane = self.host_key(&url);
-                driver.lanes.start(&lane);
-                driver.open_steps.insert(id, (StepTally::default(), 1));
-                Ok(Some((id, lane, Unit::Popped)))
+                let store = &self.engine.store;
+                let job = &self.spec.name;
+                let mut load = |id: LinkId| store.frontier_entry(job, id);
+                self.core()
+                    .next_step(&lane_readiness, self.look_ahead, &mut load)?
+            };
+            match next {
+                NextStep::Begin(id) => {
+                    let Some(url) = self.core().popped(id).map(|p| p.entry.link.url.clone()) else {
+                        debug_assert!(false, "{id} began without a record");
+                        return Ok(None);
+                    };
+                    let lane = self.host_key(&url);
+                    driver.lanes.start(&lane);
+                    driver.open_steps.insert(id, (StepTally::default(), 1));
+                    return Ok(Some((id, lane, Unit::Popped)));
+                }
+                NextStep::Hold(h) => {
+                    let lane = self.host_key(h.url());
+                    driver.lanes.park(lane, Parked::Held(h), now, readiness);
+                }
+                NextStep::Wait(after) => {
+                    // A host the strategy wants may become ready before any step ends.
+                    driver.choose_again = after.map(|d| now + d);
+                    return Ok(None);
+                }
+                NextStep::Empty => return Ok(None),
             }
-            NextStep::Wait(after) => {
-                // A host the strategy wants may become ready before any step ends.
-                driver.choose_again = after.map(|d| now + d);
-                Ok(None)
-            }
-            NextStep::Empty => Ok(None),
         }
     }
 
@@ -727,7 +753,7 @@ impl<'a> Runner<'a> {
     }
 
     fn release_key(&self, host_key: &str) {
-        let readiness = |p: &Parked| self.readiness(&p.link.url);
+        let readiness = |p: &Parked| self.readiness(p.url());
         lock(&self.driver)
             .lanes
             .finish(host_key, Instant::now(), readiness);

@@ -6,21 +6,21 @@
 //! A strategy that chooses among hosts ([`Strategy::chooses_hosts`]) is told
 //! which hosts are ready and may leave the slot empty rather than spend it
 //! on a host it ranks poorly. For the others, a popped link whose
-//! politeness key is not ready is *held* here, and while `look_ahead` links
-//! are held no more are popped: the choice that waits is at most that many
-//! choices old. (Before, the driver popped up to 4 096 links per slot ahead
-//! and queued them per host; with the hosts of a web under one politeness
+//! politeness key is not ready is *held*: handed to the driver, which keeps
+//! it in its key's lane until the key is ready ([`JobCore::begin_held`]);
+//! while `look_ahead` links are held no more are popped, so the choice that
+//! waits is at most that many choices old. (Before, the driver popped up to
+//! 4 096 links per slot ahead; with the hosts of a web under one politeness
 //! key, or one second between two requests to a host, those links were
 //! fetched long after they were chosen, and anthelion did no better than
 //! bfs.)
 //!
-//! A held link is still in the frontier (its record is held here, the store
-//! still has it): [`JobCore::frontier_len`] counts it, and abandoning the
-//! steps puts it back into the strategy.
+//! A held link is still in the frontier (the store still has it, and
+//! [`JobCore::frontier_len`] counts it); the driver gives it back with
+//! [`JobCore::release_held`] when it stops.
 //!
-//! Invariants (debug-asserted with the core's): a held id is neither in
-//! flight nor among the frontier records, and at most `look_ahead` links
-//! are held once [`JobCore::next_step`] returns.
+//! Invariant (debug-asserted with the core's): the held count is the number
+//! of [`Held`] links handed out and neither begun nor released.
 //!
 //! [`Strategy::chooses_hosts`]: crate::strategy::Strategy::chooses_hosts
 
@@ -43,19 +43,32 @@ pub enum Readiness {
     Busy,
 }
 
-/// A popped link waiting for its politeness key.
+/// A popped link waiting for its politeness key, in the driver's keeping.
 #[derive(Debug)]
-pub(super) struct Held {
-    pub(super) id: LinkId,
-    pub(super) key: QueueKey,
-    pub(super) entry: FrontierEntry,
+pub struct Held {
+    id: LinkId,
+    key: QueueKey,
+    entry: FrontierEntry,
+}
+
+impl Held {
+    pub fn id(&self) -> LinkId {
+        self.id
+    }
+
+    pub fn url(&self) -> &Url {
+        &self.entry.link.url
+    }
 }
 
 /// What a free slot gets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum NextStep {
     /// The step of this link began ([`JobCore::popped`] has its record).
     Begin(LinkId),
+    /// A link popped whose key is not ready: keep it until the key is, then
+    /// [`JobCore::begin_held`] (or [`JobCore::release_held`]); and ask again.
+    Hold(Held),
     /// Nothing may start now. Ask again after this long, or, with `None`,
     /// when a step ends or links are queued.
     Wait(Option<Duration>),
@@ -80,19 +93,6 @@ impl JobCore {
         look_ahead: usize,
         load: &mut dyn FnMut(LinkId) -> Result<Option<FrontierEntry>, E>,
     ) -> Result<NextStep, E> {
-        let look_ahead = look_ahead.max(1);
-        // Held links first, oldest first: each was the best choice when popped.
-        let mut i = 0;
-        while i < self.held.len() {
-            if readiness(&self.held[i].entry.link.url) != Readiness::Now {
-                i += 1;
-                continue;
-            }
-            let Some(h) = self.held.remove(i) else { break };
-            if let Some(id) = self.confirm_and_begin(h) {
-                return Ok(NextStep::Begin(id));
-            }
-        }
         // The soonest moment a host looked at here becomes ready.
         let soonest: Cell<Option<Duration>> = Cell::new(None);
         let note = |r: Readiness| {
@@ -101,9 +101,6 @@ impl JobCore {
             }
             r
         };
-        for h in &self.held {
-            note(readiness(&h.entry.link.url));
-        }
         let host_ready = |host: &str| {
             let Ok(url) = Url::parse(&format!("http://{host}/")) else {
                 return true;
@@ -115,7 +112,7 @@ impl JobCore {
             look_ahead,
         };
         let mut pops = 0;
-        while self.held.len() < look_ahead && pops < MAX_POPS_PER_OFFER {
+        while self.held < look_ahead.max(1) && pops < MAX_POPS_PER_OFFER {
             pops += 1;
             let Some((id, key)) = self.pop_for(&slot) else {
                 break;
@@ -135,21 +132,36 @@ impl JobCore {
                 self.delta.frontier_removed.push(id);
                 continue;
             };
-            let ready = note(readiness(&entry.link.url));
             let held = Held { id, key, entry };
-            if ready != Readiness::Now {
-                self.held.push_back(held);
-                continue;
+            if note(readiness(held.url())) != Readiness::Now {
+                self.held += 1;
+                return Ok(NextStep::Hold(held));
             }
             if let Some(id) = self.confirm_and_begin(held) {
                 return Ok(NextStep::Begin(id));
             }
         }
         self.debug_check();
-        if self.held.is_empty() && self.frontier_len() == 0 {
+        if self.held == 0 && self.frontier_len() == 0 {
             return Ok(NextStep::Empty);
         }
         Ok(NextStep::Wait(soonest.get()))
+    }
+
+    /// A held link's key is ready: ask the strategy about it and begin its
+    /// step (its id), or drop or defer it (`None`).
+    pub fn begin_held(&mut self, held: Held) -> Option<LinkId> {
+        debug_assert!(self.held > 0, "{} was not held", held.id);
+        self.held = self.held.saturating_sub(1);
+        self.confirm_and_begin(held)
+    }
+
+    /// A held link goes back to the strategy unfetched (the job stops).
+    pub fn release_held(&mut self, held: Held) {
+        debug_assert!(self.held > 0, "{} was not held", held.id);
+        self.held = self.held.saturating_sub(1);
+        self.links.put_back(held.id, held.entry);
+        self.strategy.push(held.id, held.key);
     }
 
     /// The strategy's link for a free slot; the soonest retry when the
@@ -201,30 +213,6 @@ impl JobCore {
 
     /// Links popped and held for their politeness key.
     pub fn held(&self) -> usize {
-        self.held.len()
-    }
-
-    /// Every held link goes back to the strategy (the job stops, or its
-    /// steps are abandoned), in the order they were popped.
-    pub(super) fn release_held(&mut self) {
-        while let Some(h) = self.held.pop_front() {
-            self.links.put_back(h.id, h.entry);
-            self.strategy.push(h.id, h.key);
-        }
-    }
-
-    pub(super) fn check_held(&self) {
-        for h in &self.held {
-            assert!(
-                !self.in_flight.contains_key(&h.id),
-                "{} is held and in flight",
-                h.id
-            );
-            assert!(
-                !self.links.contains(h.id),
-                "{} is held and in the frontier records",
-                h.id
-            );
-        }
+        self.held
     }
 }

@@ -7,7 +7,7 @@
 //! copy of it.
 
 pub use super::Checkpoint;
-use super::{Admitted, HeadAnswer, JobCore, NextStep, Readiness, StepTally};
+use super::{Admitted, HeadAnswer, Held, JobCore, NextStep, Readiness, StepTally};
 use crate::codec::CodecError;
 use crate::config::JobSpec;
 use crate::extract::{ExtractedLink, PageLinks, RejectCounts};
@@ -75,6 +75,8 @@ pub struct Replay {
     stored_seen: Vec<u64>,
     /// The job record last committed.
     record: JobRecord,
+    /// Links the core held for their politeness key, in the order it held them.
+    held: Vec<Held>,
 }
 
 impl Replay {
@@ -90,6 +92,7 @@ impl Replay {
             stored: BTreeMap::new(),
             stored_seen: Vec::new(),
             record: JobRecord::default(),
+            held: Vec::new(),
         }
     }
 
@@ -112,20 +115,34 @@ impl Replay {
     }
 
     /// The step the core begins for a free slot, given when each URL's
-    /// politeness key is ready; `None` when no link may start now.
+    /// politeness key is ready: a held link whose key is ready first, as the
+    /// runner's lanes do; `None` when no link may start now.
     fn begin_next(
         &mut self,
         readiness: &dyn Fn(&Url) -> Readiness,
         look_ahead: usize,
     ) -> Option<LinkId> {
+        while let Some(at) = self
+            .held
+            .iter()
+            .position(|h| readiness(h.url()) == Readiness::Now)
+        {
+            let h = self.held.remove(at);
+            if let Some(id) = self.core.begin_held(h) {
+                return Some(id);
+            }
+        }
         let stored = &self.stored;
         let mut load = |id: LinkId| -> Result<Option<FrontierEntry>, std::convert::Infallible> {
             Ok(stored.get(&id).map(|e| FrontierEntry::clone(e)))
         };
-        match self.core.next_step(readiness, look_ahead, &mut load) {
-            Ok(NextStep::Begin(id)) => Some(id),
-            Ok(NextStep::Wait(_) | NextStep::Empty) => None,
-            Err(never) => match never {},
+        loop {
+            match self.core.next_step(readiness, look_ahead, &mut load) {
+                Ok(NextStep::Begin(id)) => return Some(id),
+                Ok(NextStep::Hold(h)) => self.held.push(h),
+                Ok(NextStep::Wait(_) | NextStep::Empty) => return None,
+                Err(never) => match never {},
+            }
         }
     }
 
@@ -356,6 +373,7 @@ impl Replay {
             stored: self.stored.clone(),
             stored_seen: self.stored_seen.clone(),
             record: self.record.clone(),
+            held: Vec::new(),
         })
     }
 }
