@@ -46,8 +46,9 @@ impl Parked {
     }
 }
 
-/// How soon a lane held by another job is looked at again.
-const BUSY_RECHECK: Duration = Duration::from_millis(20);
+/// How soon a lane held by another job is looked at again (and a slot the
+/// core left empty offered again, when no delay it looked at ends sooner).
+pub(super) const BUSY_RECHECK: Duration = Duration::from_millis(20);
 
 /// The lanes of one job. See the module documentation.
 #[derive(Default)]

@@ -31,7 +31,7 @@
 use super::core::{
     Admitted, HeadAnswer, JobCore, NextStep, PassingFault, Readiness, RetryVerdict, StepTally,
 };
-use super::lanes::{Lanes, Parked};
+use super::lanes::{Lanes, Parked, BUSY_RECHECK};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
 use crate::config::JobSpec;
 use crate::extract::sitemap::{self, SITEMAP_TAG_PATH};
@@ -730,8 +730,10 @@ impl<'a> Runner<'a> {
                     driver.lanes.park(lane, Parked::Held(h), now, readiness);
                 }
                 NextStep::Wait(after) => {
-                    // A host the strategy wants may become ready before any step ends.
-                    driver.choose_again = after.map(|d| now + d);
+                    // A host the strategy wants may become ready before any
+                    // step of this job ends: when its delay does, or, held by
+                    // another job's request, when that ends (unknown: soon).
+                    driver.choose_again = Some(now + after.unwrap_or(BUSY_RECHECK));
                     return Ok(None);
                 }
                 NextStep::Empty => return Ok(None),
