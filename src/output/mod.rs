@@ -22,6 +22,7 @@
 
 pub mod crawl_log;
 pub mod export;
+pub mod jsonl;
 pub mod nquads;
 pub mod warc;
 
@@ -283,8 +284,7 @@ impl TargetDir {
             .open(self.manifest_path())?;
         let mut buf = Vec::new();
         for row in rows {
-            serde_json::to_writer(&mut buf, row).map_err(io::Error::other)?;
-            buf.push(b'\n');
+            jsonl::push_line(&mut buf, row)?;
         }
         f.write_all(&buf)?;
         f.sync_data()
@@ -299,8 +299,7 @@ impl TargetDir {
             let mut f = File::create(&tmp)?;
             let mut buf = Vec::new();
             for row in rows {
-                serde_json::to_writer(&mut buf, row).map_err(io::Error::other)?;
-                buf.push(b'\n');
+                jsonl::push_line(&mut buf, row)?;
             }
             f.write_all(&buf)?;
             f.sync_all()?;
