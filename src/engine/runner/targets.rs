@@ -169,4 +169,23 @@ impl Runner<'_> {
         }
         Ok(Fetched::Target)
     }
+
+    /// On resume, once `manifest.jsonl` holds the committed `rows`: remove
+    /// the target files no row names (see
+    /// [`crate::output::TargetDir::remove_orphans`]). A failure costs disk
+    /// space, not the crawl: it is logged and the job goes on.
+    pub(super) fn remove_orphans(&self, rows: &[ManifestRow]) {
+        let committed: HashSet<&str> = rows.iter().map(|r| r.file.as_str()).collect();
+        match self.out.remove_orphans(&committed) {
+            Ok(removed) if !removed.is_empty() => {
+                info!(job = %self.spec.name, removed = removed.len(),
+                    "target files without a committed manifest row removed (saved just before a crash; their work is redone)");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                warn!(job = %self.spec.name, error = %e,
+                    "could not look for target files without a manifest row; they stay");
+            }
+        }
+    }
 }
