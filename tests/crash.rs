@@ -488,3 +488,68 @@ async fn a_continuous_job_on_changing_content_killed_ten_times_leaves_no_orphan_
     assert!(rows.len() > 10, "no revisit saved a changed file: {rows:?}");
     let _ = server.shutdown().await;
 }
+
+/// A first run killed before its first checkpoint leaves no stored state:
+/// the files it named are still found and removed at the next start, but a
+/// file written before the store existed (a harvest whose store and
+/// manifest were both deleted by hand) is not taken for one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_run_killed_before_its_first_checkpoint_leaves_no_orphan_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let site = SyntheticSite::preset(Preset::Small, 7).unwrap();
+    let start = site.start_path().to_string();
+    let site = Arc::new(Changing {
+        inner: site,
+        answers: AtomicU64::new(0),
+    });
+    let server = SiteServer::start(vec![(HOST.to_string(), site as Arc<dyn Site>)])
+        .await
+        .unwrap();
+    let port = server.port();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job(tmp.path(), port, &start);
+    let state = tmp.path().join("state");
+    let dir = state.join("targets/crash");
+
+    // An old harvest's file, from before this state folder's store.
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = format!("{}.csv", "ab".repeat(32));
+    let file = std::fs::File::create(dir.join(&old)).unwrap();
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(86_400);
+    file.set_modified(long_ago).unwrap();
+    drop(file);
+
+    let mut first = Crawl::new(&job, &state)
+        .allow_private()
+        .resolve(HOST, port)
+        .checkpoint_interval("1h")
+        .command();
+    first
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env(forager::crashpoint::ENV, "target-saved:5");
+    let status = first.status().await.unwrap();
+    assert_eq!(status.signal(), Some(9), "{status}");
+    {
+        let store = forager::store::Store::open(&state, 1 << 20).unwrap();
+        assert!(
+            store.job_record("crash").unwrap().is_none(),
+            "the kill came after a checkpoint"
+        );
+    }
+    let named_by_the_killed_run = rows(&dir).len();
+    assert_eq!(named_by_the_killed_run, 0);
+    let before: Vec<String> = orphan_files(&dir, &[]);
+    assert!(before.len() >= 6, "{before:?}");
+
+    assert!(command(&job, &state, port)
+        .status()
+        .await
+        .unwrap()
+        .success());
+    let rows = rows(&dir);
+    let orphans = orphan_files(&dir, &rows);
+    assert_eq!(orphans, vec![old], "only the old harvest's file has no row");
+    assert_rows_sound(&dir, &rows);
+    let _ = server.shutdown().await;
+}

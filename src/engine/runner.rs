@@ -335,7 +335,7 @@ impl<'a> Runner<'a> {
         let Some(record) = self.engine.store.job_record(&job)? else {
             // Statements and files written before a first checkpoint that never came.
             self.reconcile_data(&[])?;
-            self.remove_orphans(&[]);
+            self.remove_orphans_of_a_first_run();
             self.core().add_seeds(&self.spec.seeds);
             return Ok(());
         };

@@ -320,8 +320,13 @@ impl TargetDir {
     /// or a lost store; a job without stored state may still have its old
     /// `manifest.jsonl`), and only names this module gives targets are
     /// considered: nothing else a user or another tool put here is touched.
-    /// Returns the files removed.
-    pub fn remove_orphans(&self, committed: &HashSet<&str>) -> io::Result<Vec<String>> {
+    /// `written_since`: only files last written at or after it. Returns the
+    /// files removed.
+    pub fn remove_orphans(
+        &self,
+        committed: &HashSet<&str>,
+        written_since: Option<SystemTime>,
+    ) -> io::Result<Vec<String>> {
         let mut candidates = Vec::new();
         for entry in fs::read_dir(&self.dir)? {
             let entry = entry?;
@@ -330,7 +335,12 @@ impl TargetDir {
             };
             if is_target_name(&name) && !committed.contains(name.as_str()) {
                 // Not `is_file` through a link: a symlink is not ours.
-                if fs::symlink_metadata(entry.path())?.is_file() {
+                let meta = fs::symlink_metadata(entry.path())?;
+                let recent = match written_since {
+                    Some(since) => meta.modified()? >= since,
+                    None => true,
+                };
+                if meta.is_file() && recent {
                     candidates.push(name);
                 }
             }
@@ -816,7 +826,13 @@ mod tests {
         }
         fs::create_dir(dir.path().join("0".repeat(64))).unwrap();
         let committed: HashSet<&str> = [kept.as_str()].into_iter().collect();
-        let mut removed = dir.remove_orphans(&committed).unwrap();
+        // Files written before a time are kept when asked (all of them here).
+        let future = SystemTime::now() + std::time::Duration::from_secs(3600);
+        assert!(dir
+            .remove_orphans(&committed, Some(future))
+            .unwrap()
+            .is_empty());
+        let mut removed = dir.remove_orphans(&committed, None).unwrap();
         removed.sort();
         let mut want = vec![orphan.clone(), orphan_plain.clone()];
         want.sort();
@@ -828,7 +844,7 @@ mod tests {
             assert!(dir.path().join(name).exists(), "{name}");
         }
         assert!(dir.path().join("0".repeat(64)).is_dir());
-        assert!(dir.remove_orphans(&committed).unwrap().is_empty());
+        assert!(dir.remove_orphans(&committed, None).unwrap().is_empty());
     }
 
     #[test]
