@@ -438,8 +438,14 @@ async fn a_continuous_job_on_changing_content_killed_ten_times_leaves_no_orphan_
             // Past the first fetch of the ten files, into the revisits.
             let n = rng.random_range(1..=16u64);
             let mut c = command(&job, &state, port);
-            c.env(forager::crashpoint::ENV, format!("target-saved:{n}"));
-            let status = c.status().await.unwrap();
+            c.env(forager::crashpoint::ENV, format!("target-saved:{n}"))
+                .kill_on_drop(true);
+            // A continuous job never ends by itself: a guard against a hang.
+            let Ok(status) = tokio::time::timeout(Duration::from_secs(300), c.status()).await
+            else {
+                panic!("kill {kill}: target-saved:{n} never came");
+            };
+            let status = status.unwrap();
             assert_eq!(status.signal(), Some(9), "kill {kill}: {status}");
         } else {
             let more = rng.random_range(3..15usize);
