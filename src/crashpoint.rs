@@ -20,6 +20,8 @@ pub enum CrashPoint {
     TargetSaved,
     /// Inside a WARC record: its header and block written, its gzip member not finished.
     WarcWrite,
+    /// After a chunk of a file `forager export` copies reached the destination.
+    ExportWrite,
 }
 
 impl CrashPoint {
@@ -29,6 +31,7 @@ impl CrashPoint {
             "target-write" => Some(CrashPoint::TargetWrite),
             "target-saved" => Some(CrashPoint::TargetSaved),
             "warc-write" => Some(CrashPoint::WarcWrite),
+            "export-write" => Some(CrashPoint::ExportWrite),
             _ => None,
         }
     }
@@ -56,7 +59,7 @@ fn armed() -> Option<&'static Armed> {
                 })
             });
             if parsed.is_none() {
-                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write); ignored");
+                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write, export-write); ignored");
             }
             parsed
         })

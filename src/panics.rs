@@ -3,6 +3,37 @@
 //! message says which.
 
 use std::any::Any;
+use std::cell::Cell;
+
+thread_local! {
+    /// Depth of [`catch_quietly`] calls on this thread.
+    static QUIET: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f`, catching a panic, with the panic hook silent meanwhile: the
+/// caller turns the panic into an error that says what happened and what to
+/// do (a damaged store names `forager repair`), so the default hook's
+/// `thread … panicked at …/redb/…: internal error: entered unreachable
+/// code` would only alarm, and say nothing of the way out.
+pub fn catch_quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    QUIET.with(|q| q.set(q.get() + 1));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(q.get() - 1));
+    result
+}
+
+/// Puts a hook in front of the current one that lets [`catch_quietly`]'s
+/// panics go by at debug level; every other panic is reported as before.
+pub fn install_quiet_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if QUIET.with(Cell::get) > 0 {
+            tracing::debug!(panic = %info, "panic caught; reported as an error");
+        } else {
+            previous(info);
+        }
+    }));
+}
 
 /// The message of a panic payload (`panic!` with a literal or a format), or
 /// `None` for a payload of another type.

@@ -10,7 +10,7 @@
 //! namespaces); where the kernel forbids them the test says so and skips.
 
 use forager::daemon::jobs::Phase;
-use forager::sites::server::SiteServer;
+use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::store::StopReason;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -310,5 +310,117 @@ async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
     assert_eq!(done.stop_reason, Some(StopReason::FrontierEmpty));
     run.stop();
     assert_complete(&run.finish().await, &expected);
+    let _ = server.shutdown().await;
+}
+
+/// Ten CSV files linked from the home page, then a tree of `pages` HTML
+/// pages. `SCRIPT` fills the disk at 12 names in the job's folder: the ten
+/// files, `crawl.log` and `manifest.jsonl` (written at the checkpoint after
+/// them). The crawl then writes nothing but its log until the next
+/// checkpoint, so lines pile up for the log's next write.
+struct PagesAfterFiles {
+    pages: usize,
+}
+
+impl Site for PagesAfterFiles {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path.as_str();
+        if path == "/" {
+            let files: String = (0..10)
+                .map(|f| format!("<a href=\"/f{f}.csv\">file {f}</a>"))
+                .collect();
+            return SiteResponse::html(format!(
+                "<html><body>{files}<a href=\"/p/0\">pages</a></body></html>"
+            ));
+        }
+        if let Some(f) = path.strip_prefix("/f").and_then(|f| f.strip_suffix(".csv")) {
+            return SiteResponse::ok("text/csv", format!("file,value\n{f},1\n"));
+        }
+        let Some(n) = path
+            .strip_prefix("/p/")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n < self.pages)
+        else {
+            return SiteResponse::not_found();
+        };
+        let links: String = [2 * n + 1, 2 * n + 2]
+            .into_iter()
+            .filter(|c| *c < self.pages)
+            .map(|c| format!("<a href=\"/p/{c}\">page {c}</a>"))
+            .collect();
+        SiteResponse::html(format!(
+            "<html><body><h1>page {n}</h1>{links}</body></html>"
+        ))
+    }
+}
+
+/// Issue #36 item 8: the disk fills while `crawl.log` has lines to write
+/// (tmpfs takes what fits in the file's last page and refuses the rest);
+/// after the space returns and the crawl ends, every line of the log is
+/// whole JSON, which is what `jq` and the README's examples need.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_never_tears_a_crawl_log_line() {
+    if !namespaces_available() {
+        eprintln!("SKIPPED: unprivileged user and mount namespaces are not available here");
+        return;
+    }
+    let host = "pages.test";
+    let site: Arc<dyn Site> = Arc::new(PagesAfterFiles { pages: 1500 });
+    let server = SiteServer::start(vec![(host.to_string(), site)])
+        .await
+        .unwrap();
+    let port = server.port();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = JobFile::new("full")
+        .seed(format!("http://{host}:{port}/"))
+        .strategy("bfs")
+        .delay("2ms")
+        .no_early_stop()
+        .set("output", "crawl_log", true)
+        .write(tmp.path());
+    let ctl = tmp.path().join("crawl");
+    let mut command = vec![common::crawl::forager().to_string()];
+    command.extend(
+        Crawl::new(&job, &ctl.join("state"))
+            .allow_private()
+            .resolve(host, port)
+            // A second of pages between two flushes of the log: more lines
+            // than the room left in its last page.
+            .checkpoint_interval("1s")
+            .args(),
+    );
+    let run = OnTmpfs::start(ctl, command);
+    run.wait_for("the pause", Duration::from_secs(60), || {
+        run.log_line("job paused")
+    })
+    .await;
+    run.release();
+    let state = run.finish().await;
+    let dir = state.join("targets/full");
+    let mut lines = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.starts_with("crawl.log") {
+            continue;
+        }
+        let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+        assert!(
+            text.is_empty() || text.ends_with('\n'),
+            "{name} ends mid-line"
+        );
+        for (i, line) in text.lines().enumerate() {
+            if let Err(e) = serde_json::from_str::<serde_json::Value>(line) {
+                panic!("{name}:{}: torn line ({e}): {line:?}", i + 1);
+            }
+            lines += 1;
+        }
+    }
+    // Lines written before the disk filled and after it emptied are there.
+    let requests = server.log().len();
+    assert!(
+        lines > requests / 2,
+        "{lines} log lines for {requests} requests"
+    );
+    assert_eq!(manifest_by_final_url(&dir).len(), 10);
     let _ = server.shutdown().await;
 }

@@ -190,3 +190,220 @@ async fn an_empty_store_is_refused_and_repair_gets_the_job_going() {
     assert_eq!(damaged, 2, "each repair keeps the old database");
     let _ = server.shutdown().await;
 }
+
+/// A job file `NAME.toml` on the small site: 300 requests, then it stops.
+fn named_job(dir: &Path, name: &str, port: u16, start: &str, seed: u64) -> std::path::PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    let text = format!(
+        "name = \"{name}\"\nseeds = [\"http://{HOST}:{port}{start}\"]\nstrategy = \"bfs\"\nseed = {seed}\n\n\
+         [politeness]\ndelay = \"0s\"\n\n[budget]\nrequests = 300\nearly_stop = false\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A state folder of `jobs` finished jobs (one `forager crawl` each); their job files.
+async fn state_of_jobs(
+    dir: &Path,
+    state: &Path,
+    jobs: usize,
+    port: u16,
+    start: &str,
+) -> Vec<(String, std::path::PathBuf)> {
+    let mut files = Vec::new();
+    for j in 0..jobs {
+        let name = format!("job{j}");
+        let file = named_job(dir, &name, port, start, j as u64);
+        let resolve = format!("{HOST}=127.0.0.1:{port}");
+        let out = forager(&[
+            "crawl".as_ref(),
+            file.as_os_str(),
+            "--state-dir".as_ref(),
+            state.as_os_str(),
+            "--allow-private".as_ref(),
+            "--resolve".as_ref(),
+            resolve.as_ref(),
+            "--no-progress".as_ref(),
+        ])
+        .await;
+        assert!(out.status.success(), "{}", text(&out));
+        files.push((name, file));
+    }
+    files
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// The jobs `forager repair` says it copied.
+fn copied_jobs(out: &Output) -> std::collections::BTreeSet<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("job ")?.strip_suffix(": copied"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Issue #36 item 7: `forager repair` on a store cut short by 1 byte, 4 KiB
+/// and 1 MiB keeps every job that still reads: as many as from the same
+/// file with those bytes zeroed at its full length (all of them for one
+/// byte), and each kept job resumes from its own state and manifest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repair_keeps_every_job_of_a_store_cut_short() {
+    const JOBS: usize = 8;
+    let (server, start) = serve_small_site(HOST, 1).await;
+    let port = server.port();
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    let jobs = state_of_jobs(tmp.path(), &base, JOBS, port, &start).await;
+    let len = std::fs::metadata(base.join("forager.redb")).unwrap().len();
+    assert!(
+        len > 2 << 20,
+        "a store of {len} bytes is too small to cut 1 MiB off"
+    );
+    let manifests: BTreeMap<String, BTreeMap<String, String>> = jobs
+        .iter()
+        .map(|(name, _)| {
+            let rows = manifest_by_final_url(&base.join("targets").join(name));
+            assert!(!rows.is_empty(), "{name} harvested nothing");
+            (name.clone(), rows)
+        })
+        .collect();
+    let repair = |state: &Path| {
+        let state = state.to_path_buf();
+        async move { forager(&["repair".as_ref(), "--state-dir".as_ref(), state.as_os_str()]).await }
+    };
+    for cut in [1u64, 4096, 1 << 20] {
+        // What still reads: the same file, its last `cut` bytes zeroed.
+        let zeroed = tmp.path().join(format!("zeroed-{cut}"));
+        copy_dir(&base, &zeroed);
+        let db = std::fs::OpenOptions::new()
+            .write(true)
+            .open(zeroed.join("forager.redb"))
+            .unwrap();
+        db.set_len(len - cut).unwrap();
+        db.set_len(len).unwrap();
+        let out = repair(&zeroed).await;
+        let readable = copied_jobs(&out);
+
+        let state = tmp.path().join(format!("cut-{cut}"));
+        copy_dir(&base, &state);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(state.join("forager.redb"))
+            .unwrap()
+            .set_len(len - cut)
+            .unwrap();
+        let out = repair(&state).await;
+        let kept = copied_jobs(&out);
+        eprintln!(
+            "store of {len} bytes cut by {cut}: {} of {JOBS} jobs kept ({} read from the zeroed file)",
+            kept.len(),
+            readable.len()
+        );
+        assert!(kept.is_superset(&readable), "cut {cut}: {}", text(&out));
+        if cut == 1 {
+            assert_eq!(kept.len(), JOBS, "{}", text(&out));
+            assert!(out.status.success(), "{}", text(&out));
+        }
+        // A kept job resumes: its manifest stays where it is, and a rerun
+        // (its budget is spent) ends at once with the same rows.
+        for (name, file) in &jobs {
+            if !kept.contains(name) {
+                continue;
+            }
+            assert_eq!(
+                manifest_by_final_url(&state.join("targets").join(name)),
+                manifests[name],
+                "cut {cut}: {name}"
+            );
+            let resolve = format!("{HOST}=127.0.0.1:{port}");
+            let out = forager(&[
+                "crawl".as_ref(),
+                file.as_os_str(),
+                "--state-dir".as_ref(),
+                state.as_os_str(),
+                "--allow-private".as_ref(),
+                "--resolve".as_ref(),
+                resolve.as_ref(),
+                "--no-progress".as_ref(),
+            ])
+            .await;
+            assert!(out.status.success(), "cut {cut}: {name}: {}", text(&out));
+            assert_eq!(
+                manifest_by_final_url(&state.join("targets").join(name)),
+                manifests[name],
+                "cut {cut}: {name} after its rerun"
+            );
+        }
+    }
+    let _ = server.shutdown().await;
+}
+
+/// Issue #36 item 9: bytes flipped anywhere in a store of three jobs; a
+/// crawl of one of them either runs, or stops with an error that names
+/// `forager repair` — never a panic's message, never a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_store_names_repair_and_never_panics() {
+    let (server, start) = serve_small_site(HOST, 1).await;
+    let port = server.port();
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    let jobs = state_of_jobs(tmp.path(), &base, 3, port, &start).await;
+    let bytes = std::fs::read(base.join("forager.redb")).unwrap();
+    let resolve = format!("{HOST}=127.0.0.1:{port}");
+    let steps = 48;
+    let mut refused = 0;
+    for step in 0..steps {
+        let at = bytes.len() * step / steps;
+        let state = tmp.path().join(format!("flipped-{step}"));
+        copy_dir(&base, &state);
+        let mut damaged = bytes.clone();
+        for b in damaged.iter_mut().skip(at).take(512) {
+            *b ^= 0xa5;
+        }
+        std::fs::write(state.join("forager.redb"), &damaged).unwrap();
+        let args: [&std::ffi::OsStr; 8] = [
+            "crawl".as_ref(),
+            jobs[1].1.as_os_str(),
+            "--state-dir".as_ref(),
+            state.as_os_str(),
+            "--allow-private".as_ref(),
+            "--resolve".as_ref(),
+            resolve.as_ref(),
+            "--no-progress".as_ref(),
+        ];
+        let run = forager(&args);
+        let Ok(out) = tokio::time::timeout(std::time::Duration::from_secs(120), run).await else {
+            panic!("bytes flipped at {at}: the crawl hangs");
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked"),
+            "bytes flipped at {at}: {}",
+            text(&out)
+        );
+        if !out.status.success() {
+            refused += 1;
+            assert!(
+                stderr.contains("forager repair --state-dir"),
+                "bytes flipped at {at}: {}",
+                text(&out)
+            );
+        }
+        let _ = std::fs::remove_dir_all(&state);
+    }
+    eprintln!("{refused} of {steps} damaged stores refused, each naming forager repair");
+    assert!(refused >= 3, "the damage went unnoticed: {refused} refused");
+    let _ = server.shutdown().await;
+}

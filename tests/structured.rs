@@ -369,3 +369,74 @@ async fn anthelion_killed_mid_crawl_keeps_every_statement_once() {
     assert_eq!(per_graph, truth.statements);
     let _ = server.shutdown().await;
 }
+
+/// Issue #36 item 2: with `[output] warc = true` a structured-data job
+/// archives every page it saves as a target: each manifest row has a
+/// response record of its URL whose payload digest is the saved file's, and
+/// the pages under the threshold have none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_targets_are_archived_as_warc() {
+    use forager::output::warc::{self, read};
+    let sites: Vec<(String, Arc<dyn Site>)> = vec![(HOST.to_string(), Arc::new(Shop))];
+    let server = SiteServer::start(sites).await.expect("start the shop");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = "shop-warc";
+    let job = JobFile::new(name)
+        .seed(format!("http://{HOST}/"))
+        .strategy("bfs")
+        .delay("0s")
+        .no_early_stop()
+        .set("targets", "preset", "\"structured\"")
+        .set("output", "warc", true)
+        .write(dir.path());
+    let state = dir.path().join("state");
+    let out = Crawl::new(&job, &state)
+        .allow_private()
+        .resolve(HOST, server.port())
+        .output()
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let targets = state.join("targets").join(name);
+    let rows = manifest_by_final_url(&targets);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    // No folder at all when nothing was archived.
+    let files = warc::series(&targets.join("warc"), name).unwrap_or_default();
+    let mut responses = Vec::new();
+    for (_, path) in &files {
+        let records = read::read_all(path).unwrap_or_else(|e| panic!("{e}"));
+        for r in &records {
+            r.check_digests().unwrap_or_else(|e| panic!("{e}"));
+        }
+        responses.extend(records.into_iter().filter(|r| r.kind() == "response"));
+    }
+    let text = std::fs::read_to_string(targets.join("manifest.jsonl")).expect("manifest");
+    for line in text.lines() {
+        let row: forager::store::ManifestRow = serde_json::from_str(line).expect("a row");
+        let body = std::fs::read(targets.join(&row.file)).expect("the saved page");
+        let digest = warc::sha1_label(&body);
+        assert!(
+            responses.iter().any(
+                |r| r.field("WARC-Target-URI") == Some(row.final_url.as_str())
+                    && r.field("WARC-Payload-Digest") == Some(digest.as_str())
+                    && r.http_payload() == Some(&body[..])
+            ),
+            "{} saved but not archived ({} response records)",
+            row.final_url,
+            responses.len()
+        );
+    }
+    let archived: BTreeSet<&str> = responses
+        .iter()
+        .filter_map(|r| r.field("WARC-Target-URI"))
+        .collect();
+    assert_eq!(
+        archived,
+        rows.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        "targets only"
+    );
+    let _ = server.shutdown().await;
+}

@@ -217,6 +217,11 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<ExitCode> {
     let report = crate::store::repair::repair(&dir, 16 << 20)
         .with_context(|| format!("repairing the state database in {}", dir.display()))?;
     println!("damaged database kept as {}", report.moved_to.display());
+    if let Some(added) = report.padded_bytes {
+        println!(
+            "it is {added} bytes shorter than its header says (cut short?): read from a copy padded with zeros"
+        );
+    }
     if let Some(why) = &report.unopenable {
         println!("it could not be opened ({why}): nothing could be copied");
     }

@@ -109,6 +109,7 @@ enum Command {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    crate::panics::install_quiet_hook();
     let cli = Cli::parse();
     match &cli.command {
         // The daemon's config says its log format and level, and SIGHUP may change the level.

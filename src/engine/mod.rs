@@ -126,9 +126,14 @@ fn set_aside_orphan_manifests(store: &Store, state_dir: &std::path::Path) -> any
 
 impl EngineError {
     /// The state or a target could not be written (disk full, I/O error): the
-    /// job pauses and retries instead of failing.
+    /// job pauses and retries instead of failing. A damaged store is not
+    /// one: no retry mends it, and its error names `forager repair`.
     pub fn is_write_failure(&self) -> bool {
-        matches!(self, EngineError::Store(_) | EngineError::Output { .. })
+        match self {
+            EngineError::Store(crate::store::StoreError::Damaged { .. }) => false,
+            EngineError::Store(_) | EngineError::Output { .. } => true,
+            _ => false,
+        }
     }
 }
 

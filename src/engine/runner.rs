@@ -319,8 +319,9 @@ impl<'a> Runner<'a> {
             warn!(job = %job, error = %e, "could not clean partial target files");
         }
         let Some(record) = self.engine.store.job_record(&job)? else {
-            // Statements written before a first checkpoint that never came.
+            // Statements and files written before a first checkpoint that never came.
             self.reconcile_data(&[])?;
+            self.remove_orphans_of_a_first_run();
             self.core().add_seeds(&self.spec.seeds);
             return Ok(());
         };
@@ -372,6 +373,7 @@ impl<'a> Runner<'a> {
                 job: job.clone(),
                 source,
             })?;
+        self.remove_orphans(&rows);
         info!(
             job = %job,
             frontier,

@@ -12,10 +12,16 @@
 //! not state: lines are buffered and flushed at each checkpoint, a crash may
 //! lose the last ones, and a write that fails (a full disk) is reported once
 //! and never stops the crawl.
+//!
+//! A line is in the file whole or not at all, so that `jq` and other line
+//! readers never meet half a line: a write that fails part-way (a full disk
+//! takes what fits in the file's last block, then refuses the rest) is cut
+//! back to the last whole line, and opening the log cuts a torn tail a crash
+//! or an older forager left. Strings are written with [`super::jsonl`].
 
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -27,6 +33,8 @@ pub const KEPT_OLD_LOGS: u32 = 4;
 const MAX_REMEMBERED_SKIPS: usize = 1 << 20;
 /// The log's file name in the job's target folder.
 pub const LOG_NAME: &str = "crawl.log";
+/// Lines buffered before they are written (besides each checkpoint's flush).
+const BUFFER_BYTES: usize = 64 * 1024;
 
 /// Why a link was not followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -120,8 +128,11 @@ impl<'a> LogLine<'a> {
 #[derive(Debug)]
 pub struct CrawlLog {
     path: PathBuf,
-    out: Option<BufWriter<File>>,
-    /// Bytes in the current file.
+    /// The open file; `None` after a failed write, until the next write opens it again.
+    file: Option<File>,
+    /// Whole lines not yet written.
+    pending: Vec<u8>,
+    /// Bytes in the current file: all of them whole lines.
     size: u64,
     /// A write failed since the last successful one (reported once).
     failing: bool,
@@ -134,11 +145,11 @@ impl CrawlLog {
     /// Opens (appends to) `dir/crawl.log`.
     pub fn open(dir: &Path) -> io::Result<CrawlLog> {
         let path = dir.join(LOG_NAME);
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
-        let size = file.metadata()?.len();
+        let (file, size) = open_whole_lines(&path)?;
         Ok(CrawlLog {
             path,
-            out: Some(BufWriter::with_capacity(64 * 1024, file)),
+            file: Some(file),
+            pending: Vec::with_capacity(BUFFER_BYTES),
             size,
             failing: false,
             skips_logged: std::collections::HashSet::new(),
@@ -171,31 +182,72 @@ impl CrawlLog {
             #[serde(flatten)]
             line: &'l LogLine<'a>,
         }
-        let mut text = serde_json::to_vec(&Stamped {
-            ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-            line,
-        })
-        .map_err(io::Error::other)?;
-        text.push(b'\n');
-        if self.size + text.len() as u64 > MAX_LOG_BYTES && self.size > 0 {
+        let before = self.pending.len();
+        super::jsonl::push_line(
+            &mut self.pending,
+            &Stamped {
+                ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+                line,
+            },
+        )
+        .inspect_err(|_| self.pending.truncate(before))?;
+        let full = self.size + self.pending.len() as u64 > MAX_LOG_BYTES;
+        if full && (self.size > 0 || before > 0) {
+            // The new line opens the next file: write the lines before it here.
+            let line = self.pending.split_off(before);
+            let written = self.write_pending();
+            self.pending = line;
+            written?;
             self.rotate()?;
         }
-        let out = match &mut self.out {
-            Some(out) => out,
-            None => self.reopen()?,
-        };
-        out.write_all(&text)?;
-        self.size += text.len() as u64;
+        if self.pending.len() >= BUFFER_BYTES {
+            self.write_pending()?;
+        }
         Ok(())
     }
 
     /// Writes buffered lines to the file (at checkpoints and at the end).
     pub fn flush(&mut self) {
-        let result = match &mut self.out {
-            Some(out) => out.flush(),
-            None => Ok(()),
-        };
+        let result = self.write_pending();
         self.note(result);
+    }
+
+    /// Writes the pending lines in one append. On failure the file is cut
+    /// back to its last whole line and the lines are dropped (the log is a
+    /// diagnostic: a full disk must not make it hold ever more in memory).
+    fn write_pending(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let result = self.append_pending();
+        self.pending.clear();
+        result
+    }
+
+    fn append_pending(&mut self) -> io::Result<()> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => {
+                let (file, size) = open_whole_lines(&self.path)?;
+                self.size = size;
+                self.file.insert(file)
+            }
+        };
+        match file.write_all(&self.pending) {
+            Ok(()) => {
+                self.size += self.pending.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Freeing blocks needs no room: this works on a full disk.
+                if let Err(cut) = file.set_len(self.size) {
+                    tracing::warn!(path = %self.path.display(), error = %cut,
+                        "cannot cut a torn crawl log line; it is cut when the log is opened again");
+                    self.file = None;
+                }
+                Err(e)
+            }
+        }
     }
 
     fn note(&mut self, result: io::Result<()>) {
@@ -203,28 +255,15 @@ impl CrawlLog {
             Ok(()) => self.failing = false,
             Err(e) if !self.failing => {
                 self.failing = true;
-                // Drop the buffer: a full disk must not make every line retry it.
-                self.out = None;
                 tracing::warn!(path = %self.path.display(), error = %e, "crawl log write failed; lines are lost until it works again");
             }
-            Err(_) => self.out = None,
+            Err(_) => {}
         }
-    }
-
-    fn reopen(&mut self) -> io::Result<&mut BufWriter<File>> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
-        self.size = file.metadata()?.len();
-        Ok(self.out.insert(BufWriter::with_capacity(64 * 1024, file)))
     }
 
     /// `crawl.log` → `crawl.log.1` → … → `crawl.log.KEPT_OLD_LOGS` (the oldest goes).
     fn rotate(&mut self) -> io::Result<()> {
-        if let Some(mut out) = self.out.take() {
-            out.flush()?;
-        }
+        self.file = None;
         let numbered = |n: u32| self.path.with_file_name(format!("{LOG_NAME}.{n}"));
         let _ = fs::remove_file(numbered(KEPT_OLD_LOGS));
         for n in (1..KEPT_OLD_LOGS).rev() {
@@ -234,10 +273,46 @@ impl CrawlLog {
             }
         }
         fs::rename(&self.path, numbered(1))?;
-        self.size = 0;
-        self.reopen()?;
+        let (file, size) = open_whole_lines(&self.path)?;
+        self.file = Some(file);
+        self.size = size;
         Ok(())
     }
+}
+
+/// Opens `path` for appending, first cutting whatever follows its last
+/// newline (half a line a crash or a failed write left); returns the file
+/// and its length.
+fn open_whole_lines(path: &Path) -> io::Result<(File, u64)> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)?;
+    let len = file.metadata()?.len();
+    let whole = whole_lines_len(&mut file, len)?;
+    if whole < len {
+        file.set_len(whole)?;
+        tracing::warn!(path = %path.display(), cut = len - whole, "crawl log ended in a torn line; cut");
+    }
+    Ok((file, whole))
+}
+
+/// The length of `file` up to and including its last newline.
+fn whole_lines_len(file: &mut File, len: u64) -> io::Result<u64> {
+    let mut end = len;
+    let mut block = vec![0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block[..n])?;
+        if let Some(i) = block[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 impl Drop for CrawlLog {
@@ -285,11 +360,37 @@ mod tests {
     }
 
     #[test]
+    fn a_torn_last_line_is_cut_when_the_log_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_NAME);
+        // A whole line, then half of one (a write cut short by a full disk or a kill).
+        let whole = "{\"event\":\"skip\",\"url\":\"http://a.test/\"}\n";
+        fs::write(&path, format!("{whole}{{\"event\":\"req")).unwrap();
+        let mut log = CrawlLog::open(dir.path()).unwrap();
+        log.write(&LogLine::skip("http://b.test/", SkipReason::Scope, None));
+        log.flush();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with(whole), "{text}");
+        for line in text.lines() {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        }
+        assert_eq!(text.lines().count(), 2);
+        // A file of only half a line is emptied.
+        fs::write(&path, "{\"ev").unwrap();
+        drop(log);
+        let log = CrawlLog::open(dir.path()).unwrap();
+        assert_eq!(log.size, 0);
+        assert_eq!(fs::metadata(&path).unwrap().len(), 0);
+    }
+
+    #[test]
     fn a_full_log_rotates_and_keeps_four_old_ones() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = CrawlLog::open(dir.path()).unwrap();
         // Pretend the file is nearly full each time: every write rotates.
         for i in 0..7 {
+            log.flush();
             log.size = MAX_LOG_BYTES;
             log.write(&LogLine::skip(
                 &format!("http://a.test/{i}"),

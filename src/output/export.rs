@@ -16,15 +16,24 @@
 //! characters, never empty, never `.` or `..`, at most [`MAX_COMPONENT`]
 //! bytes; existing symbolic links in the destination are refused, and files
 //! are created with `create_new`. Must not touch: the network, the store.
+//!
+//! A file is copied under a hidden temp name beside its destination
+//! (`.NAME.forager-partial`), synced, then linked to its name, which it never
+//! replaces: an export killed mid-copy leaves no truncated file at a URL's
+//! path (a rerun would take it for someone else's file and write its copy
+//! beside it as `name~2`), and the rerun replaces the temp file and sweeps
+//! those it does not reach. No exported name starts with a dot, so no temp
+//! name (the index's included) can be a harvested file's.
 
 use super::warc::{Metadata, Payload, WarcConfig, WarcWriter};
+use crate::crashpoint::{self, CrashPoint};
 use crate::exchange::HttpHead;
 use crate::store::ManifestRow;
 use anyhow::{bail, Context};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 use url::Url;
@@ -37,6 +46,8 @@ pub const MAX_DEPTH: usize = 24;
 /// The index files, reserved names at the destination's top.
 pub const INDEX_CSV: &str = "forager-index.csv";
 pub const INDEX_JSON: &str = "forager-index.json";
+/// The end of a temp file's name (see the module documentation).
+const PARTIAL_SUFFIX: &str = ".forager-partial";
 
 /// How exported files are laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,6 +193,8 @@ fn export_files(
 ) -> anyhow::Result<()> {
     let mut planner = Planner::default();
     let mut seen = HashSet::new();
+    // Folders files went to: where a killed run may have left temp files.
+    let mut folders = BTreeSet::from([spec.to.clone()]);
     for (row, source) in rows {
         // A URL fetched again with the same content is the same file.
         if !seen.insert((row.final_url.clone(), row.sha256.clone())) {
@@ -215,7 +228,41 @@ fn export_files(
                 Placed::Taken(depth) => planner.taken(&candidate[..=depth]),
             }
         };
+        let mut folder = spec.to.clone();
+        for part in &rel[..rel.len() - 1] {
+            folder.push(part);
+            folders.insert(folder.clone());
+        }
         report.rows.push(index_row(&row, rel.join("/")));
+    }
+    for folder in &folders {
+        remove_stale_partials(folder)?;
+    }
+    Ok(())
+}
+
+/// The hidden name a file is copied under before it is linked to `name`.
+fn partial_name(name: &str) -> String {
+    format!(".{name}{PARTIAL_SUFFIX}")
+}
+
+/// Removes the temp files a killed export left in `folder` (the rerun
+/// rewrote those of the files it exported; these are of files it did not).
+fn remove_stale_partials(folder: &Path) -> anyhow::Result<()> {
+    let entries =
+        fs::read_dir(folder).with_context(|| format!("cannot list {}", folder.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot list {}", folder.display()))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.ends_with(PARTIAL_SUFFIX) {
+            let path = entry.path();
+            if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove {}", path.display()))?;
+                tracing::info!(path = %path.display(), "temp file of an interrupted export removed");
+            }
+        }
     }
     Ok(())
 }
@@ -274,17 +321,84 @@ fn place_file(to: &Path, rel: &[String], source: &Path, sha256: &str) -> anyhow:
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).with_context(|| format!("cannot inspect {}", dest.display())),
     }
+    let tmp = dir.join(partial_name(&rel[last]));
+    copy_to_temp(source, &tmp)?;
+    match link_into_place(&tmp, &dest) {
+        Ok(true) => {
+            File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .with_context(|| format!("cannot sync {}", dir.display()))?;
+            Ok(Placed::Written)
+        }
+        // Something appeared at the name meanwhile: never replaced.
+        Ok(false) => Ok(Placed::Taken(last)),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e).with_context(|| format!("cannot write {}", dest.display()))
+        }
+    }
+}
+
+/// Copies `source` to the temp file `tmp` and syncs it; a temp file a
+/// killed run left there is replaced (removed first: never written through,
+/// in case it is a link).
+fn copy_to_temp(source: &Path, tmp: &Path) -> anyhow::Result<()> {
+    match fs::remove_file(tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot remove {}", tmp.display())),
+    }
     let mut input =
         File::open(source).with_context(|| format!("cannot read {}", source.display()))?;
-    let mut output = match OpenOptions::new().write(true).create_new(true).open(&dest) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(Placed::Taken(last)),
-        Err(e) => return Err(e).with_context(|| format!("cannot create {}", dest.display())),
-    };
-    io::copy(&mut input, &mut output)
-        .and_then(|_| output.sync_all())
-        .with_context(|| format!("cannot write {}", dest.display()))?;
-    Ok(Placed::Written)
+    let mut output = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = input
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", source.display()))?;
+        if n == 0 {
+            break;
+        }
+        output
+            .write_all(&buf[..n])
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        crashpoint::reached(CrashPoint::ExportWrite);
+    }
+    output
+        .sync_all()
+        .with_context(|| format!("cannot write {}", tmp.display()))
+}
+
+/// Gives the complete temp file `tmp` the name `dest` unless that name is
+/// taken (then `tmp` is removed and the answer is false). A hard link
+/// cannot replace a file; where the file system has none, a rename after
+/// checking the name is free.
+fn link_into_place(tmp: &Path, dest: &Path) -> io::Result<bool> {
+    match fs::hard_link(tmp, dest) {
+        Ok(()) => {
+            fs::remove_file(tmp)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(tmp)?;
+            Ok(false)
+        }
+        Err(e) => match fs::symlink_metadata(dest) {
+            Err(missing) if missing.kind() == io::ErrorKind::NotFound => {
+                tracing::debug!(path = %dest.display(), error = %e, "no hard link here; renaming");
+                fs::rename(tmp, dest)?;
+                Ok(true)
+            }
+            _ => {
+                fs::remove_file(tmp)?;
+                Ok(false)
+            }
+        },
+    }
 }
 
 fn file_sha256(path: &Path) -> anyhow::Result<String> {
@@ -612,7 +726,12 @@ fn replace_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             bail!("{} exists and is not a file", path.display());
         }
     }
-    let tmp = path.with_extension("tmp");
+    // Hidden, like a copied file's temp name: no exported file can have it.
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(partial_name(&name));
     let _ = fs::remove_file(&tmp);
     let mut f = OpenOptions::new()
         .write(true)

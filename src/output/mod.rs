@@ -22,6 +22,7 @@
 
 pub mod crawl_log;
 pub mod export;
+pub mod jsonl;
 pub mod nquads;
 pub mod warc;
 
@@ -30,6 +31,7 @@ use crate::crashpoint::{self, CrashPoint};
 use crate::exchange::ExchangeHead;
 use crate::store::ManifestRow;
 use sha2::{Digest, Sha256};
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -283,8 +285,7 @@ impl TargetDir {
             .open(self.manifest_path())?;
         let mut buf = Vec::new();
         for row in rows {
-            serde_json::to_writer(&mut buf, row).map_err(io::Error::other)?;
-            buf.push(b'\n');
+            jsonl::push_line(&mut buf, row)?;
         }
         f.write_all(&buf)?;
         f.sync_data()
@@ -299,14 +300,67 @@ impl TargetDir {
             let mut f = File::create(&tmp)?;
             let mut buf = Vec::new();
             for row in rows {
-                serde_json::to_writer(&mut buf, row).map_err(io::Error::other)?;
-                buf.push(b'\n');
+                jsonl::push_line(&mut buf, row)?;
             }
             f.write_all(&buf)?;
             f.sync_all()?;
         }
         fs::rename(&tmp, &path)?;
         sync_dir(&self.dir)
+    }
+
+    /// On resume: remove the target files that no manifest row names. A
+    /// target is named before its row commits (§ Invariants), so a crash in
+    /// between leaves a file the store never heard of; the step is redone
+    /// and, when the content changed meanwhile, saved under another digest,
+    /// so the first file would stay forever. `committed`: the file names of
+    /// the store's rows. Call it after `manifest.jsonl` was rewritten from
+    /// them: files any manifest file here names are kept (a set-aside
+    /// `manifest.superseded-*` holds an earlier run's harvest after a purge
+    /// or a lost store; a job without stored state may still have its old
+    /// `manifest.jsonl`), and only names this module gives targets are
+    /// considered: nothing else a user or another tool put here is touched.
+    /// `written_since`: only files last written at or after it. Returns the
+    /// files removed.
+    pub fn remove_orphans(
+        &self,
+        committed: &HashSet<&str>,
+        written_since: Option<SystemTime>,
+    ) -> io::Result<Vec<String>> {
+        let mut candidates = Vec::new();
+        for entry in fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if is_target_name(&name) && !committed.contains(name.as_str()) {
+                // Not `is_file` through a link: a symlink is not ours.
+                let meta = fs::symlink_metadata(entry.path())?;
+                let recent = match written_since {
+                    Some(since) => meta.modified()? >= since,
+                    None => true,
+                };
+                if meta.is_file() && recent {
+                    candidates.push(name);
+                }
+            }
+        }
+        if candidates.is_empty() {
+            return Ok(candidates);
+        }
+        let kept_aside = digests_in_manifest_files(&self.dir)?;
+        candidates.retain(|name| !kept_aside.contains(&name[..64]));
+        for name in &candidates {
+            match fs::remove_file(self.dir.join(name)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !candidates.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(candidates)
     }
 
     /// Remove temp files left by a crash.
@@ -367,6 +421,40 @@ pub fn set_aside_manifest(state_dir: &Path, job: &str) -> io::Result<Option<Path
         "no free name to move {} aside",
         path.display()
     )))
+}
+
+/// Whether `name` is one [`TargetFile::finish`] gives: 64 lower-case hex
+/// digits, then nothing or an extension of [`extension_for`]'s table.
+fn is_target_name(name: &str) -> bool {
+    let Some(digest) = name.get(..64) else {
+        return false;
+    };
+    digest
+        .bytes()
+        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && (name.len() == 64 || TARGET_EXTENSIONS.contains(&&name[64..]))
+}
+
+/// Every 64-hex-digit run in the job's manifest files (`manifest.jsonl`, and
+/// those set aside): whatever their rows name is kept, even from a torn line
+/// that no longer parses.
+fn digests_in_manifest_files(dir: &Path) -> io::Result<HashSet<String>> {
+    let mut digests = HashSet::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with("manifest.") && name.ends_with(".jsonl")) {
+            continue;
+        }
+        let text = fs::read(entry.path())?;
+        for run in text.split(|b| !b.is_ascii_hexdigit()) {
+            if run.len() == 64 {
+                digests.insert(String::from_utf8_lossy(run).to_ascii_lowercase());
+            }
+        }
+    }
+    Ok(digests)
 }
 
 /// Jobs with a non-empty `manifest.jsonl` under `state_dir/targets/`.
@@ -558,6 +646,13 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Every extension [`extension_for`] gives (its table, once each).
+const TARGET_EXTENSIONS: &[&str] = &[
+    ".csv", ".xls", ".xlsx", ".xlsm", ".ods", ".pdf", ".zip", ".tar", ".gz", ".7z", ".rar", ".xml",
+    ".rdf", ".rss", ".json", ".ipynb", ".yaml", ".doc", ".docx", ".pptx", ".odt", ".odp", ".py",
+    ".txt",
+];
+
 /// File extension for a MIME essence, from a fixed table (never from the URL).
 pub fn extension_for(mime: &str) -> &'static str {
     match crate::mime::essence(mime).as_str() {
@@ -696,6 +791,115 @@ mod tests {
                 "a second move in the same second keeps the first"
             );
         }
+    }
+
+    #[test]
+    fn files_without_a_row_are_removed_and_nothing_else_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = TargetDir::create(tmp.path(), "job").unwrap();
+        let save = |body: &[u8], mime: &str| {
+            let mut f = dir.begin(mime).unwrap();
+            f.write(body).unwrap();
+            f.finish().unwrap().file
+        };
+        let kept = save(b"a,b\n1,2\n", "text/csv");
+        let orphan = save(b"a,b\n1,3\n", "text/csv");
+        let orphan_plain = save(b"<html></html>", "text/html");
+        let aside = save(b"old run", "application/pdf");
+        // An earlier run's manifest, set aside with a torn last line: its files stay.
+        fs::write(
+            dir.path().join("manifest.superseded-1.jsonl"),
+            format!("{{\"sha256\":\"x\",\"file\":\"{aside}"),
+        )
+        .unwrap();
+        // Not names forager gives its targets: never touched.
+        let foreign: [&str; 6] = [
+            "notes.txt",
+            "crawl.log",
+            "data.nq.gz",
+            &format!("{}.exe", &orphan[..64]),
+            &format!("{}x", &orphan[..64]),
+            &orphan[..63],
+        ];
+        for name in foreign {
+            fs::write(dir.path().join(name), b"mine").unwrap();
+        }
+        fs::create_dir(dir.path().join("0".repeat(64))).unwrap();
+        let committed: HashSet<&str> = [kept.as_str()].into_iter().collect();
+        // Files written before a time are kept when asked (all of them here).
+        let future = SystemTime::now() + std::time::Duration::from_secs(3600);
+        assert!(dir
+            .remove_orphans(&committed, Some(future))
+            .unwrap()
+            .is_empty());
+        let mut removed = dir.remove_orphans(&committed, None).unwrap();
+        removed.sort();
+        let mut want = vec![orphan.clone(), orphan_plain.clone()];
+        want.sort();
+        assert_eq!(removed, want);
+        for name in [&kept, &aside] {
+            assert!(dir.path().join(name).exists(), "{name}");
+        }
+        for name in foreign {
+            assert!(dir.path().join(name).exists(), "{name}");
+        }
+        assert!(dir.path().join("0".repeat(64)).is_dir());
+        assert!(dir.remove_orphans(&committed, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn every_extension_a_target_gets_is_known_to_the_orphan_sweep() {
+        let types = [
+            "text/csv",
+            "application/csv",
+            "text/x-csv",
+            "application/x-csv",
+            "text/comma-separated-values",
+            "text/x-comma-separated-values",
+            "application/vnd.ms-excel",
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            "application/vnd.ms-excel.sheet.macroenabled.12",
+            "application/vnd.oasis.opendocument.spreadsheet",
+            "application/pdf",
+            "application/x-pdf",
+            "application/zip",
+            "application/x-zip-compressed",
+            "application/zip-compressed",
+            "application/x-tar",
+            "application/x-gtar",
+            "application/gzip",
+            "application/x-gzip",
+            "application/x-7z-compressed",
+            "application/vnd.rar",
+            "application/x-rar-compressed",
+            "application/xml",
+            "text/xml",
+            "application/rdf+xml",
+            "application/rss+xml",
+            "application/json",
+            "text/json",
+            "application/x-ipynb+json",
+            "application/yaml",
+            "application/x-yaml",
+            "text/yaml",
+            "text/x-yaml",
+            "application/msword",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+            "application/vnd.oasis.opendocument.text",
+            "application/vnd.oasis.opendocument.presentation",
+            "text/x-python",
+            "text/plain",
+            "text/html",
+            "text/turtle",
+        ];
+        for t in types {
+            let name = format!("{}{}", "ab".repeat(32), extension_for(t));
+            assert!(is_target_name(&name), "{t}: {name}");
+        }
+        let distinct: HashSet<&str> = types.iter().map(|t| extension_for(t)).collect();
+        // Every entry of the table is given to some type (no stale entry).
+        assert_eq!(distinct.len(), TARGET_EXTENSIONS.len() + 1, "{distinct:?}");
     }
 
     #[test]

@@ -335,7 +335,9 @@ impl DbSlot {
         if let Ok(db) = &*slot {
             return Ok(db.clone());
         }
-        let db = Arc::new(open_database(&self.path, self.cache_bytes)?);
+        let db = Arc::new(guard_panics(&self.path, || {
+            open_database(&self.path, self.cache_bytes)
+        })?);
         *slot = Ok(db.clone());
         tracing::info!(path = %self.path.display(), "state database reopened");
         Ok(db)
@@ -371,18 +373,20 @@ pub(crate) fn guard_panics<T>(
     path: &Path,
     f: impl FnOnce() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    match crate::panics::catch_quietly(f) {
         Ok(Err(e)) if is_corruption(&e) => Err(StoreError::Damaged {
             path: path.to_path_buf(),
             why: e.to_string(),
         }),
         Ok(result) => result,
         Err(panic) => {
+            // What redb met, not that it panicked: the user's way out is the
+            // same, and a panic's wording reads like forager's own bug.
             let why =
-                crate::panics::panic_message(&*panic).unwrap_or_else(|| "redb panicked".into());
+                crate::panics::panic_message(&*panic).unwrap_or_else(|| "no description".into());
             Err(StoreError::Damaged {
                 path: path.to_path_buf(),
-                why: format!("redb panicked: {why}"),
+                why: format!("redb stopped on damaged data: {why}"),
             })
         }
     }
@@ -478,6 +482,14 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.inner.db.path
+    }
+
+    /// Runs a read of the database: a panic inside redb (it has some on
+    /// damaged pages: an index out of range, unreachable code) and a damaged
+    /// page become [`StoreError::Damaged`], which names `forager repair`.
+    fn read<T>(&self, f: impl FnOnce(&Database) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let db = self.inner.db.get()?;
+        guard_panics(&self.inner.db.path, || f(&db))
     }
 
     fn check_schema(db: &Database, path: &Path) -> Result<(), StoreError> {
@@ -615,32 +627,34 @@ impl Store {
 
     /// Names of every job with stored state.
     pub fn job_names(&self) -> Result<Vec<String>, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let jobs = txn.open_table(JOBS)?;
-        let mut names = Vec::new();
-        for row in jobs.iter()? {
-            let (k, _) = row?;
-            names.push(k.value().to_string());
-        }
-        Ok(names)
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let jobs = txn.open_table(JOBS)?;
+            let mut names = Vec::new();
+            for row in jobs.iter()? {
+                let (k, _) = row?;
+                names.push(k.value().to_string());
+            }
+            Ok(names)
+        })
     }
 
     /// A job's record, its learned state assembled from its chunks.
     pub fn job_record(&self, job: &str) -> Result<Option<JobRecord>, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let jobs = txn.open_table(JOBS)?;
-        let Some(v) = jobs.get(job)? else {
-            return Ok(None);
-        };
-        let mut record: JobRecord = decode_row("jobs", v.value())?;
-        let index = txn.open_table(state::STATE_INDEX)?;
-        let chunks = txn.open_table(state::STATE_CHUNKS)?;
-        if let Some(learned) = state::read_state(&index, &chunks, job)? {
-            record.strategy_state = learned;
-        }
-        Ok(Some(record))
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let jobs = txn.open_table(JOBS)?;
+            let Some(v) = jobs.get(job)? else {
+                return Ok(None);
+            };
+            let mut record: JobRecord = decode_row("jobs", v.value())?;
+            let index = txn.open_table(state::STATE_INDEX)?;
+            let chunks = txn.open_table(state::STATE_CHUNKS)?;
+            if let Some(learned) = state::read_state(&index, &chunks, job)? {
+                record.strategy_state = learned;
+            }
+            Ok(Some(record))
+        })
     }
 
     /// Learned-state bytes (chunks and indexes) this store has committed
@@ -651,26 +665,28 @@ impl Store {
 
     /// A process-wide blob.
     pub fn shared(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let t = txn.open_table(SHARED)?;
-        Ok(t.get(name)?.map(|v| v.value().to_vec()))
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let t = txn.open_table(SHARED)?;
+            Ok(t.get(name)?.map(|v| v.value().to_vec()))
+        })
     }
 
     /// Every process-wide blob whose name starts with `prefix`, in name order.
     pub fn shared_with_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let t = txn.open_table(SHARED)?;
-        let mut out = Vec::new();
-        for row in t.range(prefix..)? {
-            let (k, v) = row?;
-            if !k.value().starts_with(prefix) {
-                break;
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let t = txn.open_table(SHARED)?;
+            let mut out = Vec::new();
+            for row in t.range(prefix..)? {
+                let (k, v) = row?;
+                if !k.value().starts_with(prefix) {
+                    break;
+                }
+                out.push((k.value().to_string(), v.value().to_vec()));
             }
-            out.push((k.value().to_string(), v.value().to_vec()));
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// What each table holds and costs on disk, for benchmarks and
@@ -690,74 +706,77 @@ impl Store {
                 fragmented_bytes: stats.fragmented_bytes(),
             })
         }
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        Ok(vec![
-            of("meta", &txn.open_table(META)?)?,
-            of("jobs", &txn.open_table(JOBS)?)?,
-            of("frontier", &txn.open_table(FRONTIER)?)?,
-            of("seen", &txn.open_table(SEEN)?)?,
-            of("manifest", &txn.open_table(MANIFEST)?)?,
-            of("shared", &txn.open_table(SHARED)?)?,
-            of("revisit", &txn.open_table(REVISIT)?)?,
-            of("revisit_state", &txn.open_table(REVISIT_STATE)?)?,
-            of("state_index", &txn.open_table(state::STATE_INDEX)?)?,
-            of("state_chunks", &txn.open_table(state::STATE_CHUNKS)?)?,
-        ])
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            Ok(vec![
+                of("meta", &txn.open_table(META)?)?,
+                of("jobs", &txn.open_table(JOBS)?)?,
+                of("frontier", &txn.open_table(FRONTIER)?)?,
+                of("seen", &txn.open_table(SEEN)?)?,
+                of("manifest", &txn.open_table(MANIFEST)?)?,
+                of("shared", &txn.open_table(SHARED)?)?,
+                of("revisit", &txn.open_table(REVISIT)?)?,
+                of("revisit_state", &txn.open_table(REVISIT_STATE)?)?,
+                of("state_index", &txn.open_table(state::STATE_INDEX)?)?,
+                of("state_chunks", &txn.open_table(state::STATE_CHUNKS)?)?,
+            ])
+        })
     }
 
     /// A job's manifest rows, in row order.
     pub fn manifest_rows(&self, job: &str) -> Result<Vec<ManifestRow>, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let manifest = txn.open_table(MANIFEST)?;
-        let mut rows = Vec::new();
-        for row in manifest.range((job, 0u64)..=(job, u64::MAX))? {
-            let (_, v) = row?;
-            rows.push(decode_row("manifest", v.value())?);
-        }
-        Ok(rows)
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let manifest = txn.open_table(MANIFEST)?;
+            let mut rows = Vec::new();
+            for row in manifest.range((job, 0u64)..=(job, u64::MAX))? {
+                let (_, v) = row?;
+                rows.push(decode_row("manifest", v.value())?);
+            }
+            Ok(rows)
+        })
     }
 
     /// A job's frontier (keys only), seen set and manifest, to resume it; its
     /// record comes from [`Store::job_record`].
     pub fn load_job(&self, job: &str) -> Result<LoadedJob, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let mut loaded = LoadedJob::default();
-        let range = (job, 0u64)..=(job, u64::MAX);
-        let frontier = txn.open_table(FRONTIER)?;
-        for row in frontier.range(range.clone())? {
-            let (k, v) = row?;
-            let key = codec::decode_prefix::<QueueKey>(v.value()).map_err(|source| {
-                StoreError::Corrupt {
-                    table: "frontier",
-                    source,
-                }
-            })?;
-            loaded.frontier.push((LinkId(k.value().1), key));
-        }
-        let seen = txn.open_table(SEEN)?;
-        for row in seen.range(range.clone())? {
-            let (k, _) = row?;
-            loaded.seen.push(k.value().1);
-        }
-        let manifest = txn.open_table(MANIFEST)?;
-        for row in manifest.range(range.clone())? {
-            let (k, v) = row?;
-            let entry = decode_row("manifest", v.value())?;
-            loaded.manifest.push((k.value().1, entry));
-        }
-        let revisit = txn.open_table(REVISIT)?;
-        for row in revisit.range(range)? {
-            let (k, v) = row?;
-            loaded.revisit.push((k.value().1, v.value().to_vec()));
-        }
-        loaded.revisit_state = txn
-            .open_table(REVISIT_STATE)?
-            .get(job)?
-            .map(|v| v.value().to_vec());
-        Ok(loaded)
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let mut loaded = LoadedJob::default();
+            let range = (job, 0u64)..=(job, u64::MAX);
+            let frontier = txn.open_table(FRONTIER)?;
+            for row in frontier.range(range.clone())? {
+                let (k, v) = row?;
+                let key = codec::decode_prefix::<QueueKey>(v.value()).map_err(|source| {
+                    StoreError::Corrupt {
+                        table: "frontier",
+                        source,
+                    }
+                })?;
+                loaded.frontier.push((LinkId(k.value().1), key));
+            }
+            let seen = txn.open_table(SEEN)?;
+            for row in seen.range(range.clone())? {
+                let (k, _) = row?;
+                loaded.seen.push(k.value().1);
+            }
+            let manifest = txn.open_table(MANIFEST)?;
+            for row in manifest.range(range.clone())? {
+                let (k, v) = row?;
+                let entry = decode_row("manifest", v.value())?;
+                loaded.manifest.push((k.value().1, entry));
+            }
+            let revisit = txn.open_table(REVISIT)?;
+            for row in revisit.range(range)? {
+                let (k, v) = row?;
+                loaded.revisit.push((k.value().1, v.value().to_vec()));
+            }
+            loaded.revisit_state = txn
+                .open_table(REVISIT_STATE)?
+                .get(job)?
+                .map(|v| v.value().to_vec());
+            Ok(loaded)
+        })
     }
 
     /// One committed frontier link of a job.
@@ -766,14 +785,15 @@ impl Store {
         job: &str,
         id: LinkId,
     ) -> Result<Option<FrontierEntry>, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let frontier = txn.open_table(FRONTIER)?;
-        let Some(v) = frontier.get((job, id.0))? else {
-            return Ok(None);
-        };
-        let entry = decode_row("frontier", v.value())?;
-        Ok(Some(entry))
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let frontier = txn.open_table(FRONTIER)?;
+            let Some(v) = frontier.get((job, id.0))? else {
+                return Ok(None);
+            };
+            let entry = decode_row("frontier", v.value())?;
+            Ok(Some(entry))
+        })
     }
 }
 
@@ -828,9 +848,17 @@ fn writer_loop(slot: &DbSlot, rx: mpsc::Receiver<WriterMsg>) {
             let _ = ack.send(match &result {
                 Ok(()) => Ok(report),
                 Err(e) => Err(CommitFailed {
-                    error: StoreError::Commit {
-                        path: slot.path.clone(),
-                        why: e.to_string(),
+                    // Kept as what it is: a job pauses on a failed write and
+                    // retries it, but stops on a damaged store with the advice to repair it.
+                    error: match e {
+                        StoreError::Damaged { path, why } => StoreError::Damaged {
+                            path: path.clone(),
+                            why: why.clone(),
+                        },
+                        e => StoreError::Commit {
+                            path: slot.path.clone(),
+                            why: e.to_string(),
+                        },
                     },
                     delta,
                 }),
@@ -846,7 +874,7 @@ fn with_db(
     write: impl FnOnce(&Database) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
     let db = slot.reopen()?;
-    let result = write(&db);
+    let result = guard_panics(&slot.path, || write(&db));
     drop(db);
     if let Err(e) = &result {
         tracing::warn!(path = %slot.path.display(), error = %e, "state database write failed; closing it until the next commit");

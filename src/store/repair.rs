@@ -8,6 +8,15 @@
 //! manifest without the record that numbers its rows, would resume into
 //! duplicates. The shared rows (MIME filters, robots.txt copies) are caches and
 //! are copied one by one, as far as they read.
+//!
+//! The damaged file is opened read-only when redb allows it (it does not
+//! for a file a crash left needing recovery): it is then kept unchanged.
+//! A file cut short (a copy or a backup that stopped, a full disk while it
+//! grew) no longer matches the length its header records, and redb refuses
+//! to open it at all. It is read from a copy padded with zeros to that
+//! length instead: the pages that were cut off read as damaged, so the jobs
+//! with rows there are lost, and every other job is copied as from the
+//! whole file.
 
 use super::state::{self, STATE_CHUNKS, STATE_INDEX};
 use super::{
@@ -31,6 +40,9 @@ pub struct RepairReport {
     /// Shared rows copied, and whether some could not be read.
     pub shared_rows: usize,
     pub shared_incomplete: bool,
+    /// The file was shorter than its header says: this many zero bytes were
+    /// added (to a copy) to read it.
+    pub padded_bytes: Option<u64>,
 }
 
 /// One job's rows, read in full.
@@ -79,14 +91,24 @@ pub fn repair(state_dir: &Path, cache_bytes: usize) -> Result<RepairReport, Stor
             path: moved_to.clone(),
         })
     } else {
-        guard_panics(&moved_to, || open_database(&moved_to, cache_bytes))
+        open_old(&moved_to, cache_bytes)
     };
+    let mut padded_copy = None;
     let old = match old {
         Ok(db) => db,
-        Err(e) => {
-            report.unopenable = Some(e.to_string());
-            return Ok(report);
-        }
+        Err(e) => match open_padded(&moved_to, cache_bytes) {
+            Some((db, copy, added)) => {
+                tracing::warn!(path = %moved_to.display(), error = %e, added,
+                    "the database is shorter than its header says; reading a copy padded to its length");
+                report.padded_bytes = Some(added);
+                padded_copy = Some(copy);
+                db
+            }
+            None => {
+                report.unopenable = Some(e.to_string());
+                return Ok(report);
+            }
+        },
     };
     let names = guard_panics(&moved_to, || job_names(&old));
     let names = match names {
@@ -116,6 +138,11 @@ pub fn repair(state_dir: &Path, cache_bytes: usize) -> Result<RepairReport, Stor
     }) {
         tracing::warn!(path = %moved_to.display(), error = %e, "the damaged database did not close cleanly");
     }
+    if let Some(copy) = padded_copy {
+        if let Err(e) = std::fs::remove_file(&copy) {
+            tracing::warn!(path = %copy.display(), error = %e, "cannot remove the padded copy");
+        }
+    }
     let txn = new.begin_write()?;
     {
         let mut t = txn.open_table(SHARED)?;
@@ -125,6 +152,122 @@ pub fn repair(state_dir: &Path, cache_bytes: usize) -> Result<RepairReport, Stor
     }
     txn.commit()?;
     Ok(report)
+}
+
+/// The damaged database, as it could be opened.
+enum Old {
+    ReadOnly(redb::ReadOnlyDatabase),
+    Writable(Database),
+}
+
+impl Old {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Old::ReadOnly(db) => db.begin_read(),
+            Old::Writable(db) => db.begin_read(),
+        }
+    }
+}
+
+/// Opens the damaged database read-only if it can: nothing of it is
+/// rewritten, and redb does not load the allocator state a writable open
+/// needs (on a file cut short that state is often in the lost pages, and
+/// redb panics reading it). A file a crash left needing recovery is refused
+/// read-only; it is opened writable, which repairs it first.
+fn open_old(path: &Path, cache_bytes: usize) -> Result<Old, StoreError> {
+    let read_only = guard_panics(path, || {
+        let mut builder = Database::builder();
+        builder.set_cache_size(cache_bytes);
+        builder
+            .open_read_only(path)
+            .map_err(|cause| StoreError::Open {
+                path: path.to_path_buf(),
+                cause,
+            })
+    });
+    match read_only {
+        Ok(db) => Ok(Old::ReadOnly(db)),
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "no read-only open; opening it writable");
+            guard_panics(path, || open_database(path, cache_bytes)).map(Old::Writable)
+        }
+    }
+}
+
+/// Opens a copy of `damaged` padded with zeros to the length its header
+/// records, when the file is shorter than that: the copy, its path and the
+/// bytes added; `None` when the file is not short or the copy does not open
+/// either (the copy is then removed).
+fn open_padded(damaged: &Path, cache_bytes: usize) -> Option<(Old, PathBuf, u64)> {
+    let len = std::fs::metadata(damaged).ok()?.len();
+    let want = recorded_len(damaged).ok().flatten()?;
+    if want <= len {
+        return None;
+    }
+    let mut name = damaged.file_name()?.to_os_string();
+    name.push(".padded");
+    let copy = damaged.with_file_name(name);
+    let made = std::fs::copy(damaged, &copy).and_then(|_| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&copy)?
+            .set_len(want)
+    });
+    if let Err(e) = made {
+        tracing::warn!(path = %copy.display(), error = %e, "cannot make a padded copy of the database");
+        let _ = std::fs::remove_file(&copy);
+        return None;
+    }
+    match open_old(&copy, cache_bytes) {
+        Ok(db) => Some((db, copy, want - len)),
+        Err(e) => {
+            tracing::warn!(path = %copy.display(), error = %e, "the padded copy does not open either");
+            let _ = std::fs::remove_file(&copy);
+            None
+        }
+    }
+}
+
+/// The file length a redb database's header records (redb 4's file format:
+/// the page size and region geometry, then the count of full regions and the
+/// pages of the trailing one), or `None` when the header is not redb's or is
+/// out of range. The layout is one header page, then each region's header
+/// pages and data pages.
+fn recorded_len(path: &Path) -> std::io::Result<Option<u64>> {
+    use std::io::Read;
+    const MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+    let mut header = [0u8; 32];
+    let mut f = std::fs::File::open(path)?;
+    if f.read_exact(&mut header).is_err() || header[..9] != MAGIC {
+        return Ok(None);
+    }
+    let field = |at: usize| {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&header[at..at + 4]);
+        u64::from(u32::from_le_bytes(b))
+    };
+    let (page, region_header, region_data, full, trailing) =
+        (field(12), field(16), field(20), field(24), field(28));
+    // Bounds redb itself checks: pages of 512 B to 64 KiB, at most 2^20
+    // pages and regions; anything else is a damaged header, not a short file.
+    let sane = page.is_power_of_two()
+        && (512..=65536).contains(&page)
+        && (1..=1 << 20).contains(&region_data)
+        && region_header <= 1 << 20
+        && trailing <= region_data
+        && full + u64::from(trailing > 0) >= 1
+        && full <= 1 << 20;
+    if !sane {
+        return Ok(None);
+    }
+    let trailing_len = if trailing > 0 {
+        (region_header + trailing) * page
+    } else {
+        0
+    };
+    Ok(Some(
+        page + full * (region_header + region_data) * page + trailing_len,
+    ))
 }
 
 /// Refuse while another process (a daemon, a crawl) holds the database: redb
@@ -144,7 +287,7 @@ fn ensure_unused(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn job_names(db: &Database) -> Result<Vec<String>, StoreError> {
+fn job_names(db: &Old) -> Result<Vec<String>, StoreError> {
     let txn = db.begin_read()?;
     let jobs = txn.open_table(JOBS)?;
     let mut names = Vec::new();
@@ -155,7 +298,7 @@ fn job_names(db: &Database) -> Result<Vec<String>, StoreError> {
     Ok(names)
 }
 
-fn read_job(db: &Database, job: &str) -> Result<JobRows, StoreError> {
+fn read_job(db: &Old, job: &str) -> Result<JobRows, StoreError> {
     let txn = db.begin_read()?;
     let jobs = txn.open_table(JOBS)?;
     let mut record: JobRecord = decode_row(
@@ -256,7 +399,7 @@ fn write_job(db: &Database, job: &str, rows: &JobRows) -> Result<(), StoreError>
 
 /// The shared rows that read, in order, up to the first that does not; and
 /// whether all of them did.
-fn read_shared(db: &Database, path: &Path) -> (Vec<(String, Vec<u8>)>, bool) {
+fn read_shared(db: &Old, path: &Path) -> (Vec<(String, Vec<u8>)>, bool) {
     let mut out = Vec::new();
     let result = guard_panics(path, || {
         let txn = db.begin_read()?;
@@ -396,6 +539,46 @@ mod tests {
             assert!(report.moved_to.exists());
         }
         eprintln!("{damaged} of {steps} corruptions were reported as damaged");
+    }
+
+    #[test]
+    fn the_recorded_length_is_the_file_length_of_a_sound_store() {
+        let dir = tempfile::tempdir().unwrap();
+        pristine(dir.path(), 3);
+        let path = dir.path().join(FILE_NAME);
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(recorded_len(&path).unwrap(), Some(len));
+        std::fs::write(dir.path().join("other"), b"not a database at all, no").unwrap();
+        assert_eq!(recorded_len(&dir.path().join("other")).unwrap(), None);
+    }
+
+    #[test]
+    fn a_store_cut_short_is_read_from_a_padded_copy() {
+        let base = tempfile::tempdir().unwrap();
+        pristine(base.path(), 3);
+        let bytes = std::fs::read(base.path().join(FILE_NAME)).unwrap();
+        for cut in [1usize, 4096] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(FILE_NAME), &bytes[..bytes.len() - cut]).unwrap();
+            let report = repair(dir.path(), 1 << 20).unwrap();
+            assert!(report.unopenable.is_none(), "cut {cut}: {report:?}");
+            assert_eq!(report.padded_bytes, Some(cut as u64));
+            assert_eq!(report.kept.len() + report.lost.len(), 3, "{report:?}");
+            // The damaged file is kept as it was; the padded copy is gone.
+            assert_eq!(
+                std::fs::metadata(&report.moved_to).unwrap().len(),
+                (bytes.len() - cut) as u64
+            );
+            let names: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            assert!(!names.iter().any(|n| n.ends_with(".padded")), "{names:?}");
+            let store = Store::open(dir.path(), 1 << 20).unwrap();
+            for job in &report.kept {
+                assert_eq!(store.load_job(job).unwrap().manifest.len(), 50);
+            }
+        }
     }
 
     #[test]

@@ -273,6 +273,10 @@ impl Runner<'_> {
         self.core().observe(link, label, LabelSource::Get);
         match label {
             Label::Html => {
+                // Taken before the body is read: a page that turns out to be a
+                // structured-data target is archived like any target.
+                let exchange = (self.spec.output.warc && self.spec.targets.structured.is_some())
+                    .then(|| resp.exchange_head());
                 // A page is parsed in memory: its cap is smaller than a target's.
                 let cap = self.spec.limits.max_body.min(MAX_PAGE_BYTES);
                 let body = match self.read_body(&url, resp, cap).await {
@@ -326,6 +330,7 @@ impl Runner<'_> {
                                         mime,
                                         bytes: &body.bytes,
                                         truncated: body_cut,
+                                        exchange: exchange.as_ref(),
                                     },
                                     data,
                                     tally,

@@ -4,7 +4,8 @@
 //! `data.nq.gz` (graph = the page URL) under the same lock as its manifest
 //! row (exact across a crash, as for linked data), and its links are still
 //! followed. The page itself is the step's target, so its relevance is the
-//! reward of whatever chose it (sb's action, focused's classifier).
+//! reward of whatever chose it (sb's action, focused's classifier). With
+//! `[output] warc = true` its exchange is archived as any target's is.
 
 use super::*;
 use crate::extract::structured::StructuredData;
@@ -18,6 +19,8 @@ pub(super) struct PageBody<'a> {
     pub bytes: &'a [u8],
     /// Cut at the page size cap.
     pub truncated: bool,
+    /// The exchange as it happened, when the job archives its targets as WARC.
+    pub exchange: Option<&'a crate::exchange::ExchangeHead>,
 }
 
 impl Runner<'_> {
@@ -49,6 +52,10 @@ impl Runner<'_> {
             return Err(out_err(e));
         }
         let saved = file.finish().map_err(out_err)?;
+        // Before the row is staged, as for every target: a crash between the
+        // two costs a record written twice, never a saved page without one.
+        self.archive(link, url, page.exchange, &saved, page.truncated)
+            .map_err(out_err)?;
         {
             let mut core = self.core();
             core.counters.target_bytes += saved.bytes;

@@ -169,4 +169,44 @@ impl Runner<'_> {
         }
         Ok(Fetched::Target)
     }
+
+    /// On resume, once `manifest.jsonl` holds the committed `rows`: remove
+    /// the target files no row names (see
+    /// [`crate::output::TargetDir::remove_orphans`]). A failure costs disk
+    /// space, not the crawl: it is logged and the job goes on.
+    pub(super) fn remove_orphans(&self, rows: &[ManifestRow]) {
+        self.remove_orphans_since(rows, None);
+    }
+
+    /// [`Self::remove_orphans`] for a job with no stored state, whose
+    /// target folder may hold more than what a first run killed before its
+    /// first checkpoint left: the files of a harvest whose store and
+    /// manifest were both deleted by hand. Only files written since the
+    /// store was created are taken for the first run's; where the file
+    /// system does not keep creation times, nothing is removed.
+    pub(super) fn remove_orphans_of_a_first_run(&self) {
+        let created = std::fs::metadata(self.engine.store.path()).and_then(|m| m.created());
+        match created {
+            Ok(created) => self.remove_orphans_since(&[], Some(created)),
+            Err(e) => {
+                debug!(job = %self.spec.name, error = %e,
+                    "no creation time for the store: files of a first run killed before its first checkpoint stay");
+            }
+        }
+    }
+
+    fn remove_orphans_since(&self, rows: &[ManifestRow], since: Option<SystemTime>) {
+        let committed: HashSet<&str> = rows.iter().map(|r| r.file.as_str()).collect();
+        match self.out.remove_orphans(&committed, since) {
+            Ok(removed) if !removed.is_empty() => {
+                info!(job = %self.spec.name, removed = removed.len(),
+                    "target files without a committed manifest row removed (saved just before a crash; their work is redone)");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                warn!(job = %self.spec.name, error = %e,
+                    "could not look for target files without a manifest row; they stay");
+            }
+        }
+    }
 }
