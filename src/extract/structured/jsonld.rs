@@ -87,12 +87,24 @@ pub(crate) fn parse_block(c: &mut Collector, body: &str, base: &Url) {
     let mut errors = 0;
     let mut first_error = None;
     let mut block = Vec::new();
+    let mut block_bytes = 0u64;
+    let mut over_bytes = false;
     for quad in quads {
         match quad {
             Ok(q) => {
-                // The page's cap bounds one block too (a block past it is cut anyway).
+                // The page's caps bound one block too (a block past them is
+                // cut anyway): counted while the parser streams, so that a
+                // context term mapped to a megabyte IRI and used 10 000
+                // times never holds more than the byte budget (issue #36).
                 if block.len() >= c.sink.max {
                     c.sink.data.cut = true;
+                    break;
+                }
+                let size = super::statement_bytes(&q.subject, &q.predicate, &q.object)
+                    + c.sink.graph_bytes;
+                block_bytes = block_bytes.saturating_add(size);
+                if c.sink.data.bytes.saturating_add(block_bytes) > c.sink.max_bytes {
+                    over_bytes = true;
                     break;
                 }
                 let subject = match q.subject {
@@ -120,6 +132,10 @@ pub(crate) fn parse_block(c: &mut Collector, body: &str, base: &Url) {
     }
     for (s, p, o) in block {
         c.sink.push(Syntax::JsonLd, s, p, o);
+    }
+    if over_bytes {
+        // After the block's statements that fit: nothing later is kept.
+        c.sink.fits(u64::MAX);
     }
 }
 

@@ -560,3 +560,90 @@ fn rdfa_lists_are_capped_like_statements() {
     assert!(data.triples.len() <= 1_000, "{}", data.triples.len());
     assert_eq!(data.counts.rdfa as usize, data.triples.len());
 }
+
+/// Issue #36: a JSON-LD `@context` term mapped to a long IRI, used by many
+/// values, makes each statement as long as the IRI.
+pub(crate) fn json_ld_context_bomb(iri_bytes: usize, values: usize) -> String {
+    let mut html = format!(
+        "<script type=\"application/ld+json\">{{\"@context\": {{\"t\": \"http://bomb.test/{}\"}}, \"@id\": \"http://bomb.test/s\", \"t\": [",
+        "a".repeat(iri_bytes)
+    );
+    for i in 0..values {
+        if i > 0 {
+            html.push(',');
+        }
+        html.push_str(&format!("\"{i}\""));
+    }
+    html.push_str("]}</script>");
+    html
+}
+
+#[test]
+fn json_ld_statements_are_counted_by_their_bytes() {
+    let html = json_ld_context_bomb(100_000, 2_000);
+    let opts = StructuredOptions {
+        max_bytes: 1 << 20,
+        ..StructuredOptions::all()
+    };
+    let data = extract_with(&html, opts);
+    assert!(data.cut && data.over_bytes);
+    // About 100 KB each: 10 fit in 1 MiB, and nothing is copied past it.
+    assert_eq!(data.counts.json_ld, 10, "{}", data.bytes);
+    assert!(data.bytes <= 1 << 20);
+    let nquads = data.to_nquads("http://page.test/");
+    assert!(nquads.len() as u64 <= data.bytes, "{} {}", nquads.len(), data.bytes);
+    // Under the default budget the same block is kept whole.
+    let data = extract(&json_ld_context_bomb(1_000, 200));
+    assert_eq!((data.counts.json_ld, data.cut), (200, false));
+}
+
+#[test]
+fn rdfa_prefixes_to_huge_iris_are_ignored_and_bytes_capped() {
+    let mut html = format!(
+        "<div prefix=\"p: http://bomb.test/{}\" about=\"/s\">",
+        "a".repeat(100_000)
+    );
+    for i in 0..2_000 {
+        html.push_str(&format!("<span property=\"p:x{i}\">v</span>"));
+    }
+    html.push_str("</div>");
+    let data = extract(&html);
+    assert!(
+        data.bytes < 1 << 20,
+        "the 100 KB prefix must not reach the statements: {} bytes",
+        data.bytes
+    );
+    // A long IRI written out in full is counted by its size.
+    let long = format!("http://bomb.test/{}", "b".repeat(100_000));
+    let mut html = String::from("<div about=\"/s\">");
+    for i in 0..2_000 {
+        html.push_str(&format!("<span property=\"{long}{i}\">v</span>"));
+    }
+    html.push_str("</div>");
+    let opts = StructuredOptions {
+        max_bytes: 1 << 20,
+        ..StructuredOptions::all()
+    };
+    let data = extract_with(&html, opts);
+    assert!(data.cut && data.over_bytes);
+    assert!(data.bytes <= 1 << 20);
+    assert_eq!(data.counts.rdfa, 10, "{}", data.bytes);
+}
+
+#[test]
+fn microdata_is_capped_by_bytes_too() {
+    let vocab = format!("http://bomb.test/{}/Thing", "v".repeat(50_000));
+    let mut html = format!("<div itemscope itemtype=\"{vocab}\">");
+    for i in 0..1_000 {
+        html.push_str(&format!("<span itemprop=\"p{i}\">x</span>"));
+    }
+    html.push_str("</div>");
+    let opts = StructuredOptions {
+        max_bytes: 1 << 20,
+        ..StructuredOptions::all()
+    };
+    let data = extract_with(&html, opts);
+    assert!(data.cut && data.over_bytes);
+    assert!(data.bytes <= 1 << 20);
+    assert!(data.triples.len() < 25, "{}", data.triples.len());
+}
