@@ -20,6 +20,9 @@ pub enum CrashPoint {
     TargetSaved,
     /// Inside a WARC record: its header and block written, its gzip member not finished.
     WarcWrite,
+    /// Inside the parse of an RDF document or a structured-data page, after
+    /// its journal line (`engine/runner/parsing.rs`).
+    Parse,
 }
 
 impl CrashPoint {
@@ -29,6 +32,7 @@ impl CrashPoint {
             "target-write" => Some(CrashPoint::TargetWrite),
             "target-saved" => Some(CrashPoint::TargetSaved),
             "warc-write" => Some(CrashPoint::WarcWrite),
+            "parse" => Some(CrashPoint::Parse),
             _ => None,
         }
     }
@@ -56,7 +60,7 @@ fn armed() -> Option<&'static Armed> {
                 })
             });
             if parsed.is_none() {
-                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write); ignored");
+                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write, parse); ignored");
             }
             parsed
         })

@@ -566,7 +566,7 @@ mod tests {
     fn a_statement_over_the_budget_is_never_written() {
         let nt = format!(
             "<http://a.test/s> <http://a.test/p> \"{}\" .\n<http://a.test/s> <http://a.test/p> \"small\" .\n",
-            "\\n".repeat(300_000)
+            "\\n".repeat(600_000)
         );
         let limits = RdfLimits {
             max_bytes: 1 << 20,

@@ -124,7 +124,10 @@ fn expanded_len(value: &[u8], stored: &HashMap<&[u8], u64>) -> u64 {
         let start = i + amp + 1;
         match reference(&value[start..]) {
             Some(name) => {
-                len = len.saturating_add(reference_bytes(name, stored));
+                // The reference `&name;` gives way to its text.
+                len = len
+                    .saturating_sub(name.len() as u64 + 2)
+                    .saturating_add(reference_bytes(name, stored));
                 i = start + name.len() + 1;
             }
             None => i = start,
