@@ -601,7 +601,11 @@ mod tests {
             },
         );
         assert_eq!(doc.statements, 3, "{:?}", doc.first_error);
-        assert!(counted >= doc.nquads.len() as u64, "{counted} {}", doc.nquads);
+        assert!(
+            counted >= doc.nquads.len() as u64,
+            "{counted} {}",
+            doc.nquads
+        );
         assert!(counted < 2 * doc.nquads.len() as u64 + 64);
     }
 
@@ -640,7 +644,10 @@ mod tests {
         );
         assert_eq!(doc.statements, 0);
         assert_eq!(doc.cut_reason, Some(RdfCut::Entities));
-        assert!(doc.first_error.as_deref().is_some_and(|e| e.contains("entit")));
+        assert!(doc
+            .first_error
+            .as_deref()
+            .is_some_and(|e| e.contains("entit")));
         // Entities within the budget still work.
         let ok = r#"<?xml version="1.0"?>
 <!DOCTYPE rdf:RDF [ <!ENTITY ex "http://e.test/"> ]>
@@ -655,7 +662,9 @@ mod tests {
             RdfLimits::default(),
         );
         assert_eq!(doc.statements, 1, "{:?}", doc.first_error);
-        assert!(doc.nquads.contains("<http://e.test/s> <http://e.test/p> <http://e.test/o>"));
+        assert!(doc
+            .nquads
+            .contains("<http://e.test/s> <http://e.test/p> <http://e.test/o>"));
     }
 
     #[test]

@@ -198,7 +198,8 @@ pub(crate) mod tests {
 
     /// The classic: `lol9` is 10⁹ copies of "lol".
     pub(crate) fn billion_laughs() -> String {
-        let mut doc = String::from("<?xml version=\"1.0\"?>\n<!DOCTYPE rdf:RDF [\n<!ENTITY lol0 \"lol\">\n");
+        let mut doc =
+            String::from("<?xml version=\"1.0\"?>\n<!DOCTYPE rdf:RDF [\n<!ENTITY lol0 \"lol\">\n");
         for i in 1..10 {
             let refs: String = (0..10).map(|_| format!("&lol{};", i - 1)).collect();
             doc.push_str(&format!("<!ENTITY lol{i} \"{refs}\">\n"));

@@ -95,9 +95,10 @@ impl Runner<'_> {
         let parsed = parse_body(move || {
             parsing::crash_point();
             // Each statement written out is charged to the budget too.
-            let doc = parse_document_within(&body.bytes, &doc_url, syntax, follow, limits, &mut |n| {
-                lease.try_grow(n)
-            });
+            let doc =
+                parse_document_within(&body.bytes, &doc_url, syntax, follow, limits, &mut |n| {
+                    lease.try_grow(n)
+                });
             (doc, body, lease)
         })
         .await;
@@ -116,7 +117,9 @@ impl Runner<'_> {
         }
         if body.truncated || doc.cut {
             self.core().counters.truncated += 1;
-            let reason = doc.cut_reason.map_or("body over its size cap", |r| r.as_str());
+            let reason = doc
+                .cut_reason
+                .map_or("body over its size cap", |r| r.as_str());
             warn!(job = %self.spec.name, url = %url, reason, statements = doc.statements,
                 bytes = doc.nquads.len(), "RDF document cut at a limit; statements past it are lost");
         }

@@ -231,15 +231,7 @@ impl Runner<'_> {
     pub(super) fn skip_poisoned(&self, url: &Url, latency: Option<Duration>) -> Fetched {
         self.core().counters.blocked += 1;
         warn!(job = %self.spec.name, url = %url, "document on the poison list (it crashed the process or blew its budget before): not parsed");
-        self.emit(
-            RequestKind::Get,
-            url,
-            Some(200),
-            0,
-            None,
-            false,
-            latency,
-        );
+        self.emit(RequestKind::Get, url, Some(200), 0, None, false, latency);
         Fetched::Nothing
     }
 

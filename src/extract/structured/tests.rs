@@ -591,7 +591,12 @@ fn json_ld_statements_are_counted_by_their_bytes() {
     assert_eq!(data.counts.json_ld, 10, "{}", data.bytes);
     assert!(data.bytes <= 1 << 20);
     let nquads = data.to_nquads("http://page.test/");
-    assert!(nquads.len() as u64 <= data.bytes, "{} {}", nquads.len(), data.bytes);
+    assert!(
+        nquads.len() as u64 <= data.bytes,
+        "{} {}",
+        nquads.len(),
+        data.bytes
+    );
     // Under the default budget the same block is kept whole.
     let data = extract(&json_ld_context_bomb(1_000, 200));
     assert_eq!((data.counts.json_ld, data.cut), (200, false));
