@@ -96,6 +96,9 @@ pub enum RdfCut {
     Bytes,
     /// RDF/XML whose DTD entities would expand past the byte budget: not parsed at all.
     Entities,
+    /// JSON-LD whose expansion could reach past the byte budget (measured
+    /// by `extract::structured::jsonld::expansion_bound`): not parsed at all.
+    Expansion,
     /// The caller's allowance refused more (the process-wide parse budget was spent).
     Memory,
 }
@@ -109,6 +112,7 @@ impl RdfCut {
             RdfCut::Errors => "too many errors",
             RdfCut::Bytes => "N-Quads bytes over targets.max_statement_bytes",
             RdfCut::Entities => "DTD entities would expand past targets.max_statement_bytes",
+            RdfCut::Expansion => "JSON-LD expansion could reach past targets.max_statement_bytes",
             RdfCut::Memory => "the process-wide parse memory budget was spent",
         }
     }
@@ -116,7 +120,7 @@ impl RdfCut {
     /// The document itself is over its budget (whoever fetches it again
     /// gets the same answer), not the process short of memory for a while.
     pub fn blew_budget(self) -> bool {
-        matches!(self, RdfCut::Bytes | RdfCut::Entities)
+        matches!(self, RdfCut::Bytes | RdfCut::Entities | RdfCut::Expansion)
     }
 }
 
@@ -231,6 +235,21 @@ pub fn parse_document_within(
             doc.first_error = Some(bomb.to_string());
             doc.cut_by(RdfCut::Entities);
             return doc;
+        }
+    }
+    if syntax == RdfSyntax::JsonLd {
+        use crate::extract::structured::jsonld::{expansion_bound, EXPANSION_SLACK};
+        // Invalid JSON is left to the parser, which reports it statement by statement.
+        if let Ok(bound) = expansion_bound(body, base.as_str().len()) {
+            if bound > limits.max_bytes.saturating_mul(EXPANSION_SLACK) {
+                doc.errors = 1;
+                doc.first_error = Some(format!(
+                    "JSON-LD refused: expanding it could take {bound} bytes, over {EXPANSION_SLACK} × the byte budget of {}",
+                    limits.max_bytes
+                ));
+                doc.cut_by(RdfCut::Expansion);
+                return doc;
+            }
         }
     }
     let parser = match RdfParser::from_format(syntax.format()).with_base_iri(base.as_str()) {
@@ -665,6 +684,31 @@ mod tests {
         assert!(doc
             .nquads
             .contains("<http://e.test/s> <http://e.test/p> <http://e.test/o>"));
+    }
+
+    #[test]
+    fn json_ld_context_bombs_are_refused_before_parsing() {
+        let mut bomb = format!(
+            "{{\"@context\": {{\"t\": \"http://bomb.test/{}\"}}, \"@id\": \"http://bomb.test/s\", \"t\": [",
+            "a".repeat(100_000)
+        );
+        for i in 0..2_000 {
+            bomb.push_str(if i > 0 { ",\"v\"" } else { "\"v\"" });
+        }
+        bomb.push_str("]}");
+        let limits = RdfLimits {
+            max_bytes: 1 << 20,
+            ..RdfLimits::default()
+        };
+        let doc = parse_document(
+            bomb.as_bytes(),
+            &base(),
+            RdfSyntax::JsonLd,
+            Follow::default(),
+            limits,
+        );
+        assert_eq!(doc.cut_reason, Some(RdfCut::Expansion));
+        assert_eq!(doc.statements, 0);
     }
 
     #[test]

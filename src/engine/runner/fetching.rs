@@ -336,10 +336,12 @@ impl Runner<'_> {
                         self.note_cut(&url, &links, body_cut);
                         let data = links.structured.take();
                         if let Some(data) = data.as_ref().filter(|d| d.over_bytes) {
+                            self.core().counters.truncated += 1;
                             let detail = format!(
-                                "structured data over targets.max_statement_bytes ({} statements, {} bytes kept)",
+                                "structured data over targets.max_statement_bytes ({} statements, {} bytes kept){}",
                                 data.triples.len(),
-                                data.bytes
+                                data.bytes,
+                                data.first_error.as_deref().map(|e| format!("; {e}")).unwrap_or_default()
                             );
                             self.poison(&url, detail).await;
                         }

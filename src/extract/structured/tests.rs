@@ -580,26 +580,57 @@ pub(crate) fn json_ld_context_bomb(iri_bytes: usize, values: usize) -> String {
 
 #[test]
 fn json_ld_statements_are_counted_by_their_bytes() {
-    let html = json_ld_context_bomb(100_000, 2_000);
+    // A long IRI written out in each statement: counted while the parser streams.
+    let long = format!("http://bomb.test/{}", "b".repeat(100_000));
+    let mut html = String::from("<script type=\"application/ld+json\">[");
+    for i in 0..50 {
+        if i > 0 {
+            html.push(',');
+        }
+        html.push_str(&format!(
+            "{{\"@id\": \"http://s.test/{i}\", \"{long}\": \"v\"}}"
+        ));
+    }
+    html.push_str("]</script>");
     let opts = StructuredOptions {
         max_bytes: 1 << 20,
         ..StructuredOptions::all()
     };
     let data = extract_with(&html, opts);
     assert!(data.cut && data.over_bytes);
-    // About 100 KB each: 10 fit in 1 MiB, and nothing is copied past it.
+    // About 100 KB each: 10 fit in 1 MiB, and nothing is kept past it.
     assert_eq!(data.counts.json_ld, 10, "{}", data.bytes);
     assert!(data.bytes <= 1 << 20);
-    let nquads = data.to_nquads("http://page.test/");
+    let nquads = data.to_nquads("http://shop.test/p/1");
     assert!(
         nquads.len() as u64 <= data.bytes,
         "{} {}",
         nquads.len(),
         data.bytes
     );
-    // Under the default budget the same block is kept whole.
+}
+
+#[test]
+fn json_ld_context_bombs_are_refused_before_expansion() {
+    // 2 000 uses of a 100 KB term: 200 MB inside the parser before a
+    // statement comes out; the block is refused from its measure.
+    let data = extract_with(
+        &json_ld_context_bomb(100_000, 2_000),
+        StructuredOptions {
+            max_bytes: 1 << 20,
+            ..StructuredOptions::all()
+        },
+    );
+    assert!(data.cut && data.over_bytes);
+    assert_eq!((data.counts.json_ld, data.json_ld_invalid), (0, 1));
+    assert!(data
+        .first_error
+        .as_deref()
+        .is_some_and(|e| e.contains("refused")));
+    // The same shape at an honest size is kept whole.
     let data = extract(&json_ld_context_bomb(1_000, 200));
     assert_eq!((data.counts.json_ld, data.cut), (200, false));
+    assert_eq!(jsonld::expansion_bound(b"{\"a\": [1, 2", 10).is_err(), true);
 }
 
 #[test]
