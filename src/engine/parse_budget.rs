@@ -5,19 +5,24 @@
 //! its own cap, nothing capped them together).
 //!
 //! Owns: a byte semaphore and the leases drawn on it. A document *reserves*
-//! its first share before its body is read, waiting in turn (FIFO) while it
-//! holds nothing; it *grows* while it reads (waiting a bounded time) and
+//! its first share before its body is read, waiting while it holds
+//! nothing; it *grows* while it reads (waiting a bounded time) and
 //! while it parses (never waiting: the parse runs on a worker thread and
 //! must not block it). A growth refused cuts the document, which is counted
 //! like any cut; nothing here can abort the process or deadlock it: a lease
 //! only ever waits without a deadline when it holds nothing, and a request
 //! over the whole budget is clamped to it (that document then runs alone).
 //!
+//! Waiting is not tokio's `acquire`: a waiter there takes the permits that
+//! are free while it waits for the rest, so a reservation queued behind a
+//! parse would starve that parse's growth and cut it. Here a waiter takes
+//! nothing until all it asks for is free, and is woken when a lease shrinks.
+//!
 //! Must not touch: what a document is or how it is parsed.
 
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Permits are KiB: tokio's semaphore counts in `u32` per request.
 const UNIT: u64 = 1024;
@@ -30,6 +35,8 @@ const GROW_STEP_UNITS: u64 = 256;
 #[derive(Clone)]
 pub struct ParseBudget {
     sem: Arc<Semaphore>,
+    /// Told whenever a lease gives bytes back.
+    released: Arc<Notify>,
     total_units: u64,
 }
 
@@ -45,6 +52,7 @@ impl std::fmt::Debug for ParseBudget {
 /// What one document holds of the budget; released when dropped.
 pub struct ParseLease {
     sem: Arc<Semaphore>,
+    released: Arc<Notify>,
     total_units: u64,
     permit: Option<OwnedSemaphorePermit>,
     /// Bytes the document asked for so far (the permit covers them, rounded up).
@@ -63,6 +71,7 @@ impl ParseBudget {
             .min(Semaphore::MAX_PERMITS);
         ParseBudget {
             sem: Arc::new(Semaphore::new(permits)),
+            released: Arc::new(Notify::new()),
             total_units: permits as u64,
         }
     }
@@ -77,27 +86,42 @@ impl ParseBudget {
         self.sem.available_permits() as u64 * UNIT
     }
 
-    /// Waits until `bytes` (at most the whole budget) are free, in turn.
+    /// Waits until `bytes` (at most the whole budget) are free.
     pub async fn reserve(&self, bytes: u64) -> ParseLease {
         let mut lease = ParseLease {
             sem: self.sem.clone(),
+            released: self.released.clone(),
             total_units: self.total_units,
             permit: None,
             used: 0,
         };
         let want = units(bytes).clamp(1, self.total_units);
-        // The semaphore is never closed: an error cannot happen, and an
-        // empty lease would only make this document cut early.
-        if let Ok(permit) = self
-            .sem
-            .clone()
-            .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
-            .await
-        {
-            lease.permit = Some(permit);
-        }
+        lease.permit = Some(wait_for(&self.sem, &self.released, want).await);
         lease.used = bytes.min(want * UNIT);
         lease
+    }
+}
+
+/// Takes `units` permits once all of them are free, taking none before.
+async fn wait_for(sem: &Arc<Semaphore>, released: &Notify, units: u64) -> OwnedSemaphorePermit {
+    let n = u32::try_from(units).unwrap_or(u32::MAX);
+    loop {
+        let woken = released.notified();
+        tokio::pin!(woken);
+        // Registered before the check: a release between the two wakes it.
+        woken.as_mut().enable();
+        if let Ok(permit) = sem.clone().try_acquire_many_owned(n) {
+            return permit;
+        }
+        woken.await;
+    }
+}
+
+impl Drop for ParseLease {
+    fn drop(&mut self) {
+        if self.permit.take().is_some() {
+            self.released.notify_waiters();
+        }
     }
 }
 
@@ -161,17 +185,17 @@ impl ParseLease {
         let Some((exact, _)) = self.shortfall(bytes) else {
             return true;
         };
-        let Ok(n) = u32::try_from(exact) else {
+        if exact > self.total_units {
             return false;
-        };
-        let acquire = self.sem.clone().acquire_many_owned(n);
+        }
+        let acquire = wait_for(&self.sem, &self.released, exact);
         match tokio::time::timeout(patience, acquire).await {
-            Ok(Ok(permit)) => {
+            Ok(permit) => {
                 self.add(permit);
                 self.used += bytes;
                 true
             }
-            _ => false,
+            Err(_) => false,
         }
     }
 }
@@ -234,6 +258,25 @@ mod tests {
             assert!(!waiting.is_finished());
             drop(first);
             assert_eq!(waiting.await.ok(), Some(1 << 20));
+        });
+    }
+
+    #[test]
+    fn a_waiting_reservation_takes_nothing_from_a_parse_that_grows() {
+        runtime().block_on(async {
+            let budget = ParseBudget::new(10 << 20);
+            let mut parsing = budget.reserve(4 << 20).await;
+            let waiting = {
+                let budget = budget.clone();
+                tokio::spawn(async move { budget.reserve(8 << 20).await.held() })
+            };
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(
+                parsing.try_grow(5 << 20),
+                "the waiter must not hold the free bytes"
+            );
+            drop(parsing);
+            assert_eq!(waiting.await.ok(), Some(8 << 20));
         });
     }
 
