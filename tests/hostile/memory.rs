@@ -485,7 +485,7 @@ async fn a_daemon_serving_the_bombs_stays_up_and_finishes_its_healthy_jobs() {
             "hostile-ld".to_string(),
             job_toml(
                 "hostile-ld",
-                &[seed.clone()],
+                std::slice::from_ref(&seed),
                 "site",
                 "[targets]\npreset = \"linked-data\"\n",
             ),
@@ -494,14 +494,14 @@ async fn a_daemon_serving_the_bombs_stays_up_and_finishes_its_healthy_jobs() {
             "hostile-sd".to_string(),
             job_toml(
                 "hostile-sd",
-                &[seed.clone()],
+                std::slice::from_ref(&seed),
                 "site",
                 "[targets]\npreset = \"structured\"\n",
             ),
         ),
         (
             "healthy-a".to_string(),
-            job_toml("healthy-a", &[seed.clone()], "site", ""),
+            job_toml("healthy-a", std::slice::from_ref(&seed), "site", ""),
         ),
         (
             "healthy-b".to_string(),

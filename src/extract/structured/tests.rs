@@ -583,7 +583,8 @@ fn json_ld_statements_are_counted_by_their_bytes() {
     // A long IRI written out in each statement: counted while the parser streams.
     let long = format!("http://bomb.test/{}", "b".repeat(100_000));
     let mut html = String::from("<script type=\"application/ld+json\">[");
-    for i in 0..50 {
+    // 3 MB: under 4 × the budget, so the block is parsed, and cut as it streams.
+    for i in 0..30 {
         if i > 0 {
             html.push(',');
         }
@@ -630,7 +631,7 @@ fn json_ld_context_bombs_are_refused_before_expansion() {
     // The same shape at an honest size is kept whole.
     let data = extract(&json_ld_context_bomb(1_000, 200));
     assert_eq!((data.counts.json_ld, data.cut), (200, false));
-    assert_eq!(jsonld::expansion_bound(b"{\"a\": [1, 2", 10).is_err(), true);
+    assert!(jsonld::expansion_bound(b"{\"a\": [1, 2", 10).is_err());
 }
 
 #[test]
