@@ -22,6 +22,9 @@ pub enum CrashPoint {
     WarcWrite,
     /// After a chunk of a file `forager export` copies reached the destination.
     ExportWrite,
+    /// Inside the parse of an RDF document or a structured-data page, after
+    /// its journal line (`engine/runner/parsing.rs`).
+    Parse,
 }
 
 impl CrashPoint {
@@ -32,6 +35,7 @@ impl CrashPoint {
             "target-saved" => Some(CrashPoint::TargetSaved),
             "warc-write" => Some(CrashPoint::WarcWrite),
             "export-write" => Some(CrashPoint::ExportWrite),
+            "parse" => Some(CrashPoint::Parse),
             _ => None,
         }
     }
@@ -59,7 +63,7 @@ fn armed() -> Option<&'static Armed> {
                 })
             });
             if parsed.is_none() {
-                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write, export-write); ignored");
+                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write, export-write, parse); ignored");
             }
             parsed
         })

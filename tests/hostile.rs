@@ -11,6 +11,8 @@
 mod common;
 #[path = "hostile/harness.rs"]
 mod harness;
+#[path = "hostile/memory.rs"]
+mod memory;
 #[path = "hostile/raw.rs"]
 mod raw;
 #[path = "hostile/sites.rs"]

@@ -22,9 +22,16 @@ const FIELDS: &[&str] = &[
     "watch",
     "poll_interval",
     "cache_size",
+    "parse_memory",
     "log_level",
     "http",
 ];
+
+/// Default of `parse_memory`: what the documents being parsed may hold at
+/// once, across all jobs (docs/robustness.md has the figures behind it).
+pub const DEFAULT_PARSE_MEMORY: u64 = 1 << 30;
+/// Below this one honest document of 32 MiB could not be parsed at full speed.
+pub const MIN_PARSE_MEMORY: u64 = 64 << 20;
 
 /// The levels a `log_level` directive may name (tracing's, case-insensitive).
 const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
@@ -88,6 +95,10 @@ pub struct DaemonConfig {
     /// 1 000 small jobs it peaks 77 MiB lower than 64 MiB; one large job ran
     /// as fast, its CPU per request within the noise (README, "Daemon load").
     pub cache_size: u64,
+    /// Bytes that documents being parsed (RDF documents, pages of
+    /// structured-data jobs) may hold at once across all jobs: a document
+    /// waits for its share, or is cut, never the process aborted (issue #36).
+    pub parse_memory: u64,
     /// `[http]`: headers, per-host credentials and a proxy for every job
     /// (a job's own `[http]` wins where both say something). Read at start.
     pub http: crate::http_options::HttpOptions,
@@ -109,6 +120,7 @@ impl Default for DaemonConfig {
             watch: WatchMode::Notify,
             poll_interval: Duration::from_secs(2),
             cache_size: 16 << 20,
+            parse_memory: DEFAULT_PARSE_MEMORY,
             http: crate::http_options::HttpOptions::default(),
         }
     }
@@ -209,6 +221,17 @@ fn read_daemon(r: &mut Reader<'_>, t: &Table<'_>, origin: &Path) -> Option<Daemo
             }
         }),
     };
+    let parse_memory = match t.get("parse_memory") {
+        None => Some(d.parse_memory),
+        Some(n) => r.size("parse_memory", n).and_then(|b| {
+            if b < MIN_PARSE_MEMORY {
+                r.invalid("parse_memory", n, "must be at least 64 MiB");
+                None
+            } else {
+                Some(b)
+            }
+        }),
+    };
     let http = match t.get("http") {
         None => Some(crate::http_options::HttpOptions::default()),
         Some(n) => r
@@ -230,6 +253,7 @@ fn read_daemon(r: &mut Reader<'_>, t: &Table<'_>, origin: &Path) -> Option<Daemo
         watch: watch?,
         poll_interval: poll_interval?,
         cache_size: cache_size?,
+        parse_memory: parse_memory?,
     })
 }
 

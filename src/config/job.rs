@@ -10,7 +10,9 @@ use super::error::{quote, ConfigError};
 use super::http::{read_http, HTTP_FIELDS};
 use super::reader::{Located, Node, Reader, Table};
 use super::{first, read_config_file};
-use crate::extract::structured::{StructuredOptions, DEFAULT_MAX_STATEMENTS};
+use crate::extract::structured::{
+    StructuredOptions, DEFAULT_MAX_STATEMENTS, DEFAULT_MAX_STATEMENT_BYTES,
+};
 use crate::extract::{check_pattern, PolitenessPer, ScopeKind, UrlPatterns};
 use crate::http_options::HttpOptions;
 use crate::mime::{Preset, TargetSet};
@@ -75,6 +77,7 @@ const TARGETS_FIELDS: &[&str] = &[
     "structured_data",
     "min_statements",
     "max_statements",
+    "max_statement_bytes",
 ];
 /// What `targets.structured_data` may list.
 const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microformats"];
@@ -83,6 +86,10 @@ const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microfor
 pub const DEFAULT_MIN_STATEMENTS: u64 = 6;
 /// Range of `targets.max_statements` (statements kept per page).
 const MAX_STATEMENTS_RANGE: (u64, u64) = (1, 1_000_000);
+/// Range of `targets.max_statement_bytes` (N-Quads bytes kept per page or
+/// RDF document): below 4 KiB one long statement would cut a page; above
+/// 4 GiB one document could take the memory of a machine.
+const MAX_STATEMENT_BYTES_RANGE: (u64, u64) = (4 << 10, 4 << 30);
 /// What `targets.rdf_follow` may list: the positions of a statement whose IRIs are links.
 const RDF_FOLLOW: &[&str] = &["subjects", "objects", "predicates", "types"];
 const BUDGET_FIELDS: &[&str] = &["requests", "bytes", "early_stop", "neither_links"];
@@ -309,6 +316,9 @@ pub struct TargetsSpec {
     pub rdf: bool,
     /// Which IRIs of a statement are links.
     pub rdf_follow: Follow,
+    /// Bytes of N-Quads kept per RDF document and per structured-data page
+    /// (each statement counted by its size); a document over it is cut.
+    pub max_statement_bytes: u64,
     /// Structured-data pages: an HTML page whose embedded statements (of the
     /// syntaxes listed) reach `min_statements` is a target.
     pub structured: Option<StructuredTargets>,
@@ -333,6 +343,7 @@ impl Default for TargetsSpec {
             block_ext: DEFAULT_BLOCK_EXT.iter().map(|s| s.to_string()).collect(),
             rdf: false,
             rdf_follow: Follow::default(),
+            max_statement_bytes: DEFAULT_MAX_STATEMENT_BYTES,
             structured: None,
         }
     }
@@ -763,7 +774,23 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         Some(n) => read_rdf_follow(r, &t.child("rdf_follow"), n),
         None => Some(Follow::default()),
     };
-    let structured = read_structured(r, t, preset, rdf);
+    let max_statement_bytes = match t.get("max_statement_bytes") {
+        Some(n) => {
+            let field = t.child("max_statement_bytes");
+            r.size(&field, n).and_then(|b| {
+                let (lo, hi) = MAX_STATEMENT_BYTES_RANGE;
+                if (lo..=hi).contains(&b) {
+                    Some(b)
+                } else {
+                    r.invalid(&field, n, format!("must be between {lo} and {hi} bytes"));
+                    None
+                }
+            })
+        }
+        None => Some(DEFAULT_MAX_STATEMENT_BYTES),
+    };
+    let structured = read_structured(r, t, preset, rdf, max_statement_bytes);
+    let max_statement_bytes = max_statement_bytes?;
     let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
         preset?,
         mime?,
@@ -834,6 +861,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         block_ext,
         rdf,
         rdf_follow,
+        max_statement_bytes,
         structured,
     })
 }
@@ -847,6 +875,7 @@ fn read_structured(
     t: &Table<'_>,
     preset: Option<Preset>,
     rdf: Option<bool>,
+    max_bytes: Option<u64>,
 ) -> Option<Option<StructuredTargets>> {
     // Linked data reads RDFa from HTML, and one statement makes a document
     // relevant (LDCOC's measure: a response that yields a triple).
@@ -917,6 +946,7 @@ fn read_structured(
             rdfa: has("rdfa"),
             microformats: has("microformats"),
             max_statements: usize::try_from(max_statements).unwrap_or(usize::MAX),
+            max_bytes: max_bytes.unwrap_or(DEFAULT_MAX_STATEMENT_BYTES),
         },
         min_statements,
     }))

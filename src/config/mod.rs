@@ -20,7 +20,10 @@ mod job;
 mod reader;
 mod units;
 
-pub use daemon::{load_daemon, parse_daemon, parse_daemon_all, DaemonConfig, LogFormat, WatchMode};
+pub use daemon::{
+    load_daemon, parse_daemon, parse_daemon_all, DaemonConfig, LogFormat, WatchMode,
+    DEFAULT_PARSE_MEMORY, MIN_PARSE_MEMORY,
+};
 pub use error::ConfigError;
 pub use files::{is_job_file, job_name_from_path, read_config_file, MAX_CONFIG_FILE_BYTES};
 pub use job::{

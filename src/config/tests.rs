@@ -460,7 +460,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
@@ -843,7 +843,7 @@ fn resolve_overrides_are_checked() {
 fn daemon_errors() {
     assert_eq!(
         daemon_err("max_job = 3\n"),
-        "forager.toml:1: max_job: unknown field (expected one of: jobs_dir, state_dir, admin_listen, admin_public, max_jobs, checkpoint_interval, allow_private, resolve, log_format, watch, poll_interval, cache_size, log_level, http)"
+        "forager.toml:1: max_job: unknown field (expected one of: jobs_dir, state_dir, admin_listen, admin_public, max_jobs, checkpoint_interval, allow_private, resolve, log_format, watch, poll_interval, cache_size, parse_memory, log_level, http)"
     );
     assert_eq!(
         daemon_err("max_jobs = 0\n"),

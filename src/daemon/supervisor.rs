@@ -601,6 +601,7 @@ fn restart_required(running: &DaemonConfig, new: &DaemonConfig) -> Vec<String> {
     check("allow_private", running.allow_private != new.allow_private);
     check("resolve", running.resolve != new.resolve);
     check("cache_size", running.cache_size != new.cache_size);
+    check("parse_memory", running.parse_memory != new.parse_memory);
     check("log_format", running.log_format != new.log_format);
     out
 }
@@ -621,10 +622,12 @@ async fn open_engine(config: &DaemonConfig) -> anyhow::Result<Engine> {
         cache_bytes: usize::try_from(config.cache_size).unwrap_or(usize::MAX),
     };
     // Opening redb (and repairing it after a crash) blocks: keep it off the async workers.
-    tokio::task::spawn_blocking(move || Engine::open(engine_config))
+    let mut engine = tokio::task::spawn_blocking(move || Engine::open(engine_config))
         .await
         .context("opening the state store")?
-        .with_context(|| format!("opening the state in {}", config.state_dir.display()))
+        .with_context(|| format!("opening the state in {}", config.state_dir.display()))?;
+    engine.parse_budget = crate::engine::ParseBudget::new(config.parse_memory);
+    Ok(engine)
 }
 
 /// One run of one job: wait for the previous run and a slot, crawl, report.

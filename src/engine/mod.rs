@@ -17,6 +17,7 @@ mod explain;
 pub mod filters;
 mod lanes;
 mod observer;
+pub mod parse_budget;
 mod robots_cache;
 mod runner;
 pub mod traps;
@@ -26,6 +27,7 @@ pub use self::core::{
 };
 pub use explain::explain;
 pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
+pub use parse_budget::{ParseBudget, ParseLease};
 pub use runner::{JobOutcome, Runner};
 
 use crate::fetch::Fetcher;
@@ -48,6 +50,10 @@ pub struct Engine {
     robots: Arc<robots_cache::PersistedRobots>,
     /// When a checkpoint last carried the process-wide state.
     shared_staged_at: Arc<Mutex<Instant>>,
+    /// What documents being parsed may hold at once, across all jobs
+    /// ([`crate::config::DEFAULT_PARSE_MEMORY`] unless the daemon's
+    /// `parse_memory` says otherwise).
+    pub parse_budget: ParseBudget,
 }
 
 /// How to open an [`Engine`].
@@ -79,6 +85,7 @@ impl Engine {
             checkpoint_interval: config.checkpoint_interval,
             robots,
             shared_staged_at: Arc::new(Mutex::new(Instant::now())),
+            parse_budget: ParseBudget::new(crate::config::DEFAULT_PARSE_MEMORY),
         })
     }
 

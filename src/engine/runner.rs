@@ -54,6 +54,7 @@ use url::Url;
 mod checkpoint;
 mod fetching;
 mod linked;
+mod parsing;
 mod revisit;
 mod robots;
 mod structured;
@@ -228,6 +229,8 @@ pub struct Runner<'a> {
     /// by one), and a job over 1 000 hosts with one step under way made one
     /// request per second while its frontier held the whole first page.
     frontier_grew: Notify,
+    /// Parses under way and the poison list (`parsing.rs`).
+    parsing: parsing::Parsing,
 }
 
 impl Drop for Runner<'_> {
@@ -291,6 +294,7 @@ impl<'a> Runner<'a> {
             }),
             crawl_log: Mutex::new(None),
             frontier_grew: Notify::new(),
+            parsing: parsing::Parsing::open(engine, &spec.name),
         };
         if spec.output.crawl_log {
             match CrawlLog::open(runner.out.dir()) {

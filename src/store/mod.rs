@@ -19,6 +19,7 @@
 //! | `revisit_state` | job           | a continuous job's revisit learner and counts |
 //! | `state_index` | job             | the chunks of the job's learned state, in order ([`state`]) |
 //! | `state_chunks` | (job, chunk key) | one chunk of it: a checkpoint writes only the chunks that changed |
+//! | `poison`   | (job, URL hash)    | a document the job no longer parses ([`poison`]) |
 //!
 //! Writes go through [`Store::commit`]: a job sends a [`JobDelta`] and awaits
 //! the commit; the writer thread drains its queue and commits every pending
@@ -27,10 +28,12 @@
 
 use crate::codec;
 mod crash_backend;
+pub mod poison;
 pub mod repair;
 mod schema;
 pub mod state;
 
+pub use poison::{PoisonEntry, PoisonReason};
 pub use schema::{
     ChangeKind, FrontierEntry, JobCounters, JobRecord, ManifestRow, RdfStatements, StopReason,
     StructuredCounts,
@@ -541,6 +544,7 @@ impl Store {
             txn.open_table(REVISIT_STATE)?;
             txn.open_table(state::STATE_INDEX)?;
             txn.open_table(state::STATE_CHUNKS)?;
+            txn.open_table(poison::POISON)?;
         }
         txn.commit()?;
         Ok(())
@@ -958,6 +962,7 @@ fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
         txn.open_table(state::STATE_INDEX)?.remove(job)?;
         txn.open_table(state::STATE_CHUNKS)?
             .retain_in((job, 0u128)..=(job, u128::MAX), |_, _| false)?;
+        poison::purge(&txn, job)?;
     }
     txn.commit()?;
     Ok(())

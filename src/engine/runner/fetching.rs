@@ -279,7 +279,22 @@ impl Runner<'_> {
                     .then(|| resp.exchange_head());
                 // A page is parsed in memory: its cap is smaller than a target's.
                 let cap = self.spec.limits.max_body.min(MAX_PAGE_BYTES);
-                let body = match self.read_body(&url, resp, cap).await {
+                // A page read for its structured data holds a share of the
+                // process-wide parse budget, and is guarded like an RDF
+                // document (`parsing.rs`).
+                let structured = self.limits.structured.is_some();
+                if structured && self.parsing.is_poisoned(&url) {
+                    return Ok(self.skip_poisoned(&url, latency));
+                }
+                let mut lease = match structured {
+                    true => Some(self.parse_lease(resp.content_length, cap).await),
+                    false => None,
+                };
+                let body = match &mut lease {
+                    Some(lease) => self.read_body_leased(&url, resp, cap, lease).await,
+                    None => self.read_body(&url, resp, cap).await,
+                };
+                let body = match body {
                     Ok(b) => b,
                     Err(e) => return Ok(Fetched::after_failed_read(link, &url, &e)),
                 };
@@ -303,7 +318,11 @@ impl Runner<'_> {
                 let limits = self.limits.clone();
                 let page_url = url.clone();
                 let mime = essence(content_type.as_deref().unwrap_or(""));
+                let mark = structured.then(|| self.parsing.begin(&url));
                 let links = parse_body(move || {
+                    if structured {
+                        super::parsing::crash_point();
+                    }
                     let links = extract::extract_links(
                         &body.bytes,
                         &page_url,
@@ -313,10 +332,23 @@ impl Runner<'_> {
                     (links, body)
                 })
                 .await;
+                if let Some(mark) = mark {
+                    self.parsing.end(mark);
+                }
                 match links {
                     Ok((mut links, body)) => {
                         self.note_cut(&url, &links, body_cut);
                         let data = links.structured.take();
+                        if let Some(data) = data.as_ref().filter(|d| d.over_bytes) {
+                            self.core().counters.truncated += 1;
+                            let detail = format!(
+                                "structured data over targets.max_statement_bytes ({} statements, {} bytes kept){}",
+                                data.triples.len(),
+                                data.bytes,
+                                data.first_error.as_deref().map(|e| format!("; {e}")).unwrap_or_default()
+                            );
+                            self.poison(&url, detail).await;
+                        }
                         let relevant = self.is_relevant(data.as_ref());
                         if self.spec.targets.structured.is_some() {
                             self.core().page_relevance(link, &url, relevant);

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::output::nquads::document_key;
-use crate::rdf::{parse_document, RdfLimits, RdfSyntax};
+use crate::rdf::{parse_document_within, RdfLimits, RdfSyntax};
 use crate::store::RdfStatements;
 
 /// Bytes of one RDF document parsed in memory (a bigger `limits.max_body`
@@ -54,11 +54,16 @@ impl Runner<'_> {
         tally: &mut StepTally,
     ) -> Result<Fetched, EngineError> {
         let latency = Some(resp.latency);
+        if self.parsing.is_poisoned(&url) {
+            return Ok(self.skip_poisoned(&url, latency));
+        }
         let content_type = resp.content_type.clone();
         let mime = essence(content_type.as_deref().unwrap_or(""));
         let exchange = self.spec.output.warc.then(|| resp.exchange_head());
         let cap = self.spec.limits.max_body.min(MAX_RDF_BYTES);
-        let body = match self.read_body(&url, resp, cap).await {
+        // Its share of the process-wide budget, before a byte is read.
+        let mut lease = self.parse_lease(resp.content_length, cap).await;
+        let body = match self.read_body_leased(&url, resp, cap, &mut lease).await {
             Ok(b) => b,
             Err(e) => return Ok(Fetched::after_failed_read(link, &url, &e)),
         };
@@ -81,15 +86,24 @@ impl Runner<'_> {
         let follow = self.spec.targets.rdf_follow;
         let limits = RdfLimits {
             max_links: self.limits.max_links,
+            max_bytes: self.spec.targets.max_statement_bytes,
+            max_link_bytes: self.limits.url_rules.max_len,
             ..RdfLimits::default()
         };
         let doc_url = url.clone();
+        let mark = self.parsing.begin(&url);
         let parsed = parse_body(move || {
-            let doc = parse_document(&body.bytes, &doc_url, syntax, follow, limits);
-            (doc, body)
+            parsing::crash_point();
+            // Each statement written out is charged to the budget too.
+            let doc =
+                parse_document_within(&body.bytes, &doc_url, syntax, follow, limits, &mut |n| {
+                    lease.try_grow(n)
+                });
+            (doc, body, lease)
         })
         .await;
-        let (doc, body) = match parsed {
+        self.parsing.end(mark);
+        let (doc, body, _lease) = match parsed {
             Ok(p) => p,
             Err(e) => {
                 warn!(job = %self.spec.name, url = %url, error = %e, "RDF parsing failed");
@@ -103,7 +117,20 @@ impl Runner<'_> {
         }
         if body.truncated || doc.cut {
             self.core().counters.truncated += 1;
-            warn!(job = %self.spec.name, url = %url, "RDF document cut at a limit; statements past it are lost");
+            let reason = doc
+                .cut_reason
+                .map_or("body over its size cap", |r| r.as_str());
+            warn!(job = %self.spec.name, url = %url, reason, statements = doc.statements,
+                bytes = doc.nquads.len(), "RDF document cut at a limit; statements past it are lost");
+        }
+        if let Some(reason) = doc.cut_reason.filter(|r| r.blew_budget()) {
+            let detail = format!(
+                "{} ({} statements, {} bytes kept)",
+                reason.as_str(),
+                doc.statements,
+                doc.nquads.len()
+            );
+            self.poison(&url, detail).await;
         }
         if doc.statements == 0 {
             self.core().observe(link, Label::Neither, LabelSource::Get);

@@ -13,7 +13,10 @@
 //! what it saw into [`StructuredData`] at the end of the page.
 //!
 //! Bounded on hostile pages: at most [`StructuredOptions::max_statements`]
-//! statements per page (then [`StructuredData::cut`]); one JSON-LD block, one
+//! statements and [`StructuredOptions::max_bytes`] bytes of N-Quads per page
+//! (then [`StructuredData::cut`]; each statement counted by its serialised
+//! size, so a JSON-LD `@context` term or an RDFa prefix mapped to a megabyte
+//! IRI costs a megabyte per use, not one count: issue #36); one JSON-LD block, one
 //! literal, the open elements tracked, the itemref ids and the values
 //! collected per page are each capped, and every step is linear in the page
 //! (a property's text is appended to at most [`MAX_OPEN_TEXTS`] open values).
@@ -49,6 +52,8 @@ pub struct StructuredOptions {
     pub microformats: bool,
     /// Statements (and microformats items) kept per page.
     pub max_statements: usize,
+    /// Bytes of the page's statements as N-Quads (graph = the page URL) kept.
+    pub max_bytes: u64,
 }
 
 impl StructuredOptions {
@@ -60,6 +65,7 @@ impl StructuredOptions {
             rdfa: true,
             microformats: true,
             max_statements: DEFAULT_MAX_STATEMENTS,
+            max_bytes: DEFAULT_MAX_STATEMENT_BYTES,
         }
     }
 
@@ -71,6 +77,12 @@ impl StructuredOptions {
 
 /// Default of `[targets] max_statements`.
 pub const DEFAULT_MAX_STATEMENTS: usize = 10_000;
+
+/// Default of `[targets] max_statement_bytes`: N-Quads bytes kept per page
+/// (here) and per RDF document (`rdf::RdfLimits`). 10 000 statements of a
+/// real page take about 1.5 MB; 64 MiB leaves room for any honest page and
+/// keeps a hostile one to a fraction of the memory of a crawler.
+pub const DEFAULT_MAX_STATEMENT_BYTES: u64 = 64 << 20;
 
 /// What one page held, per syntax.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,13 +122,18 @@ pub struct StructuredData {
     pub first_error: Option<String>,
     /// Set when a cap dropped statements.
     pub cut: bool,
+    /// Set when the cap that did is [`StructuredOptions::max_bytes`].
+    pub over_bytes: bool,
+    /// Bytes of [`StructuredData::to_nquads`] for the page's URL, at most
+    /// (counted statement by statement).
+    pub bytes: u64,
 }
 
 impl StructuredData {
     /// The statements as N-Quads lines in the graph `graph` (the page URL).
     pub fn to_nquads(&self, graph: &str) -> String {
         let graph = NamedNode::new_unchecked(graph);
-        let mut out = String::with_capacity(self.triples.len() * 96);
+        let mut out = String::with_capacity(usize::try_from(self.bytes).unwrap_or(0));
         for t in &self.triples {
             // Writing to a String cannot fail.
             let _ = writeln!(out, "{} {} {} {graph} .", t.subject, t.predicate, t.object);
@@ -125,18 +142,25 @@ impl StructuredData {
     }
 }
 
-/// Statements gathered so far, under the page's cap.
+/// Statements gathered so far, under the page's caps.
 pub(crate) struct Sink {
     pub(crate) max: usize,
+    pub(crate) max_bytes: u64,
+    /// What each line's graph (the page URL) adds.
+    pub(crate) graph_bytes: u64,
     pub(crate) data: StructuredData,
-    /// A page's statements form a set (RDF graphs do): a repeated one counts once.
-    seen: HashSet<Triple>,
+    /// A page's statements form a set (RDF graphs do): a repeated one counts
+    /// once. Two hashes per statement, not a copy of it: a copy would double
+    /// what the byte budget lets a page hold.
+    seen: HashSet<(u64, u64)>,
 }
 
 impl Sink {
-    fn new(max: usize) -> Self {
+    fn new(max: usize, max_bytes: u64, page: &Url) -> Self {
         Sink {
             max,
+            max_bytes,
+            graph_bytes: page.as_str().len() as u64 + 3,
             data: StructuredData::default(),
             seen: HashSet::new(),
         }
@@ -145,8 +169,20 @@ impl Sink {
     /// Room for one more statement or item; sets `cut` when there is none.
     pub(crate) fn has_room(&mut self) -> bool {
         let used = self.data.triples.len() as u64 + self.data.counts.microformats;
-        if used >= self.max as u64 {
+        if used >= self.max as u64 || self.data.over_bytes {
             self.data.cut = true;
+            return false;
+        }
+        true
+    }
+
+    /// Whether `bytes` more fit in the byte budget; when they do not, the
+    /// page is cut there (nothing after it is kept, so that what is kept is
+    /// a prefix of the page's statements, as with the count).
+    pub(crate) fn fits(&mut self, bytes: u64) -> bool {
+        if self.data.bytes.saturating_add(bytes) > self.max_bytes {
+            self.data.cut = true;
+            self.data.over_bytes = true;
             return false;
         }
         true
@@ -157,10 +193,16 @@ impl Sink {
             return;
         }
         let triple = Triple::new(s, p, o);
-        if self.seen.contains(&triple) {
+        let fingerprint = fingerprint(&triple);
+        if self.seen.contains(&fingerprint) {
             return;
         }
-        self.seen.insert(triple.clone());
+        let size = triple_bytes(&triple) + self.graph_bytes;
+        if !self.fits(size) {
+            return;
+        }
+        self.seen.insert(fingerprint);
+        self.data.bytes += size;
         match syntax {
             Syntax::JsonLd => self.data.counts.json_ld += 1,
             Syntax::Microdata => self.data.counts.microdata += 1,
@@ -168,6 +210,66 @@ impl Sink {
         }
         self.data.triples.push(triple);
     }
+}
+
+/// Two independent 64-bit hashes of a statement.
+fn fingerprint(statement: &impl std::hash::Hash) -> (u64, u64) {
+    use std::hash::Hasher;
+    let hash = |salt: u8| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(&salt, &mut h);
+        statement.hash(&mut h);
+        h.finish()
+    };
+    (hash(1), hash(2))
+}
+
+/// The bytes of a triple's N-Quads line without its graph, at most.
+pub(crate) fn triple_bytes(t: &Triple) -> u64 {
+    statement_bytes(&t.subject, &t.predicate, &t.object)
+}
+
+/// The bytes of a statement's N-Quads line without its graph, at most:
+/// what its line will cost, known before it is built.
+pub fn statement_bytes(s: &NamedOrBlankNode, p: &NamedNode, o: &Term) -> u64 {
+    let subject = match s {
+        NamedOrBlankNode::NamedNode(n) => n.as_str().len() as u64 + 2,
+        NamedOrBlankNode::BlankNode(b) => b.as_str().len() as u64 + 2,
+    };
+    // Three spaces, then " .\n".
+    subject + p.as_str().len() as u64 + 2 + term_bytes(o) + 3 + 3
+}
+
+/// The serialised size of a term in N-Triples/N-Quads, at most (escapes
+/// counted at their longest), known without serialising it.
+pub fn term_bytes(term: &Term) -> u64 {
+    match term {
+        Term::NamedNode(n) => n.as_str().len() as u64 + 2,
+        Term::BlankNode(b) => b.as_str().len() as u64 + 2,
+        Term::Literal(l) => {
+            // Quotes, then `@lang` or `^^<datatype>`: both counted, an upper bound.
+            escaped_bytes(l.value())
+                + 2
+                + l.language().map_or(0, |t| t.len() as u64 + 1)
+                + l.datatype().as_str().len() as u64
+                + 4
+        }
+        #[allow(unreachable_patterns)]
+        other => other.to_string().len() as u64,
+    }
+}
+
+/// A literal's value once escaped, at most (`\"`, `\n`…: two bytes; other
+/// control characters as `\uXXXX`: six).
+fn escaped_bytes(value: &str) -> u64 {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0C => 2u64,
+            0..=0x1F | 0x7F => 6,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// One element the collector follows until its end tag.
@@ -239,7 +341,7 @@ impl Collector {
             json_ld_over: false,
             texts: Vec::new(),
             text_bytes: 0,
-            sink: Sink::new(opts.max_statements),
+            sink: Sink::new(opts.max_statements, opts.max_bytes, page),
             md: microdata::Items::default(),
             rdfa: rdfa::Pending::default(),
             lang: None,

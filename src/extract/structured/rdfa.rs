@@ -25,6 +25,10 @@ use url::Url;
 const MAX_TOKENS: usize = 16;
 /// Prefixes declared on one page.
 const MAX_PREFIXES: usize = 256;
+/// A prefix mapped to a longer IRI is ignored: no vocabulary's namespace is
+/// near it, and every CURIE using the prefix would copy it (issue #36: a
+/// 100 KB IRI used by 2 000 properties made 628 MB).
+const MAX_PREFIX_IRI_BYTES: usize = 2048;
 
 const USES_VOCABULARY: &str = "http://www.w3.org/ns/rdfa#usesVocabulary";
 
@@ -339,19 +343,29 @@ pub(crate) fn on_element(
         }
     }
     if let Some(p) = attr(el, "prefix") {
-        let mut declared = (*ctx.prefixes).clone();
+        let mut added = Vec::new();
         let mut words = tokens(&p);
         while let (Some(prefix), Some(iri)) = (words.next(), words.next()) {
             let Some(prefix) = prefix.strip_suffix(':') else {
                 break;
             };
-            if c.rdfa.prefixes_declared >= MAX_PREFIXES || prefix == "_" {
+            if c.rdfa.prefixes_declared >= MAX_PREFIXES
+                || prefix == "_"
+                || iri.len() > MAX_PREFIX_IRI_BYTES
+            {
                 continue;
             }
             c.rdfa.prefixes_declared += 1;
-            declared.push((prefix.to_ascii_lowercase(), iri.to_string()));
+            added.push((prefix.to_ascii_lowercase(), iri.to_string()));
         }
-        ctx.prefixes = Rc::new(declared);
+        // Each element that declares one copies its ancestors' prefixes:
+        // only those that add one do, so the copies stay under
+        // MAX_PREFIXES² / 2 entries of MAX_PREFIX_IRI_BYTES each.
+        if !added.is_empty() {
+            let mut declared = (*ctx.prefixes).clone();
+            declared.extend(added);
+            ctx.prefixes = Rc::new(declared);
+        }
     }
 
     let property = attr(el, "property");

@@ -560,3 +560,127 @@ fn rdfa_lists_are_capped_like_statements() {
     assert!(data.triples.len() <= 1_000, "{}", data.triples.len());
     assert_eq!(data.counts.rdfa as usize, data.triples.len());
 }
+
+/// Issue #36: a JSON-LD `@context` term mapped to a long IRI, used by many
+/// values, makes each statement as long as the IRI.
+pub(crate) fn json_ld_context_bomb(iri_bytes: usize, values: usize) -> String {
+    let mut html = format!(
+        "<script type=\"application/ld+json\">{{\"@context\": {{\"t\": \"http://bomb.test/{}\"}}, \"@id\": \"http://bomb.test/s\", \"t\": [",
+        "a".repeat(iri_bytes)
+    );
+    for i in 0..values {
+        if i > 0 {
+            html.push(',');
+        }
+        html.push_str(&format!("\"{i}\""));
+    }
+    html.push_str("]}</script>");
+    html
+}
+
+#[test]
+fn json_ld_statements_are_counted_by_their_bytes() {
+    // A long IRI written out in each statement: counted while the parser streams.
+    let long = format!("http://bomb.test/{}", "b".repeat(100_000));
+    let mut html = String::from("<script type=\"application/ld+json\">[");
+    // 3 MB: under 4 × the budget, so the block is parsed, and cut as it streams.
+    for i in 0..30 {
+        if i > 0 {
+            html.push(',');
+        }
+        html.push_str(&format!(
+            "{{\"@id\": \"http://s.test/{i}\", \"{long}\": \"v\"}}"
+        ));
+    }
+    html.push_str("]</script>");
+    let opts = StructuredOptions {
+        max_bytes: 1 << 20,
+        ..StructuredOptions::all()
+    };
+    let data = extract_with(&html, opts);
+    assert!(data.cut && data.over_bytes);
+    // About 100 KB each: 10 fit in 1 MiB, and nothing is kept past it.
+    assert_eq!(data.counts.json_ld, 10, "{}", data.bytes);
+    assert!(data.bytes <= 1 << 20);
+    let nquads = data.to_nquads("http://shop.test/p/1");
+    assert!(
+        nquads.len() as u64 <= data.bytes,
+        "{} {}",
+        nquads.len(),
+        data.bytes
+    );
+}
+
+#[test]
+fn json_ld_context_bombs_are_refused_before_expansion() {
+    // 2 000 uses of a 100 KB term: 200 MB inside the parser before a
+    // statement comes out; the block is refused from its measure.
+    let data = extract_with(
+        &json_ld_context_bomb(100_000, 2_000),
+        StructuredOptions {
+            max_bytes: 1 << 20,
+            ..StructuredOptions::all()
+        },
+    );
+    assert!(data.cut && data.over_bytes);
+    assert_eq!((data.counts.json_ld, data.json_ld_invalid), (0, 1));
+    assert!(data
+        .first_error
+        .as_deref()
+        .is_some_and(|e| e.contains("refused")));
+    // The same shape at an honest size is kept whole.
+    let data = extract(&json_ld_context_bomb(1_000, 200));
+    assert_eq!((data.counts.json_ld, data.cut), (200, false));
+    assert!(jsonld::expansion_bound(b"{\"a\": [1, 2", 10).is_err());
+}
+
+#[test]
+fn rdfa_prefixes_to_huge_iris_are_ignored_and_bytes_capped() {
+    let mut html = format!(
+        "<div prefix=\"p: http://bomb.test/{}\" about=\"/s\">",
+        "a".repeat(100_000)
+    );
+    for i in 0..2_000 {
+        html.push_str(&format!("<span property=\"p:x{i}\">v</span>"));
+    }
+    html.push_str("</div>");
+    let data = extract(&html);
+    assert!(
+        data.bytes < 1 << 20,
+        "the 100 KB prefix must not reach the statements: {} bytes",
+        data.bytes
+    );
+    // A long IRI written out in full is counted by its size.
+    let long = format!("http://bomb.test/{}", "b".repeat(100_000));
+    let mut html = String::from("<div about=\"/s\">");
+    for i in 0..2_000 {
+        html.push_str(&format!("<span property=\"{long}{i}\">v</span>"));
+    }
+    html.push_str("</div>");
+    let opts = StructuredOptions {
+        max_bytes: 1 << 20,
+        ..StructuredOptions::all()
+    };
+    let data = extract_with(&html, opts);
+    assert!(data.cut && data.over_bytes);
+    assert!(data.bytes <= 1 << 20);
+    assert_eq!(data.counts.rdfa, 10, "{}", data.bytes);
+}
+
+#[test]
+fn microdata_is_capped_by_bytes_too() {
+    let vocab = format!("http://bomb.test/{}/Thing", "v".repeat(50_000));
+    let mut html = format!("<div itemscope itemtype=\"{vocab}\">");
+    for i in 0..1_000 {
+        html.push_str(&format!("<span itemprop=\"p{i}\">x</span>"));
+    }
+    html.push_str("</div>");
+    let opts = StructuredOptions {
+        max_bytes: 1 << 20,
+        ..StructuredOptions::all()
+    };
+    let data = extract_with(&html, opts);
+    assert!(data.cut && data.over_bytes);
+    assert!(data.bytes <= 1 << 20);
+    assert!(data.triples.len() < 25, "{}", data.triples.len());
+}
