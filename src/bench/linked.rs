@@ -243,7 +243,11 @@ pub fn markdown_table(web: &LinkedWeb, truth: &LinkedTruth, rows: &[LinkedSummar
         web.hosts,
         web.per_host,
         web.seed,
-        if web.one_domain { ", one registrable domain" } else { "" },
+        if web.one_domain {
+            ", one registrable domain"
+        } else {
+            ""
+        },
         web.hosts,
         truth.uris.len(),
         truth.rdf.len(),
@@ -428,7 +432,12 @@ mod tests {
                 .collect(),
             rdf: [&a, &b].iter().map(|u| u.to_string()).collect(),
         };
-        let f = figures(&o.derefs, &t, &StrategyStats::default(), Duration::from_secs(60));
+        let f = figures(
+            &o.derefs,
+            &t,
+            &StrategyStats::default(),
+            Duration::from_secs(60),
+        );
         assert_eq!((f.rdf, f.coverage, f.requests), (2, 1.0, 7));
         assert_eq!(f.requests_at, [Some(5), Some(7)]);
     }

@@ -175,7 +175,11 @@ impl LinkedWeb {
 
     /// The index of a host of this web, from its name.
     pub(super) fn host_index(&self, host: &str) -> Option<usize> {
-        let tld = if self.one_domain { ".web.test" } else { ".test" };
+        let tld = if self.one_domain {
+            ".web.test"
+        } else {
+            ".test"
+        };
         let digits = host.strip_prefix(self.shape.prefix())?.strip_suffix(tld)?;
         // Only the names host_name gives (three digits or more, no sign).
         if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {

@@ -142,7 +142,8 @@ pub(super) fn respond(web: &LinkedWeb, i: usize, req: &SiteRequest) -> SiteRespo
     if suffixed(&path, "/tables/", ".csv", files) {
         return SiteResponse::ok("text/csv", "station,value\nA,1\nB,2\n");
     }
-    SiteResponse::not_found().with_header(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
+    SiteResponse::not_found()
+        .with_header(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
 }
 
 /// `prefix{n}` with `n < below`.
@@ -280,7 +281,11 @@ fn sparse_description(web: &LinkedWeb, i: usize, j: usize) -> Vec<Statement> {
     let host = web.host_name(i);
     let mut rng = Rng::new(web.seed, &[31, i as u64, j as u64]);
     let iri = Object::Iri;
-    let class = if j % 4 < 2 { DCAT_DATASET } else { SCHEMA_PLACE };
+    let class = if j % 4 < 2 {
+        DCAT_DATASET
+    } else {
+        SCHEMA_PLACE
+    };
     let mut out = vec![
         (s.clone(), RDF_TYPE, iri(class.to_string())),
         (
@@ -551,9 +556,13 @@ mod tests {
             assert_eq!(resp.status, StatusCode::OK, "{uri}");
             let ct = resp.content_type().unwrap_or_default().to_string();
             assert!(
-                ["application/rdf+xml", "text/turtle", "application/n-triples"]
-                    .iter()
-                    .any(|t| ct.starts_with(t)),
+                [
+                    "application/rdf+xml",
+                    "text/turtle",
+                    "application/n-triples"
+                ]
+                .iter()
+                .any(|t| ct.starts_with(t)),
                 "{uri}: {ct}"
             );
         }
@@ -566,7 +575,11 @@ mod tests {
             assert!(!ct.contains("rdf") && !ct.contains("turtle") && !ct.contains("triples"));
             dead += usize::from(resp.status == StatusCode::NOT_FOUND);
         }
-        assert!(dead * 10 > truth.uris.len(), "{dead} dead links of {}", truth.uris.len());
+        assert!(
+            dead * 10 > truth.uris.len(),
+            "{dead} dead links of {}",
+            truth.uris.len()
+        );
         assert_eq!(web.walk(), truth, "a pure function of its parameters");
     }
 
@@ -594,11 +607,23 @@ mod tests {
             redirected += usize::from(get(&web, uri, true).location().is_some());
             let rdf = follow(true);
             assert_eq!(rdf.status, StatusCode::OK, "{uri}");
-            assert!(!rdf.content_type().unwrap_or_default().contains("html"), "{uri}");
-            assert!(follow(false).content_type().unwrap_or_default().contains("html"), "{uri}");
+            assert!(
+                !rdf.content_type().unwrap_or_default().contains("html"),
+                "{uri}"
+            );
+            assert!(
+                follow(false)
+                    .content_type()
+                    .unwrap_or_default()
+                    .contains("html"),
+                "{uri}"
+            );
             assert_eq!(rdf.header_str(header::VARY), Some("Accept"));
         }
-        assert!(redirected > 0 && redirected < truth.rdf.len(), "303s and direct answers");
+        assert!(
+            redirected > 0 && redirected < truth.rdf.len(),
+            "303s and direct answers"
+        );
         // A thing without RDF is a page whatever is asked, and its links are walked.
         let html_things: Vec<&String> = truth
             .uris

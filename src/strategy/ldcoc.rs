@@ -142,7 +142,11 @@ struct Declined {
 impl Declined {
     fn new(id: LinkId, score: f32) -> Self {
         let bits = score.to_bits();
-        let rank = if bits >> 31 == 1 { !bits } else { bits | 1 << 31 };
+        let rank = if bits >> 31 == 1 {
+            !bits
+        } else {
+            bits | 1 << 31
+        };
         Declined { id, score, rank }
     }
 
