@@ -31,7 +31,9 @@ pub struct BenchArgs {
     /// variants; pages=N resizes the preset to N HTML pages, 100 to 100000000, e.g.
     /// synthetic:large:pages=1M),
     /// `dir:NAME=ROOT[:START_PAGE]`, or `linked[:HOSTS[:PER_HOST[:SEED]]]` (a web of
-    /// linked data, default linked:100:30:1, measured with a linked-data job), or
+    /// linked data, default linked:100:30:1, measured with a linked-data job; also
+    /// linked-sparse, default :64:24:1, RDF rare and buried under HTML, and linked-conneg,
+    /// default :40:20:1, conneg-only hosts without RDF file names), or
     /// `structured[:HOSTS[:PAGES_PER_HOST[:SEED]]]` (a web of hosts of which a few embed
     /// JSON-LD, microdata or RDFa, default structured:150:30:1, measured with a
     /// structured-data job: relevant share of the HTML fetched at budgets of the web);
@@ -207,19 +209,33 @@ fn web_settings(args: &BenchArgs) -> Vec<crate::bench::runner::JobSetting> {
         .collect()
 }
 
-/// `linked[:HOSTS[:PER_HOST[:SEED]]]`: a web of linked data; `None` for another kind of site.
-fn parse_linked(spec: &str) -> anyhow::Result<Option<LinkedWeb>> {
-    let Some(rest) = spec.strip_prefix("linked") else {
+/// `linked[-sparse|-conneg][:HOSTS[:PER_HOST[:SEED]]]`: a web of linked data
+/// (`sites::linked`, `sites::linked_shapes`), its hosts under one registrable
+/// domain with `one_domain`; `None` for another kind of site.
+fn parse_linked(spec: &str, one_domain: bool) -> anyhow::Result<Option<LinkedWeb>> {
+    use crate::sites::linked::Shape;
+    const FORM: &str = "linked[-sparse|-conneg][:HOSTS[:PER_HOST[:SEED]]]";
+    // The longer names first: "linked" is a prefix of both.
+    let Some((shape, rest)) = [
+        (Shape::Sparse, [64u64, 24, 1]),
+        (Shape::Conneg, [40, 20, 1]),
+        (Shape::Classic, [100, 30, 1]),
+    ]
+    .into_iter()
+    .find_map(|(shape, defaults)| {
+        spec.strip_prefix(shape.name())
+            .map(|rest| ((shape, defaults), rest))
+    }) else {
         return Ok(None);
     };
-    let mut values = [100u64, 30, 1];
+    let (shape, mut values) = shape;
     if !rest.is_empty() {
         let Some(rest) = rest.strip_prefix(':') else {
-            bail!("unknown site {spec:?}: expected linked[:HOSTS[:PER_HOST[:SEED]]]");
+            bail!("unknown site {spec:?}: expected {FORM}");
         };
         let parts: Vec<&str> = rest.split(':').collect();
         if parts.len() > 3 {
-            bail!("{spec:?}: expected linked[:HOSTS[:PER_HOST[:SEED]]]");
+            bail!("{spec:?}: expected {FORM}");
         }
         for (slot, part) in values.iter_mut().zip(parts) {
             *slot = part
@@ -232,11 +248,12 @@ fn parse_linked(spec: &str) -> anyhow::Result<Option<LinkedWeb>> {
         (5..=10_000).contains(&hosts) && (1..=100_000).contains(&per_host),
         "{spec:?}: a linked web has 5 to 10000 hosts of 1 to 100000 things"
     );
-    Ok(Some(LinkedWeb::new(
-        hosts as usize,
-        per_host as usize,
-        seed,
-    )))
+    let web = LinkedWeb::with_shape(shape, hosts as usize, per_host as usize, seed);
+    Ok(Some(if one_domain {
+        web.under_one_domain()
+    } else {
+        web
+    }))
 }
 
 /// `structured[:HOSTS[:PAGES_PER_HOST[:SEED]]]`: a web of structured data; `None`
@@ -379,7 +396,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             structured_webs.push(web);
             continue;
         }
-        match parse_linked(spec)? {
+        match parse_linked(spec, args.one_domain)? {
             Some(web) if !args.cpu => webs.push(web),
             Some(_) => bail!("--cpu measures a site, not a linked web ({spec:?})"),
             None => sites.push(parse_site(spec)?),
@@ -517,8 +534,10 @@ async fn bench_site(
     Ok(report::markdown_table(&site.name, &truth, &summaries))
 }
 
-/// Every strategy on a linked web (`bench::linked`): the paper's RDF share
-/// at budgets of the web, and the URIs needed for 50 % / 90 % of its RDF.
+/// Every strategy on a linked web (`bench::linked`), crawled with each of
+/// [`web_settings`]: the paper's RDF share (precision) at budgets of the
+/// web, the URIs and requests needed for 50 % / 90 % of its RDF, coverage
+/// and RDF documents per minute.
 async fn bench_linked(
     web: &LinkedWeb,
     kinds: &[StrategyKind],
@@ -531,51 +550,82 @@ async fn bench_linked(
         tokio::task::spawn_blocking(move || web.walk()).await?
     };
     errln!(
-        "linked web: {} hosts, {} URIs reachable, {} RDF",
+        "{} web: {} hosts, {} URIs reachable, {} RDF",
+        web.shape.name(),
         web.hosts,
         truth.uris.len(),
         truth.rdf.len()
     );
     let mut rows = Vec::new();
-    let mut csv = String::from("strategy,seed,dereference,rdf\n");
+    let mut csv = String::from("strategy,look_ahead,seed,dereference,requests,rdf\n");
     for &kind in kinds {
         let seeds = match kind {
             StrategyKind::Bfs | StrategyKind::Dfs | StrategyKind::Focused => 1,
             _ => args.seeds.max(1),
         };
-        let mut figs = Vec::new();
-        for seed in 1..=seeds {
-            let run = linked::run_once(
-                server.addr(),
-                web,
-                kind,
-                seed,
-                args.max_requests,
-                state_root,
-            )
-            .await?;
-            let f = linked::figures(&run.derefs, &truth, &run.stats);
-            errln!(
-                "  {:<8} seed {seed}: {} URIs, {} RDF, share@25 % {:.3} ({:.1} s)",
-                kind.name(),
-                f.derefs,
-                f.rdf,
-                f.share[1],
-                run.wall.as_secs_f64()
-            );
-            for (i, rdf) in run.derefs.iter().enumerate() {
-                csv.push_str(&format!(
-                    "{},{seed},{},{}\n",
+        // A strategy that learns nothing: one run at its own default look-ahead.
+        let settings = match kind.learns() {
+            true => web_settings(args),
+            false => web_settings(args)
+                .into_iter()
+                .take(1)
+                .map(|s| crate::bench::runner::JobSetting {
+                    look_ahead: None,
+                    ..s
+                })
+                .collect(),
+        };
+        for setting in settings {
+            let mut figs = Vec::new();
+            for seed in 1..=seeds {
+                let run = linked::run_once(
+                    server.addr(),
+                    web,
+                    kind,
+                    seed,
+                    setting,
+                    args.max_requests,
+                    state_root,
+                )
+                .await?;
+                let f = linked::figures(&run.derefs, &truth, &run.stats, run.wall);
+                if run.targets != f.rdf as u64 {
+                    errln!(
+                        "  warning: {} seed {seed}: the engine saved {} RDF documents, the dereferences counted {}",
+                        kind.name(),
+                        run.targets,
+                        f.rdf
+                    );
+                }
+                errln!(
+                    "  {:<8} look-ahead {:>7} seed {seed}: {} URIs, {} requests, {} RDF ({:.1} %), precision@25 % {:.3}, requests@90 % {}, {:.0} RDF/min ({:.1} s)",
                     kind.name(),
-                    i + 1,
-                    u8::from(*rdf)
-                ));
+                    setting.look_ahead.map_or("default".to_string(), |n| n.to_string()),
+                    f.derefs,
+                    f.requests,
+                    f.rdf,
+                    100.0 * f.coverage,
+                    f.share[1],
+                    f.requests_at[1].map_or("—".to_string(), |r| r.to_string()),
+                    f.per_minute,
+                    run.wall.as_secs_f64()
+                );
+                for (i, d) in run.derefs.iter().enumerate() {
+                    csv.push_str(&format!(
+                        "{},{},{seed},{},{},{}\n",
+                        kind.name(),
+                        setting.look_ahead.unwrap_or(0),
+                        i + 1,
+                        d.requests,
+                        u8::from(d.rdf)
+                    ));
+                }
+                figs.push(f);
             }
-            figs.push(f);
+            rows.push(linked::summarise(kind, setting.describe(kind), &figs));
         }
-        rows.push(linked::summarise(kind, &figs));
     }
-    let trace = args.out.join("linked.csv");
+    let trace = args.out.join(format!("{}.csv", web.shape.name()));
     std::fs::write(&trace, csv).with_context(|| format!("writing {}", trace.display()))?;
     let _ = server.shutdown().await;
     Ok(linked::markdown_table(web, &truth, &rows))

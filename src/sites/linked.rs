@@ -1,7 +1,8 @@
 //! A web of linked data, for linked-data jobs and their benchmark.
 //!
-//! Host `i` of `n` is `lod{i:03}.test` (each its own pay-level domain), of
-//! one of five kinds (`i % 5`):
+//! Host `i` of `n` is `lod{i:03}.test` (each its own pay-level domain; or
+//! `lod{i:03}.web.test`, all under one, with [`LinkedWeb::under_one_domain`]),
+//! of one of five kinds (`i % 5`):
 //!
 //! - 0, 1, 2: *data hosts* in the style of DBpedia: a thing's URI
 //!   `/resource/{j}` answers `303 See Other` to its description `/data/{j}`,
@@ -23,6 +24,11 @@
 //! with the structured-data extractor). The web is a pure function of its
 //! parameters, so its ground truth ([`LinkedWeb::walk`]) needs no crawl, and
 //! [`LinkedWeb::statements`] gives every statement a document holds.
+//!
+//! `ldcoc`'s constants were tuned on this shape ([`Shape::Classic`]); the
+//! webs of [`super::linked_shapes`] (RDF rare and buried, conneg-only hosts)
+//! share its parameters and serialisers and are kept for measuring it on
+//! webs it was not tuned on.
 
 use super::rng::Rng;
 use super::server::{Site, SiteRequest, SiteResponse};
@@ -30,19 +36,19 @@ use axum::http::{header, HeaderValue, StatusCode};
 use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::sync::Arc;
 
-const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
-const RDFS_LABEL: &str = "http://www.w3.org/2000/01/rdf-schema#label";
-const RDFS_SEE_ALSO: &str = "http://www.w3.org/2000/01/rdf-schema#seeAlso";
-const OWL_SAME_AS: &str = "http://www.w3.org/2002/07/owl#sameAs";
-const SKOS_RELATED: &str = "http://www.w3.org/2004/02/skos/core#related";
-const EX_NEXT: &str = "http://vocab.lod.test/next";
-const EX_THING: &str = "http://vocab.lod.test/Thing";
-const EX_DATASET: &str = "http://vocab.lod.test/dataset";
-const FOAF_HOMEPAGE: &str = "http://xmlns.com/foaf/0.1/homepage";
-const FOAF_PAGE: &str = "http://xmlns.com/foaf/0.1/page";
-const FOAF_DEPICTION: &str = "http://xmlns.com/foaf/0.1/depiction";
-const EX_COMMENT: &str = "http://vocab.lod.test/comment";
-const EX_MODIFIED: &str = "http://vocab.lod.test/modified";
+pub(super) const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+pub(super) const RDFS_LABEL: &str = "http://www.w3.org/2000/01/rdf-schema#label";
+pub(super) const RDFS_SEE_ALSO: &str = "http://www.w3.org/2000/01/rdf-schema#seeAlso";
+pub(super) const OWL_SAME_AS: &str = "http://www.w3.org/2002/07/owl#sameAs";
+pub(super) const SKOS_RELATED: &str = "http://www.w3.org/2004/02/skos/core#related";
+pub(super) const EX_NEXT: &str = "http://vocab.lod.test/next";
+pub(super) const EX_THING: &str = "http://vocab.lod.test/Thing";
+pub(super) const EX_DATASET: &str = "http://vocab.lod.test/dataset";
+pub(super) const FOAF_HOMEPAGE: &str = "http://xmlns.com/foaf/0.1/homepage";
+pub(super) const FOAF_PAGE: &str = "http://xmlns.com/foaf/0.1/page";
+pub(super) const FOAF_DEPICTION: &str = "http://xmlns.com/foaf/0.1/depiction";
+pub(super) const EX_COMMENT: &str = "http://vocab.lod.test/comment";
+pub(super) const EX_MODIFIED: &str = "http://vocab.lod.test/modified";
 
 /// The parameters of a linked-data web; see the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +57,48 @@ pub struct LinkedWeb {
     /// Things (or pages) per host.
     pub per_host: usize,
     pub seed: u64,
+    pub shape: Shape,
+    /// Every host under one registrable domain (`lod001.web.test`), so that
+    /// politeness per pay-level domain makes the web one key; else each host
+    /// is a registrable domain of its own (`lod001.test`).
+    pub one_domain: bool,
 }
+
+/// How a web is laid out: the module's own (the web every figure of
+/// `ldcoc` was tuned on), or one of [`super::linked_shapes`]'s, never used
+/// for tuning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// This module's web: RDF common, 303s, dumps and web hosts.
+    Classic,
+    /// RDF rare and buried under HTML, files and dead links.
+    Sparse,
+    /// Conneg-only hosts: no RDF file name anywhere.
+    Conneg,
+}
+
+impl Shape {
+    /// The web's name on the command line (`forager bench --site NAME:…`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Classic => "linked",
+            Shape::Sparse => "linked-sparse",
+            Shape::Conneg => "linked-conneg",
+        }
+    }
+
+    /// The first label of its host names.
+    fn prefix(self) -> &'static str {
+        match self {
+            Shape::Classic => "lod",
+            Shape::Sparse => "sp",
+            Shape::Conneg => "kb",
+        }
+    }
+}
+
+/// One statement: subject, predicate, object.
+pub(super) type Statement = (String, &'static str, Object);
 
 /// What a host of the web is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +110,7 @@ enum Kind {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Syntax {
+pub(super) enum Syntax {
     Turtle,
     RdfXml,
     JsonLd,
@@ -71,7 +118,7 @@ enum Syntax {
 
 /// An object of a statement.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Object {
+pub(super) enum Object {
     Iri(String),
     Literal(String),
 }
@@ -86,17 +133,66 @@ pub struct LinkedTruth {
 }
 
 impl LinkedWeb {
+    /// A web of this module's shape.
     pub fn new(hosts: usize, per_host: usize, seed: u64) -> LinkedWeb {
         LinkedWeb {
             // At least one host of each kind.
             hosts: hosts.max(5),
             per_host: per_host.max(1),
             seed,
+            shape: Shape::Classic,
+            one_domain: false,
         }
     }
 
-    pub fn host_name(i: usize) -> String {
-        format!("lod{i:03}.test")
+    /// A web of another shape (see [`super::linked_shapes`]).
+    pub fn with_shape(shape: Shape, hosts: usize, per_host: usize, seed: u64) -> LinkedWeb {
+        let web = LinkedWeb::new(hosts, per_host, seed);
+        LinkedWeb {
+            hosts: hosts.max(super::linked_shapes::min_hosts(shape)),
+            per_host: per_host.max(super::linked_shapes::min_per_host(shape)),
+            shape,
+            ..web
+        }
+    }
+
+    /// The same web with every host under one registrable domain.
+    pub fn under_one_domain(self) -> LinkedWeb {
+        LinkedWeb {
+            one_domain: true,
+            ..self
+        }
+    }
+
+    pub fn host_name(&self, i: usize) -> String {
+        let prefix = self.shape.prefix();
+        if self.one_domain {
+            format!("{prefix}{i:03}.web.test")
+        } else {
+            format!("{prefix}{i:03}.test")
+        }
+    }
+
+    /// The index of a host of this web, from its name.
+    pub(super) fn host_index(&self, host: &str) -> Option<usize> {
+        let tld = if self.one_domain {
+            ".web.test"
+        } else {
+            ".test"
+        };
+        let digits = host.strip_prefix(self.shape.prefix())?.strip_suffix(tld)?;
+        // Only the names host_name gives (three digits or more, no sign).
+        if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok().filter(|&i| i < self.hosts)
+    }
+
+    /// The host index and path of a URI of this web.
+    pub(super) fn split<'u>(&self, uri: &'u str) -> Option<(usize, &'u str)> {
+        let rest = uri.strip_prefix("http://")?;
+        let (host, path) = rest.split_at(rest.find('/')?);
+        Some((self.host_index(host)?, path))
     }
 
     fn kind(i: usize) -> Kind {
@@ -117,19 +213,23 @@ impl LinkedWeb {
                     web: *self,
                     index: i,
                 });
-                (LinkedWeb::host_name(i), site)
+                (self.host_name(i), site)
             })
             .collect()
     }
 
-    /// The seeds of a crawl: the first thing of the first data host.
+    /// The seeds of a crawl: the first thing of the first data host (a
+    /// web page, for [`Shape::Sparse`]).
     pub fn seeds(&self) -> Vec<String> {
-        vec![self.thing_uri(0, 0)]
+        match self.shape {
+            Shape::Classic => vec![self.thing_uri(0, 0)],
+            _ => super::linked_shapes::seeds(self),
+        }
     }
 
     /// The URI of thing `j` of RDF host `i` (kinds 0–3).
     pub fn thing_uri(&self, i: usize, j: usize) -> String {
-        let host = LinkedWeb::host_name(i);
+        let host = self.host_name(i);
         match LinkedWeb::kind(i) {
             Kind::Data(_) => format!("http://{host}/resource/{j}"),
             Kind::Dump if j % 2 == 0 => format!("http://{host}/nt/{j}"),
@@ -141,7 +241,7 @@ impl LinkedWeb {
     /// The URL of the document describing thing `j` of host `i`.
     pub fn document_url(&self, i: usize, j: usize) -> String {
         match LinkedWeb::kind(i) {
-            Kind::Data(_) => format!("http://{}/data/{j}", LinkedWeb::host_name(i)),
+            Kind::Data(_) => format!("http://{}/data/{j}", self.host_name(i)),
             _ => self.thing_uri(i, j),
         }
     }
@@ -163,7 +263,7 @@ impl LinkedWeb {
         let i = if i < self.hosts { i } else { 4 };
         format!(
             "http://{}/page/{}",
-            LinkedWeb::host_name(i),
+            self.host_name(i),
             rng.below(self.per_host as u64)
         )
     }
@@ -171,7 +271,7 @@ impl LinkedWeb {
     /// The statements of thing `j` of RDF host `i`, subject first.
     fn description(&self, i: usize, j: usize) -> Vec<(String, &'static str, Object)> {
         let subject = self.thing_uri(i, j);
-        let host = LinkedWeb::host_name(i);
+        let host = self.host_name(i);
         let mut rng = Rng::new(self.seed, &[1, i as u64, j as u64]);
         let mut out = vec![
             (subject.clone(), RDF_TYPE, Object::Iri(EX_THING.to_string())),
@@ -203,7 +303,7 @@ impl LinkedWeb {
             out.push((
                 subject.clone(),
                 FOAF_DEPICTION,
-                Object::Iri(format!("http://{}/media/{mj}", LinkedWeb::host_name(mi))),
+                Object::Iri(format!("http://{}/media/{mj}", self.host_name(mi))),
             ));
         }
         let (fi, fj) = self.random_thing(&mut rng);
@@ -212,7 +312,7 @@ impl LinkedWeb {
             EX_DATASET,
             Object::Iri(format!(
                 "http://{}/files/{}.pdf",
-                LinkedWeb::host_name(fi),
+                self.host_name(fi),
                 fj / 2
             )),
         ));
@@ -221,7 +321,7 @@ impl LinkedWeb {
             out.push((
                 subject.clone(),
                 RDFS_SEE_ALSO,
-                Object::Iri(format!("http://{}/gone/{gj}", LinkedWeb::host_name(gi))),
+                Object::Iri(format!("http://{}/gone/{gj}", self.host_name(gi))),
             ));
         }
         for (p, value) in [
@@ -245,9 +345,15 @@ impl LinkedWeb {
     /// Every statement of the document a URI leads to, as N-Triples lines
     /// (`None` when the URI leads to no RDF).
     pub fn statements(&self, uri: &str) -> Option<Vec<String>> {
-        let (i, j) = self.locate_thing(uri)?;
+        let description = match self.shape {
+            Shape::Classic => {
+                let (i, j) = self.locate_thing(uri)?;
+                self.description(i, j)
+            }
+            _ => super::linked_shapes::description(self, uri)?,
+        };
         Some(
-            self.description(i, j)
+            description
                 .into_iter()
                 .map(|(s, p, o)| match o {
                     Object::Iri(o) => format!("<{s}> <{p}> <{o}> ."),
@@ -257,18 +363,20 @@ impl LinkedWeb {
         )
     }
 
+    /// Whether `uri` leads to an RDF document.
+    pub fn is_rdf(&self, uri: &str) -> bool {
+        match self.shape {
+            Shape::Classic => self.locate_thing(uri).is_some(),
+            _ => super::linked_shapes::description(self, uri).is_some(),
+        }
+    }
+
     /// The host and thing of a thing's URI or document URL on an RDF host.
     fn locate_thing(&self, uri: &str) -> Option<(usize, usize)> {
-        let rest = uri.strip_prefix("http://")?;
-        let (host, path) = rest.split_at(rest.find('/')?);
-        let i: usize = host
-            .strip_prefix("lod")?
-            .strip_suffix(".test")?
-            .parse()
-            .ok()?;
-        if i >= self.hosts {
+        if self.shape != Shape::Classic {
             return None;
         }
+        let (i, path) = self.split(uri)?;
         let j: usize = match LinkedWeb::kind(i) {
             Kind::Data(_) => path
                 .strip_prefix("/resource/")
@@ -293,34 +401,19 @@ impl LinkedWeb {
     /// follows subjects and objects (not types) sees them.
     fn links_of(&self, uri: &str) -> Vec<String> {
         if let Some((i, j)) = self.locate_thing(uri) {
-            return self
-                .description(i, j)
-                .into_iter()
-                .filter(|(_, p, _)| *p != RDF_TYPE)
-                .filter_map(|(_, _, o)| match o {
-                    Object::Iri(o) => Some(o),
-                    Object::Literal(_) => None,
-                })
-                .collect();
+            return rdf_links(self.description(i, j));
         }
-        let Some(rest) = uri.strip_prefix("http://") else {
+        if self.shape != Shape::Classic {
+            return super::linked_shapes::links(self, uri);
+        }
+        let Some((i, path)) = self.split(uri) else {
             return Vec::new();
         };
-        let Some(slash) = rest.find('/') else {
-            return Vec::new();
-        };
-        let (host, path) = rest.split_at(slash);
-        let i = host
-            .strip_prefix("lod")
-            .and_then(|h| h.strip_suffix(".test"))
-            .and_then(|h| h.parse::<usize>().ok());
         let j = path
             .strip_prefix("/page/")
             .and_then(|j| j.parse::<usize>().ok());
-        match (i, j) {
-            (Some(i), Some(j))
-                if i < self.hosts && LinkedWeb::kind(i) == Kind::Web && j < self.per_host =>
-            {
+        match j {
+            Some(j) if LinkedWeb::kind(i) == Kind::Web && j < self.per_host => {
                 self.page_links(i, j)
             }
             _ => Vec::new(),
@@ -333,7 +426,7 @@ impl LinkedWeb {
         let mut queue: VecDeque<String> = self.seeds().into();
         let mut seen: HashSet<String> = queue.iter().cloned().collect();
         while let Some(uri) = queue.pop_front() {
-            if self.locate_thing(&uri).is_some() {
+            if self.is_rdf(&uri) {
                 truth.rdf.insert(uri.clone());
             }
             for l in self.links_of(&uri) {
@@ -355,7 +448,7 @@ struct LinkedHost {
 
 impl LinkedHost {
     fn host(&self) -> String {
-        LinkedWeb::host_name(self.index)
+        self.web.host_name(self.index)
     }
 
     fn wants_rdf(req: &SiteRequest) -> bool {
@@ -376,12 +469,7 @@ impl LinkedHost {
     }
 
     fn render(&self, syntax: Syntax, j: usize) -> SiteResponse {
-        let statements = self.web.description(self.index, j);
-        match syntax {
-            Syntax::Turtle => SiteResponse::ok("text/turtle; charset=utf-8", turtle(&statements)),
-            Syntax::RdfXml => SiteResponse::ok("application/rdf+xml", rdf_xml(&statements)),
-            Syntax::JsonLd => SiteResponse::ok("application/ld+json", json_ld(&statements)),
-        }
+        render(syntax, &self.web.description(self.index, j))
     }
 }
 
@@ -395,6 +483,9 @@ impl Site for LinkedHost {
                 .and_then(|j| j.parse::<usize>().ok())
                 .filter(|&j| j < web.per_host)
         };
+        if web.shape != Shape::Classic {
+            return super::linked_shapes::respond(web, self.index, req);
+        }
         match LinkedWeb::kind(self.index) {
             Kind::Data(syntax) => {
                 if let Some(j) = number("/resource/", "") {
@@ -448,7 +539,33 @@ impl Site for LinkedHost {
     }
 }
 
-fn n_triples(statements: &[(String, &'static str, Object)]) -> String {
+/// The IRIs a crawler follows from a description: objects, not types.
+pub(super) fn rdf_links(description: Vec<Statement>) -> Vec<String> {
+    description
+        .into_iter()
+        .filter(|(_, p, _)| *p != RDF_TYPE)
+        .filter_map(|(_, _, o)| match o {
+            Object::Iri(o) => Some(o),
+            Object::Literal(_) => None,
+        })
+        .collect()
+}
+
+/// Whether a request's `Accept` asks for an RDF syntax.
+pub(super) fn wants_rdf(req: &SiteRequest) -> bool {
+    LinkedHost::wants_rdf(req)
+}
+
+/// A description in `syntax`, with its type.
+pub(super) fn render(syntax: Syntax, statements: &[Statement]) -> SiteResponse {
+    match syntax {
+        Syntax::Turtle => SiteResponse::ok("text/turtle; charset=utf-8", turtle(statements)),
+        Syntax::RdfXml => SiteResponse::ok("application/rdf+xml", rdf_xml(statements)),
+        Syntax::JsonLd => SiteResponse::ok("application/ld+json", json_ld(statements)),
+    }
+}
+
+pub(super) fn n_triples(statements: &[(String, &'static str, Object)]) -> String {
     let mut out = String::from("# a dump served as text/plain\n");
     for (s, p, o) in statements {
         match o {
@@ -548,7 +665,7 @@ pub(crate) mod tests {
         let thing = web.thing_uri(1, 2);
         assert_eq!(get(&web, &thing, true).location(), Some("/data/2"));
         assert_eq!(get(&web, &thing, false).location(), Some("/about/2"));
-        let host = LinkedWeb::host_name(1);
+        let host = web.host_name(1);
         assert_eq!(
             get(&web, &format!("http://{host}/gone/2-0"), true).status,
             StatusCode::NOT_FOUND

@@ -5,7 +5,8 @@
 //! a folder on disk ([`directory`]), a deterministic generated site of any size
 //! ([`synthetic`]), the small hand-made site of the end-to-end test
 //! ([`fixture`]), a web of many small hosts for cross-host jobs ([`web`]), a web of
-//! linked data served by content negotiation ([`linked`]), a web of hosts
+//! linked data served by content negotiation ([`linked`], and webs of other
+//! shapes in [`linked_shapes`]), a web of hosts
 //! of which a few embed structured data ([`structured`]), and a site that
 //! publishes and revises files over simulated days ([`changing`]).
 //!
@@ -19,6 +20,7 @@ pub mod changing;
 pub mod directory;
 pub mod fixture;
 pub mod linked;
+pub mod linked_shapes;
 pub mod server;
 pub mod structured;
 pub mod synthetic;
