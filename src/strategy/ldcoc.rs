@@ -42,11 +42,10 @@
 //!   ([`Ldcoc::awaiting_answers`]); the engine offers it again when a step
 //!   ends or a delay passes. The strategy cannot see the engine's steps, so a
 //!   count that went stale (a fetch that ended without a label) is forgotten
-//!   when its host is found ready. Known gap: a stale count on a host that
-//!   *another* job keeps busy at that moment, with no step of this job
-//!   under way, leaves this job waiting with nothing in flight (no event
-//!   wakes it); the sound fix is for the engine's [`FreeSlot`] to say
-//!   whether any step of the job is under way.
+//!   when its host is found ready. A stale count on a host that *another*
+//!   job keeps busy, with no step of this job under way, costs a short
+//!   wait: the engine offers an empty slot again after 20 ms when nothing
+//!   else wakes it (`engine/lanes.rs`, `BUSY_RECHECK`).
 //!
 //! A declined URI comes back from a
 //! checkpoint under its first key, and is decided again. URIs whose answer is
