@@ -5,8 +5,8 @@
 //! its own cap, nothing capped them together).
 //!
 //! Owns: a byte semaphore and the leases drawn on it. A document *reserves*
-//! its first share before its body is read, waiting while it holds
-//! nothing; it *grows* while it reads (waiting a bounded time) and
+//! its first share (with room for the statements it will write out) before
+//! its body is read, waiting while it holds nothing; it *grows* while it reads (waiting a bounded time) and
 //! while it parses (never waiting: the parse runs on a worker thread and
 //! must not block it). A growth refused cuts the document, which is counted
 //! like any cut; nothing here can abort the process or deadlock it: a lease
@@ -88,6 +88,16 @@ impl ParseBudget {
 
     /// Waits until `bytes` (at most the whole budget) are free.
     pub async fn reserve(&self, bytes: u64) -> ParseLease {
+        self.reserve_with_room(bytes, 0).await
+    }
+
+    /// Waits until `bytes` and `room` more are free (at most the whole
+    /// budget): the lease counts `bytes` as used, and later growth takes
+    /// the room before it asks the budget. Room taken up front is what lets
+    /// a large document write its statements out: asked for during the
+    /// parse (never waiting), it would find the budget held by the next
+    /// documents' reservations, and every large document would be cut.
+    pub async fn reserve_with_room(&self, bytes: u64, room: u64) -> ParseLease {
         let mut lease = ParseLease {
             sem: self.sem.clone(),
             released: self.released.clone(),
@@ -95,7 +105,7 @@ impl ParseBudget {
             permit: None,
             used: 0,
         };
-        let want = units(bytes).clamp(1, self.total_units);
+        let want = units(bytes.saturating_add(room)).clamp(1, self.total_units);
         lease.permit = Some(wait_for(&self.sem, &self.released, want).await);
         lease.used = bytes.min(want * UNIT);
         lease
@@ -277,6 +287,19 @@ mod tests {
             );
             drop(parsing);
             assert_eq!(waiting.await.ok(), Some(8 << 20));
+        });
+    }
+
+    #[test]
+    fn room_reserved_up_front_is_used_before_the_budget() {
+        runtime().block_on(async {
+            let budget = ParseBudget::new(10 << 20);
+            let mut big = budget.reserve_with_room(4 << 20, 2 << 20).await;
+            assert_eq!((big.used(), big.held()), (4 << 20, 6 << 20));
+            let _other = budget.reserve(4 << 20).await;
+            assert_eq!(budget.available(), 0);
+            assert!(big.try_grow(2 << 20), "the room is the lease's own");
+            assert!(!big.try_grow(1));
         });
     }
 

@@ -674,8 +674,9 @@ async fn parse_budget_run(
 /// each served a 250 MB literal under 2 GB, is
 /// [`measure_the_parse_budget_at_the_issue_scale`]): four jobs each served
 /// a 48 MiB literal over five seconds, under a `parse_memory` of 160 MiB,
-/// read and parse one after another (each holds twice its size of the
-/// budget before a byte is read, then the statement it writes out).
+/// read and parse one after another (each takes three times its size of
+/// the budget before a byte is read: its body, the parser's copy, room for
+/// the statement it writes out).
 /// Without the budget the four bodies arrive and are parsed together:
 /// 596 MiB here, and 2.89 GB for four of 250 MB in the issue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

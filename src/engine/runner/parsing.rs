@@ -29,6 +29,10 @@ pub const CRASH_STRIKES: u32 = 2;
 /// itself and the parser's own copy of it (its tokens, the terms of a
 /// statement); the statements written out are charged as they come.
 pub const HOLD_FACTOR: u64 = 2;
+/// Room for the statements a document writes out, per byte of its body,
+/// reserved with its share (N-Quads of a big document are about its size;
+/// more is asked for as it comes, and a refusal cuts the document).
+pub const OUTPUT_ROOM: u64 = 1;
 /// The first share of a body whose length is not announced (chunked, or
 /// decompressed on the fly); it grows as the body arrives.
 const FIRST_SHARE: u64 = 1 << 20;
@@ -270,7 +274,10 @@ impl Runner<'_> {
         let first = announced.unwrap_or(FIRST_SHARE).min(cap);
         self.engine
             .parse_budget
-            .reserve(first.saturating_mul(HOLD_FACTOR))
+            .reserve_with_room(
+                first.saturating_mul(HOLD_FACTOR),
+                first.saturating_mul(OUTPUT_ROOM),
+            )
             .await
     }
 
