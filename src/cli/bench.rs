@@ -209,6 +209,25 @@ fn web_settings(args: &BenchArgs) -> Vec<crate::bench::runner::JobSetting> {
         .collect()
 }
 
+/// [`web_settings`] for one strategy: a strategy that learns nothing runs
+/// once, at its own default look-ahead (the curve is a learner's).
+fn strategy_settings(
+    args: &BenchArgs,
+    kind: StrategyKind,
+) -> Vec<crate::bench::runner::JobSetting> {
+    let all = web_settings(args);
+    if kind.learns() {
+        return all;
+    }
+    all.into_iter()
+        .take(1)
+        .map(|s| crate::bench::runner::JobSetting {
+            look_ahead: None,
+            ..s
+        })
+        .collect()
+}
+
 /// `linked[-sparse|-conneg][:HOSTS[:PER_HOST[:SEED]]]`: a web of linked data
 /// (`sites::linked`, `sites::linked_shapes`), its hosts under one registrable
 /// domain with `one_domain`; `None` for another kind of site.
@@ -563,18 +582,7 @@ async fn bench_linked(
             StrategyKind::Bfs | StrategyKind::Dfs | StrategyKind::Focused => 1,
             _ => args.seeds.max(1),
         };
-        // A strategy that learns nothing: one run at its own default look-ahead.
-        let settings = match kind.learns() {
-            true => web_settings(args),
-            false => web_settings(args)
-                .into_iter()
-                .take(1)
-                .map(|s| crate::bench::runner::JobSetting {
-                    look_ahead: None,
-                    ..s
-                })
-                .collect(),
-        };
+        let settings = strategy_settings(args, kind);
         for setting in settings {
             let mut figs = Vec::new();
             for seed in 1..=seeds {
@@ -661,18 +669,7 @@ async fn bench_structured(
             StrategyKind::Bfs | StrategyKind::Dfs | StrategyKind::Focused => 1,
             _ => args.seeds.max(1),
         };
-        // bfs learns nothing: one run at its own default look-ahead.
-        let settings = match kind.learns() {
-            true => web_settings(args),
-            false => web_settings(args)
-                .into_iter()
-                .take(1)
-                .map(|s| crate::bench::runner::JobSetting {
-                    look_ahead: None,
-                    ..s
-                })
-                .collect(),
-        };
+        let settings = strategy_settings(args, kind);
         for setting in settings {
             let mut figs = Vec::new();
             for seed in 1..=seeds {
