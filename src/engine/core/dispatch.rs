@@ -19,8 +19,9 @@
 //! [`JobCore::frontier_len`] counts it); the driver gives it back with
 //! [`JobCore::release_held`] when it stops.
 //!
-//! Invariant (debug-asserted with the core's): the held count is the number
-//! of [`Held`] links handed out and neither begun nor released.
+//! Invariant: the held count is the number of [`Held`] links handed out
+//! and neither begun nor released (debug-asserted where one comes back, and
+//! when the steps are abandoned: none may be left out then).
 //!
 //! [`Strategy::chooses_hosts`]: crate::strategy::Strategy::chooses_hosts
 
