@@ -285,10 +285,10 @@ async fn until(seen: impl Fn() -> bool) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn changing_content_killed_ten_times_leaves_no_orphan_files() {
-    use std::os::unix::process::ExitStatusExt;
-    let site = SyntheticSite::preset(Preset::Small, 6).unwrap();
+/// The small synthetic site of `seed` behind [`Changing`] bodies, served
+/// under [`HOST`]; and the path a crawl starts from.
+async fn serve_changing(seed: u64) -> (SiteServer, String) {
+    let site = SyntheticSite::preset(Preset::Small, seed).unwrap();
     let start = site.start_path().to_string();
     let site = Arc::new(Changing {
         inner: site,
@@ -297,6 +297,13 @@ async fn changing_content_killed_ten_times_leaves_no_orphan_files() {
     let server = SiteServer::start(vec![(HOST.to_string(), site as Arc<dyn Site>)])
         .await
         .unwrap();
+    (server, start)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_content_killed_ten_times_leaves_no_orphan_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let (server, start) = serve_changing(6).await;
     let port = server.port();
     let tmp = tempfile::tempdir().unwrap();
     let job = job(tmp.path(), port, &start);
@@ -502,15 +509,7 @@ async fn a_continuous_job_on_changing_content_killed_ten_times_leaves_no_orphan_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_run_killed_before_its_first_checkpoint_leaves_no_orphan_file() {
     use std::os::unix::process::ExitStatusExt;
-    let site = SyntheticSite::preset(Preset::Small, 7).unwrap();
-    let start = site.start_path().to_string();
-    let site = Arc::new(Changing {
-        inner: site,
-        answers: AtomicU64::new(0),
-    });
-    let server = SiteServer::start(vec![(HOST.to_string(), site as Arc<dyn Site>)])
-        .await
-        .unwrap();
+    let (server, start) = serve_changing(7).await;
     let port = server.port();
     let tmp = tempfile::tempdir().unwrap();
     let job = job(tmp.path(), port, &start);
