@@ -519,10 +519,6 @@ impl Strategy for Anthelion {
         self.pop_ready(&FreeSlot::ANY)
     }
 
-    fn chooses_hosts(&self) -> bool {
-        true
-    }
-
     fn pop_ready(&mut self, free: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         let slot = self.choose(free)?;
         let queue = self.queues.get_mut(&slot)?;

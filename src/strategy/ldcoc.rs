@@ -457,10 +457,6 @@ impl Strategy for Ldcoc {
         self.pop_ready(&FreeSlot::ANY)
     }
 
-    fn chooses_hosts(&self) -> bool {
-        true
-    }
-
     fn pop_ready(&mut self, free: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         let take_declined = |s: &mut Self| {
             let Declined { id, score, .. } = s.declined.pop()?;

@@ -250,7 +250,7 @@ pub trait Strategy: Send {
     /// [`Strategy::pop`] for a free request slot of a job with many hosts.
     ///
     /// A strategy whose arms are hosts (it saw each link's URL at
-    /// [`Strategy::triage`], [`Strategy::chooses_hosts`] is `true`) returns
+    /// [`Strategy::triage`]) returns
     /// its best link on a host that `slot.host_ready` accepts among its
     /// `slot.look_ahead` best hosts, or `None` to leave the slot empty
     /// (the engine asks again when a host may have become ready); its own
@@ -262,11 +262,6 @@ pub trait Strategy: Send {
     fn pop_ready(&mut self, slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         let _ = slot;
         self.pop()
-    }
-
-    /// Whether [`Strategy::pop_ready`] chooses among ready hosts itself.
-    fn chooses_hosts(&self) -> bool {
-        false
     }
 
     /// A link just popped (its record loaded), right before its request

@@ -3,9 +3,9 @@
 //!
 //! A link is chosen when a slot is free, from the strategy as it is then —
 //! with every answer received so far taken into account — never long before.
-//! A strategy that chooses among hosts ([`Strategy::chooses_hosts`]) is told
-//! which hosts are ready and may leave the slot empty rather than spend it
-//! on a host it ranks poorly. For the others, a popped link whose
+//! A strategy that chooses among hosts (anthelion, ldcoc: see
+//! [`Strategy::pop_ready`]) is told which hosts are ready and may leave
+//! the slot empty rather than spend it on a host it ranks poorly. For the others, a popped link whose
 //! politeness key is not ready is *held*: handed to the driver, which keeps
 //! it in its key's lane until the key is ready ([`JobCore::begin_held`]);
 //! while `look_ahead` links are held no more are popped, so the choice that
@@ -23,7 +23,7 @@
 //! and neither begun nor released (debug-asserted where one comes back, and
 //! when the steps are abandoned: none may be left out then).
 //!
-//! [`Strategy::chooses_hosts`]: crate::strategy::Strategy::chooses_hosts
+//! [`Strategy::pop_ready`]: crate::strategy::Strategy::pop_ready
 
 use super::JobCore;
 use crate::link::{LinkId, QueueKey};
