@@ -160,6 +160,12 @@ impl Lanes {
             let taken = queue.pop_front();
             if queue.is_empty() {
                 self.queues.remove(&lane);
+            } else {
+                // The caller may not start a step with what it took (the
+                // strategy drops or defers a held link): the links behind
+                // it need a timer of their own, or nothing would ever wake
+                // the lane, and a lane with links waiting is never free.
+                self.schedule(&lane, now, &readiness);
             }
             if let Some(p) = taken {
                 self.parked -= 1;
@@ -243,6 +249,38 @@ mod tests {
         let (lane, p) = lanes.take_ready(now, ready).expect("a freed");
         assert_eq!((lane.as_str(), p.id()), ("a", LinkId(1)));
         assert_eq!(lanes.parked(), 0);
+    }
+
+    #[test]
+    fn a_lane_whose_taken_work_does_not_start_still_wakes_for_the_rest() {
+        let now = Instant::now();
+        let ready = |_: &Parked| Readiness::Now;
+        let mut lanes = Lanes::default();
+        lanes.park("a".into(), parked(1, "a"), now, ready);
+        lanes.park("a".into(), parked(2, "a"), now, ready);
+        let (_, first) = lanes.take_ready(now, ready).expect("a is ready");
+        assert_eq!(first.id(), LinkId(1));
+        // Taken and not started (a held link the strategy deferred): no
+        // `start`, so no `finish` will arm the lane again.
+        assert_eq!(lanes.next_wake(now), Some(Duration::ZERO));
+        let (_, second) = lanes.take_ready(now, ready).expect("the rest still wakes");
+        assert_eq!(second.id(), LinkId(2));
+        assert!(lanes.is_free("a"));
+    }
+
+    #[test]
+    fn a_lane_whose_taken_work_starts_wakes_once_the_step_ends() {
+        let now = Instant::now();
+        let ready = |_: &Parked| Readiness::Now;
+        let mut lanes = Lanes::default();
+        lanes.park("a".into(), parked(1, "a"), now, ready);
+        lanes.park("a".into(), parked(2, "a"), now, ready);
+        let _ = lanes.take_ready(now, ready).expect("a is ready");
+        lanes.start("a");
+        assert!(lanes.take_ready(now, ready).is_none(), "a is busy");
+        lanes.finish("a", now, ready);
+        let (_, second) = lanes.take_ready(now, ready).expect("a freed");
+        assert_eq!(second.id(), LinkId(2));
     }
 
     #[test]
