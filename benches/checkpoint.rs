@@ -29,22 +29,22 @@ mod common;
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::random_path;
-use forager::codec;
-use forager::config::JobSpec;
-use forager::engine::replay::{self, Answers, Replay};
 use forager::engine::{CrawlObserver, Engine, EngineConfig, NoObserver, Runner};
-use forager::extract::{ExtractedLink, PageLinks};
 use forager::fetch::FetchConfig;
-use forager::learn::{MimeFilterConfig, MimeFilters};
-use forager::link::url_hash;
-use forager::link::{Link, LinkId, QueueKey, TagPath};
-use forager::mime::{Label, MimeFamily};
-use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
-use forager::sites::synthetic::{Preset, SyntheticSite};
 use forager::store::{
     CommitReport, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, Store,
 };
-use forager::strategy::{SleepingBandit, Strategy, StrategyKind, StrategyStats};
+use forager_bench::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
+use forager_bench::sites::synthetic::{Preset, SyntheticSite};
+use forager_core::codec;
+use forager_core::config::JobSpec;
+use forager_core::extract::{ExtractedLink, PageLinks};
+use forager_core::job::replay::{self, Answers, Replay};
+use forager_core::learn::{MimeFilterConfig, MimeFilters};
+use forager_core::link::url_hash;
+use forager_core::link::{Link, LinkId, QueueKey, TagPath};
+use forager_core::mime::{Label, MimeFamily};
+use forager_core::strategy::{SleepingBandit, Strategy, StrategyKind, StrategyStats};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashSet;

@@ -18,10 +18,10 @@ mod common;
 
 use common::thread_cpu;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use forager::extract::structured::StructuredOptions;
-use forager::extract::{extract_links, ExtractLimits};
-use forager::sites::server::{Site, SiteRequest};
-use forager::sites::synthetic::{Preset, SyntheticSite};
+use forager_bench::sites::server::{Site, SiteRequest};
+use forager_bench::sites::synthetic::{Preset, SyntheticSite};
+use forager_core::extract::structured::StructuredOptions;
+use forager_core::extract::{extract_links, ExtractLimits};
 use sha2::{Digest, Sha256};
 use std::collections::{HashSet, VecDeque};
 use std::hint::black_box;

@@ -1,5 +1,7 @@
 //! The `forager` binary: parse the command line, run the command, map errors to exit codes.
 
+mod cli;
+
 fn main() -> std::process::ExitCode {
-    forager::cli::main()
+    cli::main()
 }

@@ -7,11 +7,11 @@
 mod common;
 
 use common::{Crawl, JobFile};
-use forager::bench::changing::{
+use forager_bench::changing::{
     crawler_requests, figures, read_manifest, Policy, SimRequest, Truth, Window,
 };
-use forager::sites::changing::{ChangingParams, ChangingSite, SimClock, SimTime, DAY, HOST};
-use forager::sites::server::SiteServer;
+use forager_bench::sites::changing::{ChangingParams, ChangingSite, SimClock, SimTime, DAY, HOST};
+use forager_bench::sites::server::SiteServer;
 use std::sync::Arc;
 use std::time::Duration;
 

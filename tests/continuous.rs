@@ -4,13 +4,13 @@
 //! found on a revisit, and a kill -9 loses nothing of the schedule. Every
 //! assertion is on the loopback server's log and on what is on disk.
 
-use forager::config::{JobMode, JobSpec, RevisitSpec};
 use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
 use forager::output::warc::read;
-use forager::revisit::{RevisitPolicy, ScheduleConfig};
-use forager::sites::server::{RequestRecord, Site, SiteRequest, SiteResponse, SiteServer};
-use forager::strategy::StrategyKind;
+use forager_bench::sites::server::{RequestRecord, Site, SiteRequest, SiteResponse, SiteServer};
+use forager_core::config::{JobMode, JobSpec, RevisitSpec};
+use forager_core::revisit::{RevisitPolicy, ScheduleConfig};
+use forager_core::strategy::StrategyKind;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;

@@ -17,8 +17,8 @@
 //! --release --test crash -- --nocapture`.
 
 use axum::http::StatusCode;
-use forager::sites::server::{Body, Site, SiteRequest, SiteResponse, SiteServer};
-use forager::sites::synthetic::{Preset, SyntheticSite};
+use forager_bench::sites::server::{Body, Site, SiteRequest, SiteResponse, SiteServer};
+use forager_bench::sites::synthetic::{Preset, SyntheticSite};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

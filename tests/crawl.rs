@@ -2,8 +2,8 @@
 //! site; every assertion is made on the server's own request log or on the
 //! files the crawl wrote.
 
-use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
-use forager::sites::server::{min_start_gap, RequestRecord, SiteServer};
+use forager_bench::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager_bench::sites::server::{min_start_gap, RequestRecord, SiteServer};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
@@ -251,12 +251,12 @@ async fn a_resumed_job_reuses_the_stored_robots_txt_and_finishes_the_harvest() {
 /// a sitemap index → a gzip-compressed urlset and a plain-text sitemap).
 struct SitemapSite;
 
-impl forager::sites::server::Site for SitemapSite {
+impl forager_bench::sites::server::Site for SitemapSite {
     fn respond(
         &self,
-        req: &forager::sites::server::SiteRequest,
-    ) -> forager::sites::server::SiteResponse {
-        use forager::sites::server::SiteResponse;
+        req: &forager_bench::sites::server::SiteRequest,
+    ) -> forager_bench::sites::server::SiteResponse {
+        use forager_bench::sites::server::SiteResponse;
         use std::io::Write as _;
         match req.path.as_str() {
             "/robots.txt" => SiteResponse::ok(
@@ -300,8 +300,10 @@ impl forager::sites::server::Site for SitemapSite {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sitemaps_listed_in_robots_txt_are_a_source_of_links() {
     for strategy in ["bfs", "sb"] {
-        let sites: Vec<(String, std::sync::Arc<dyn forager::sites::server::Site>)> =
-            vec![(FIXTURE_HOST.to_string(), std::sync::Arc::new(SitemapSite))];
+        let sites: Vec<(
+            String,
+            std::sync::Arc<dyn forager_bench::sites::server::Site>,
+        )> = vec![(FIXTURE_HOST.to_string(), std::sync::Arc::new(SitemapSite))];
         let server = SiteServer::start(sites).await.unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let job = job_file(
@@ -402,7 +404,7 @@ fn a_job_file_parses_as_written() {
         .set("limits", "max_body", 1000)
         .no_early_stop()
         .toml();
-    let spec = forager::config::parse_job(&toml, Path::new("x.toml")).expect("valid job");
+    let spec = forager_core::config::parse_job(&toml, Path::new("x.toml")).expect("valid job");
     assert_eq!(spec.seed, 7);
     assert_eq!(spec.limits.max_body, 1000);
     assert!(!spec.budget.early_stop);
@@ -415,7 +417,7 @@ fn a_job_file_parses_as_written() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_files_under_generic_types_are_harvested_by_name() {
     use axum::http::{header, HeaderValue};
-    use forager::sites::server::{Site, SiteRequest, SiteResponse};
+    use forager_bench::sites::server::{Site, SiteRequest, SiteResponse};
     use std::sync::Arc;
     struct LooseSite;
     impl Site for LooseSite {
@@ -492,7 +494,7 @@ async fn data_files_under_generic_types_are_harvested_by_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn include_and_exclude_patterns_bound_the_crawl() {
     use axum::http::StatusCode;
-    use forager::sites::server::{Site, SiteRequest, SiteResponse};
+    use forager_bench::sites::server::{Site, SiteRequest, SiteResponse};
     use std::sync::Arc;
     struct Sections;
     impl Site for Sections {
@@ -625,7 +627,7 @@ async fn include_and_exclude_patterns_bound_the_crawl() {
 #[tokio::test]
 async fn http_options_reach_their_hosts_only_through_the_proxy_and_stay_secret() {
     use axum::http::StatusCode;
-    use forager::sites::server::{Site, SiteRequest, SiteResponse};
+    use forager_bench::sites::server::{Site, SiteRequest, SiteResponse};
     use std::io::Read as _;
     use std::sync::Arc;
     const AUTH: &str = "Basic YWxpY2U6cGE1NQ=="; // alice:pa55
@@ -738,8 +740,8 @@ async fn http_options_reach_their_hosts_only_through_the_proxy_and_stay_secret()
 /// every target is harvested all the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn links_predicted_neither_are_skipped_when_the_job_says_so() {
-    use forager::sites::server::Site;
-    use forager::sites::synthetic::{Preset, SyntheticSite};
+    use forager_bench::sites::server::Site;
+    use forager_bench::sites::synthetic::{Preset, SyntheticSite};
     use std::collections::BTreeSet;
     use std::sync::Arc;
     const HOST: &str = "variants.test";

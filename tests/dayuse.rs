@@ -2,8 +2,8 @@
 //! output goes to a pipe or a file, and what the commands print.
 //! Every crawl runs against loopback sites started here.
 
-use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
-use forager::sites::server::SiteServer;
+use forager_bench::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager_bench::sites::server::SiteServer;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -93,9 +93,9 @@ async fn logs_to_a_file_have_no_colour_codes() {
 /// what the server saw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_during_the_politeness_wait_counts_no_phantom_request() {
-    use forager::config::JobSpec;
     use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
     use forager::fetch::FetchConfig;
+    use forager_core::config::JobSpec;
     use std::time::Duration;
 
     let server = SiteServer::start(FixtureSite::new().with_crawl_delay(None).sites())

@@ -10,8 +10,8 @@
 //! namespaces); where the kernel forbids them the test says so and skips.
 
 use forager::daemon::jobs::Phase;
-use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::store::StopReason;
+use forager_bench::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

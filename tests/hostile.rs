@@ -19,8 +19,8 @@ mod raw;
 mod sites;
 
 use axum::http::{header, HeaderValue, StatusCode};
-use forager::sites::{Body, Site, SiteRequest, SiteResponse, SiteServer};
 use forager::store::StopReason;
+use forager_bench::sites::{Body, Site, SiteRequest, SiteResponse, SiteServer};
 use harness::{crawl_cli, crawl_in_process, job_toml, quick_fetch, CliOptions, MAX_BODY_BYTES};
 use raw::{respond, RawServer, Step};
 use sites::{HostileSite, HONEST_TARGETS};
@@ -906,7 +906,7 @@ async fn an_infinite_calendar_does_not_eat_the_budget() {
         .iter()
         .filter(|p| p.starts_with("/calendar/"))
         .count();
-    let run = forager::engine::traps::DEFAULT_MAX_PATTERN_RUN as usize;
+    let run = forager_core::job::traps::DEFAULT_MAX_PATTERN_RUN as usize;
     // Two chains (previous and next months) of at most `run` pages each past the first.
     assert!(
         (run..=2 * run + 10).contains(&calendar),

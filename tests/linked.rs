@@ -7,8 +7,8 @@ mod common;
 
 use common::{manifest_by_final_url, Crawl, JobFile};
 use forager::output::nquads;
-use forager::sites::linked::LinkedWeb;
-use forager::sites::server::{RequestRecord, SiteServer};
+use forager_bench::sites::linked::LinkedWeb;
+use forager_bench::sites::server::{RequestRecord, SiteServer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
@@ -257,7 +257,7 @@ async fn ldcoc_fetches_a_larger_share_of_rdf_than_bfs() {
 /// RDF document reachable harvested, each once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ldcoc_at_the_default_config_harvests_every_rdf_document() {
-    use forager::sites::linked::Shape;
+    use forager_bench::sites::linked::Shape;
     for web in [
         LinkedWeb::new(20, 8, 3),
         LinkedWeb::with_shape(Shape::Conneg, 10, 12, 4),
@@ -310,7 +310,7 @@ async fn ldcoc_at_the_default_config_harvests_every_rdf_document() {
 /// `data.nq.gz` in the page's graph, and a page without any is not saved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rdfa_pages_are_linked_data_too() {
-    use forager::sites::server::{Site, SiteRequest, SiteResponse};
+    use forager_bench::sites::server::{Site, SiteRequest, SiteResponse};
     use std::sync::Arc;
 
     const HOST: &str = "people.test";

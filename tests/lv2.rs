@@ -14,8 +14,8 @@ mod common;
 
 use common::{Crawl, JobFile};
 use forager::output::nquads;
-use forager::sites::directory::DirectorySite;
-use forager::sites::server::SiteServer;
+use forager_bench::sites::directory::DirectorySite;
+use forager_bench::sites::server::SiteServer;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

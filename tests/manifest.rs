@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Crawl, JobFile};
-use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
+use forager_bench::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use std::sync::Arc;
 
 const HOST: &str = "lines.test";

@@ -7,9 +7,9 @@
 mod common;
 
 use common::{manifest_by_final_url, Crawl, JobFile};
-use forager::bench::multihost::figures::politeness;
-use forager::sites::server::{min_start_gap, RequestRecord, SiteServer};
-use forager::sites::web::Web;
+use forager_bench::multihost::figures::politeness;
+use forager_bench::sites::server::{min_start_gap, RequestRecord, SiteServer};
+use forager_bench::sites::web::Web;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! as rdflib does. The golden counts are rdflib's, written by
 //! `scripts/rdf-oracle.py` (its docstring says how to regenerate them).
 
-use forager::rdf::{parse_document, Follow, RdfLimits, RdfSyntax};
+use forager_core::rdf::{parse_document, Follow, RdfLimits, RdfSyntax};
 use std::path::Path;
 use url::Url;
 

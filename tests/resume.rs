@@ -2,12 +2,12 @@
 //! harvest equals an uninterrupted run's (same targets, same bytes), and no
 //! target is fetched twice.
 
-use forager::config::JobSpec;
 use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
-use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
-use forager::sites::server::SiteServer;
-use forager::strategy::StrategyKind;
+use forager_bench::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager_bench::sites::server::SiteServer;
+use forager_core::config::JobSpec;
+use forager_core::strategy::StrategyKind;
 use std::collections::BTreeMap;
 
 mod common;
@@ -129,7 +129,7 @@ impl ManyPaths {
             .unwrap_or(0)
     }
 
-    fn path(mut k: u64) -> forager::link::TagPath {
+    fn path(mut k: u64) -> forager_core::link::TagPath {
         let mut path = String::from("/html/body");
         for _ in 0..5 {
             path.push('/');
@@ -137,20 +137,20 @@ impl ManyPaths {
             k /= 10;
         }
         path.push_str("/a");
-        forager::link::TagPath::new(path)
+        forager_core::link::TagPath::new(path)
     }
 }
 
-impl forager::engine::replay::Answers for ManyPaths {
-    fn label(&mut self, url: &url::Url) -> Option<forager::mime::Label> {
+impl forager_core::job::replay::Answers for ManyPaths {
+    fn label(&mut self, url: &url::Url) -> Option<forager_core::mime::Label> {
         Some(if url.path().ends_with(".csv") {
-            forager::mime::Label::Target
+            forager_core::mime::Label::Target
         } else {
-            forager::mime::Label::Html
+            forager_core::mime::Label::Html
         })
     }
 
-    fn links(&mut self, page: &forager::link::Link) -> forager::extract::PageLinks {
+    fn links(&mut self, page: &forager_core::link::Link) -> forager_core::extract::PageLinks {
         let n = Self::number(&page.url);
         let links = (0..15u64)
             .map(|k| {
@@ -159,7 +159,7 @@ impl forager::engine::replay::Answers for ManyPaths {
                 } else {
                     (n * 3 + k, ".csv")
                 };
-                forager::extract::ExtractedLink {
+                forager_core::extract::ExtractedLink {
                     url: page.url.join(&format!("/{child}{ext}")).unwrap(),
                     // Targets sit under a few paths, pages under many.
                     tag_path: Self::path(if ext.is_empty() {
@@ -171,10 +171,10 @@ impl forager::engine::replay::Answers for ManyPaths {
                 }
             })
             .collect();
-        forager::engine::replay::page_links(&page.url, links)
+        forager_core::job::replay::page_links(&page.url, links)
     }
 
-    fn target(&mut self, _link: &forager::link::Link, _requests: u64) -> bool {
+    fn target(&mut self, _link: &forager_core::link::Link, _requests: u64) -> bool {
         true
     }
 }
@@ -187,9 +187,9 @@ impl forager::engine::replay::Answers for ManyPaths {
 /// last commit carried; a fresh learner restored from it saves it unchanged.
 #[test]
 fn a_job_killed_between_checkpoints_resumes_its_last_learned_state() {
-    use forager::engine::replay::Replay;
     use forager::store::Store;
-    use forager::strategy::{SleepingBandit, Strategy};
+    use forager_core::job::replay::Replay;
+    use forager_core::strategy::{SleepingBandit, Strategy};
 
     let dir = tempfile::tempdir().unwrap();
     let seed = url::Url::parse("http://many.test/0").unwrap();

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{manifest_by_final_url, Crawl, JobFile};
-use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
-use forager::sites::synthetic::{Preset, SyntheticSite};
+use forager_bench::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
+use forager_bench::sites::synthetic::{Preset, SyntheticSite};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -8,7 +8,7 @@ mod common;
 
 use common::{manifest_by_final_url, Crawl, JobFile};
 use forager::output::nquads;
-use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
+use forager_bench::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -283,8 +283,8 @@ async fn anthelion_harvests_the_relevant_pages_of_a_multi_host_web() {
 /// once: nothing lost, nothing twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthelion_killed_mid_crawl_keeps_every_statement_once() {
-    use forager::bench::structured::ground_truth;
-    use forager::sites::structured::StructuredWeb;
+    use forager_bench::sites::structured::StructuredWeb;
+    use forager_bench::structured::ground_truth;
     let web = StructuredWeb::new(12, 10, 3);
     let truth = ground_truth(&web, 6).expect("ground truth");
     assert!(

@@ -12,10 +12,10 @@ use forager::output::warc::{
     self, read, Metadata, Payload, Revisit, WarcConfig, WarcWriter, PROFILE_IDENTICAL_PAYLOAD,
     PROFILE_NOT_MODIFIED,
 };
-use forager::sites::server::{
+use forager::store::ManifestRow;
+use forager_bench::sites::server::{
     Body, Chunk, ChunkSource, Site, SiteRequest, SiteResponse, SiteServer,
 };
-use forager::store::ManifestRow;
 use hyper::header::{self, HeaderValue};
 use hyper::StatusCode;
 use sha2::{Digest, Sha256};
@@ -378,7 +378,7 @@ fn a_writer_killed_inside_records_leaves_valid_warc() {
 }
 
 fn crawl_job(dir: &Path, port: u16) -> PathBuf {
-    use forager::sites::fixture::{FIXTURE_HOST, FIXTURE_MAX_BODY};
+    use forager_bench::sites::fixture::{FIXTURE_HOST, FIXTURE_MAX_BODY};
     let path = dir.join("warcjob.toml");
     let text = format!(
         "name = \"warcjob\"\nseeds = [\"http://{FIXTURE_HOST}:{port}/\"]\nseed = 7\n\
@@ -391,7 +391,7 @@ fn crawl_job(dir: &Path, port: u16) -> PathBuf {
 }
 
 fn crawl(job: &Path, state: &Path, port: u16, crash_at: Option<u32>) -> std::process::ExitStatus {
-    use forager::sites::fixture::{FIXTURE_HOST, OUTSIDE_HOST};
+    use forager_bench::sites::fixture::{FIXTURE_HOST, OUTSIDE_HOST};
     let mut c = Command::new(env!("CARGO_BIN_EXE_forager"));
     c.arg("crawl")
         .arg(job)
@@ -413,7 +413,7 @@ fn crawl(job: &Path, state: &Path, port: u16, crash_at: Option<u32>) -> std::pro
 /// payload digest is the SHA-1 of the saved file, and every file is valid.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crawl_archives_every_manifest_target() {
-    use forager::sites::fixture::FixtureSite;
+    use forager_bench::sites::fixture::FixtureSite;
     let fixture = FixtureSite::new().with_crawl_delay(None);
     let server = SiteServer::start(fixture.sites()).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();

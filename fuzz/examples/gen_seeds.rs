@@ -4,10 +4,10 @@
 //! stored types: `cargo run --manifest-path fuzz/Cargo.toml --example gen_seeds`.
 
 use forager::fetch::{RobotsRecord, RobotsStatus};
-use forager::link::{Link, TagPath};
-use forager::store::codec::encode;
+use forager_core::link::{Link, TagPath};
+use forager_core::codec::encode;
 use forager::store::{FrontierEntry, JobCounters, JobRecord, ManifestRow, StopReason};
-use forager::strategy::QueueKey;
+use forager_core::strategy::QueueKey;
 use std::fs;
 use std::path::{Path, PathBuf};
 use url::Url;

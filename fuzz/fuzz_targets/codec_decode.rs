@@ -3,7 +3,7 @@
 #![no_main]
 
 use forager::fetch::RobotsRecord;
-use forager::store::codec::{decode, encode};
+use forager_core::codec::{decode, encode};
 use forager::store::{FrontierEntry, JobCounters, JobRecord, ManifestRow};
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;

@@ -2,7 +2,7 @@
 //! line naming the file; never a panic.
 #![no_main]
 
-use forager::config::{parse_daemon, parse_daemon_all};
+use forager_core::config::{parse_daemon, parse_daemon_all};
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! same whether the body arrives in one piece or in two chunks.
 #![no_main]
 
-use forager::extract::{extract_links, normalize, ExtractLimits, LinkExtractor, UrlRules};
+use forager_core::extract::{extract_links, normalize, ExtractLimits, LinkExtractor, UrlRules};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashSet;
 use url::Url;
@@ -65,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
     streamed.write(&body[..split]);
     streamed.write(&body[split..]);
     let streamed = streamed.finish();
-    let key = |p: &forager::extract::PageLinks| -> Vec<(String, String)> {
+    let key = |p: &forager_core::extract::PageLinks| -> Vec<(String, String)> {
         p.links
             .iter()
             .map(|l| (l.url.to_string(), l.tag_path.to_string()))

@@ -2,7 +2,7 @@
 //! naming the file; never a panic.
 #![no_main]
 
-use forager::config::{is_valid_job_name, parse_job, parse_job_all};
+use forager_core::config::{is_valid_job_name, parse_job, parse_job_all};
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 

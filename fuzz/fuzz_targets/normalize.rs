@@ -2,7 +2,7 @@
 //! resolving a raw link gives a normalised URL that passes the trap checks.
 #![no_main]
 
-use forager::extract::{check_limits, normalize, resolve, UrlRules};
+use forager_core::extract::{check_limits, normalize, resolve, UrlRules};
 use libfuzzer_sys::fuzz_target;
 use url::Url;
 

@@ -1,24 +1,24 @@
 //! `forager bench`, `forager demo` and the hidden `forager serve-site`.
 
-use crate::bench::changing;
-use crate::bench::daemon_load;
-use crate::bench::linked;
-use crate::bench::multihost;
-use crate::bench::reference::{self, ReferenceCommand, RunSample};
-use crate::bench::report::{self, RunFigures};
-use crate::bench::runner::{clear_state_dir, run_once, sanitize, BenchSite, RunConfig, RunResult};
-use crate::bench::structured;
-use crate::config::NeitherLinks;
-use crate::sites::directory::DirectorySite;
-use crate::sites::linked::LinkedWeb;
-use crate::sites::server::{Site, SiteServer};
-use crate::sites::structured::StructuredWeb;
-use crate::sites::synthetic::SyntheticSpec;
-use crate::sites::web::Web;
-use crate::store::{Store, TableUsage};
-use crate::strategy::StrategyKind;
 use anyhow::{bail, Context};
 use clap::Args;
+use forager::store::{Store, TableUsage};
+use forager_bench::changing;
+use forager_bench::daemon_load;
+use forager_bench::linked;
+use forager_bench::multihost;
+use forager_bench::reference::{self, ReferenceCommand, RunSample};
+use forager_bench::report::{self, RunFigures};
+use forager_bench::runner::{clear_state_dir, run_once, sanitize, BenchSite, RunConfig, RunResult};
+use forager_bench::sites::directory::DirectorySite;
+use forager_bench::sites::linked::LinkedWeb;
+use forager_bench::sites::server::{Site, SiteServer};
+use forager_bench::sites::structured::StructuredWeb;
+use forager_bench::sites::synthetic::SyntheticSpec;
+use forager_bench::sites::web::Web;
+use forager_bench::structured;
+use forager_core::config::NeitherLinks;
+use forager_core::strategy::StrategyKind;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -128,7 +128,7 @@ pub struct BenchArgs {
     /// Linked and structured webs: the job's politeness.per, `host` or `pld` (default:
     /// pld, that of scope any).
     #[arg(long, value_parser = parse_per)]
-    per: Option<crate::extract::PolitenessPer>,
+    per: Option<forager_core::extract::PolitenessPer>,
     /// Linked and structured webs: name every host of the web under one registrable
     /// domain (`site0001.web.test`, …), so that per-pld politeness makes them one key.
     #[arg(long)]
@@ -140,7 +140,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     checkpoint_interval: Duration,
     /// Daemon load: the daemon's cache_size (e.g. `32MiB`; default: the daemon's own).
-    #[arg(long, value_parser = crate::config::parse_size)]
+    #[arg(long, value_parser = forager_core::config::parse_size)]
     cache_size: Option<u64>,
     /// Daemon load, multi-host and changing site: keep the work folder (job files, config,
     /// state, logs); CPU mode: keep the crawl's state folder.
@@ -179,10 +179,10 @@ pub struct ServeArgs {
 /// `--delay` names none: the default job's.
 const DEFAULT_WEB_DELAY: Duration = Duration::from_secs(1);
 
-fn parse_per(s: &str) -> Result<crate::extract::PolitenessPer, String> {
+fn parse_per(s: &str) -> Result<forager_core::extract::PolitenessPer, String> {
     match s {
-        "host" => Ok(crate::extract::PolitenessPer::Host),
-        "pld" => Ok(crate::extract::PolitenessPer::Pld),
+        "host" => Ok(forager_core::extract::PolitenessPer::Host),
+        "pld" => Ok(forager_core::extract::PolitenessPer::Pld),
         _ => Err(format!("{s:?}: expected host or pld")),
     }
 }
@@ -190,8 +190,8 @@ fn parse_per(s: &str) -> Result<crate::extract::PolitenessPer, String> {
 /// The job settings a linked or structured web is crawled with: the
 /// default job of scope any at `--delay` (0s by default), or what the
 /// flags override; one per `--look-ahead` value.
-fn web_settings(args: &BenchArgs) -> Vec<crate::bench::runner::JobSetting> {
-    let base = crate::bench::runner::JobSetting {
+fn web_settings(args: &BenchArgs) -> Vec<forager_bench::runner::JobSetting> {
+    let base = forager_bench::runner::JobSetting {
         delay: args.delay.unwrap_or(Duration::ZERO),
         max_in_flight: args.max_in_flight,
         look_ahead: None,
@@ -202,7 +202,7 @@ fn web_settings(args: &BenchArgs) -> Vec<crate::bench::runner::JobSetting> {
     }
     args.look_ahead
         .iter()
-        .map(|&n| crate::bench::runner::JobSetting {
+        .map(|&n| forager_bench::runner::JobSetting {
             look_ahead: Some(n),
             ..base
         })
@@ -214,14 +214,14 @@ fn web_settings(args: &BenchArgs) -> Vec<crate::bench::runner::JobSetting> {
 fn strategy_settings(
     args: &BenchArgs,
     kind: StrategyKind,
-) -> Vec<crate::bench::runner::JobSetting> {
+) -> Vec<forager_bench::runner::JobSetting> {
     let all = web_settings(args);
     if kind.learns() {
         return all;
     }
     all.into_iter()
         .take(1)
-        .map(|s| crate::bench::runner::JobSetting {
+        .map(|s| forager_bench::runner::JobSetting {
             look_ahead: None,
             ..s
         })
@@ -232,7 +232,7 @@ fn strategy_settings(
 /// (`sites::linked`, `sites::linked_shapes`), its hosts under one registrable
 /// domain with `one_domain`; `None` for another kind of site.
 fn parse_linked(spec: &str, one_domain: bool) -> anyhow::Result<Option<LinkedWeb>> {
-    use crate::sites::linked::Shape;
+    use forager_bench::sites::linked::Shape;
     const FORM: &str = "linked[-sparse|-conneg][:HOSTS[:PER_HOST[:SEED]]]";
     // The longer names first: "linked" is a prefix of both.
     let Some((shape, rest)) = [
@@ -652,7 +652,7 @@ async fn bench_structured(
     let truth = {
         let web = *web;
         tokio::task::spawn_blocking(move || {
-            structured::ground_truth(&web, crate::config::DEFAULT_MIN_STATEMENTS)
+            structured::ground_truth(&web, forager_core::config::DEFAULT_MIN_STATEMENTS)
         })
         .await??
     };
@@ -1038,7 +1038,7 @@ fn multihost_web(args: &BenchArgs) -> anyhow::Result<Option<Web>> {
 /// The changing site, when `--site changing…` asks for it (alone).
 fn changing_site(
     args: &BenchArgs,
-) -> anyhow::Result<Option<crate::sites::changing::ChangingParams>> {
+) -> anyhow::Result<Option<forager_bench::sites::changing::ChangingParams>> {
     let mut found = Vec::new();
     for s in &args.sites {
         if let Some(p) = changing::parse_changing(s)? {
@@ -1060,7 +1060,7 @@ fn changing_site(
 /// `bench --site changing…`: one continuous job per revisit policy and seed.
 fn changing(
     args: &BenchArgs,
-    params: crate::sites::changing::ChangingParams,
+    params: forager_bench::sites::changing::ChangingParams,
 ) -> anyhow::Result<ExitCode> {
     let policies = if args.policies.is_empty() {
         changing::Policy::ALL.to_vec()

@@ -1,12 +1,12 @@
 //! `forager crawl JOB.toml`: one job in the foreground.
 
 use super::progress::ProgressObserver;
-use crate::config;
-use crate::daemon::signals;
-use crate::engine::{Engine, EngineConfig, JobOutcome, Runner};
-use crate::fetch::FetchConfig;
 use anyhow::Context;
 use clap::Args;
+use forager::daemon::signals;
+use forager::engine::{Engine, EngineConfig, JobOutcome, Runner};
+use forager::fetch::FetchConfig;
+use forager_core::config;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,7 +71,7 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
             .extend(d.resolve.iter().map(|(h, a)| (h.clone(), *a)));
     }
     for (host, addr) in &args.resolve {
-        if !fetch.allow_private && crate::fetch::is_forbidden_ip(addr.ip()) {
+        if !fetch.allow_private && forager::fetch::is_forbidden_ip(addr.ip()) {
             anyhow::bail!(
                 "--resolve {host}={addr}: {} is a private or loopback address, which the SSRF guard refuses; add --allow-private",
                 addr.ip()
@@ -177,7 +177,7 @@ fn print_summary(
             state_dir
                 .join("targets")
                 .join(job)
-                .join(crate::output::crawl_log::LOG_NAME)
+                .join(forager::output::crawl_log::LOG_NAME)
                 .display()
         );
     }

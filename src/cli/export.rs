@@ -1,13 +1,13 @@
 //! `forager export JOB --to DIR`: a job's harvest as files or WARC, with an index.
 //!
 //! Reads the job's `manifest.jsonl` and target files only (see
-//! [`crate::output::export`]), so it runs while the daemon runs the job.
+//! [`forager::output::export`]), so it runs while the daemon runs the job.
 
-use crate::config;
-use crate::output::export::{self, ExportSpec, Layout};
-use crate::output::warc::DEFAULT_MAX_SIZE;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use forager::output::export::{self, ExportSpec, Layout};
+use forager::output::warc::DEFAULT_MAX_SIZE;
+use forager_core::config;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;

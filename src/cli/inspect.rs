@@ -1,9 +1,9 @@
 //! `forager check`, `forager explain`, `forager purge`, `forager repair`: look at files and stored state.
 
-use crate::config;
-use crate::store::Store;
 use anyhow::Context;
 use clap::Args;
+use forager::store::Store;
+use forager_core::config;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -110,14 +110,14 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
         None => super::default_state_dir(args.config.as_deref())?,
     };
     let text = match open_store(Some(dir), None) {
-        Ok(store) => crate::engine::explain(&store, &args.job, args.top)?
+        Ok(store) => forager::engine::explain(&store, &args.job, args.top)?
             .with_context(|| format!("no stored state for job {:?}", args.job))?,
         Err(local) if daemon_may_answer(&local) => {
-            let admin = crate::daemon::admin_address(args.config.as_deref())?;
+            let admin = forager::daemon::admin_address(args.config.as_deref())?;
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?
-                .block_on(crate::daemon::explain_of(admin, &args.job, args.top))
+                .block_on(forager::daemon::explain_of(admin, &args.job, args.top))
                 .with_context(|| format!("{local:#}; and asking the daemon at {admin} failed"))?
         }
         Err(local) => return Err(local),
@@ -129,8 +129,8 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<ExitCode> {
 /// Whether opening the store failed because another process holds it.
 fn is_locked(e: &anyhow::Error) -> bool {
     matches!(
-        e.downcast_ref::<crate::store::StoreError>(),
-        Some(crate::store::StoreError::Locked { .. })
+        e.downcast_ref::<forager::store::StoreError>(),
+        Some(forager::store::StoreError::Locked { .. })
     )
 }
 
@@ -138,7 +138,7 @@ fn is_locked(e: &anyhow::Error) -> bool {
 /// or this user may read the state folder (group forager) but not open the
 /// database, which redb opens for writing.
 fn daemon_may_answer(e: &anyhow::Error) -> bool {
-    use crate::store::StoreError;
+    use forager::store::StoreError;
     is_locked(e)
         || matches!(
             e.downcast_ref::<StoreError>(),
@@ -173,7 +173,7 @@ pub fn purge(args: PurgeArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             runtime.block_on(store.purge(&args.job))?;
-            if let Some(aside) = crate::output::set_aside_manifest(&dir, &args.job)
+            if let Some(aside) = forager::output::set_aside_manifest(&dir, &args.job)
                 .with_context(|| format!("moving job {}'s manifest.jsonl aside", args.job))?
             {
                 outln!("previous manifest moved to {}", aside.display());
@@ -182,9 +182,9 @@ pub fn purge(args: PurgeArgs) -> anyhow::Result<ExitCode> {
         }
         // A running daemon holds the database: ask it instead (with the token it wrote there).
         Err(local) if is_locked(&local) => {
-            let admin = crate::daemon::admin_address(args.config.as_deref())?;
+            let admin = forager::daemon::admin_address(args.config.as_deref())?;
             let reply = runtime
-                .block_on(crate::daemon::purge_via(admin, &dir, &args.job))
+                .block_on(forager::daemon::purge_via(admin, &dir, &args.job))
                 .with_context(|| format!("{local:#}; and the daemon at {admin} did not purge"))?;
             outln!("purged stored state of job {}", args.job);
             if reply.restarts {
@@ -214,7 +214,7 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<ExitCode> {
         Some(d) => d,
         None => super::default_state_dir(args.config.as_deref())?,
     };
-    let report = crate::store::repair::repair(&dir, 16 << 20)
+    let report = forager::store::repair::repair(&dir, 16 << 20)
         .with_context(|| format!("repairing the state database in {}", dir.display()))?;
     println!("damaged database kept as {}", report.moved_to.display());
     if let Some(added) = report.padded_bytes {
@@ -242,9 +242,9 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<ExitCode> {
     );
     // A lost job's manifest would be followed by its fresh run's rows for the same URLs.
     let store = Store::open(&dir, 16 << 20)?;
-    for job in crate::output::jobs_with_manifests(&dir)? {
+    for job in forager::output::jobs_with_manifests(&dir)? {
         if store.job_record(&job)?.is_none() {
-            if let Some(aside) = crate::output::set_aside_manifest(&dir, &job)? {
+            if let Some(aside) = forager::output::set_aside_manifest(&dir, &job)? {
                 println!("job {job}: manifest moved to {}", aside.display());
             }
         }
@@ -265,16 +265,16 @@ pub fn status(
 ) -> anyhow::Result<ExitCode> {
     let admin = match admin {
         Some(a) => a,
-        None => crate::daemon::admin_address(config)?,
+        None => forager::daemon::admin_address(config)?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let report = runtime.block_on(crate::daemon::status(admin))?;
+    let report = runtime.block_on(forager::daemon::status(admin))?;
     if json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        out!("{}", crate::daemon::format_status(&report));
+        out!("{}", forager::daemon::format_status(&report));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -29,6 +29,9 @@ macro_rules! errln {
     };
 }
 
+// The `demo` and `bench` commands and the test webs they serve come with
+// the `bench` feature (on by default).
+#[cfg(feature = "bench")]
 mod bench;
 mod crawl;
 mod export;
@@ -82,7 +85,7 @@ enum Command {
     /// Run the harvesting service: watch the jobs folder, run jobs, serve the admin API.
     Daemon {
         /// The daemon config (see config/forager.toml).
-        #[arg(long, default_value = crate::daemon::INSTALLED_CONFIG)]
+        #[arg(long, default_value = forager::daemon::INSTALLED_CONFIG)]
         config: PathBuf,
     },
     /// Show the running daemon's jobs (from its admin API).
@@ -99,22 +102,25 @@ enum Command {
     },
     /// Measure harvest efficiency on loopback sites: strategies × sites × seeds.
     // Boxed: the bench's many options would make every command as large.
+    #[cfg(feature = "bench")]
     Bench(Box<bench::BenchArgs>),
     /// Serve a synthetic site on loopback and crawl it with sb and bfs, side by side.
+    #[cfg(feature = "bench")]
     Demo,
     /// Serve one bench site on 127.0.0.1 until stdin closes (used by `bench --cpu`).
     #[command(hide = true)]
+    #[cfg(feature = "bench")]
     ServeSite(bench::ServeArgs),
 }
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    crate::panics::install_quiet_hook();
+    forager::panics::install_quiet_hook();
     let cli = Cli::parse();
     match &cli.command {
         // The daemon's config says its log format and level, and SIGHUP may change the level.
         Command::Daemon { config } => {
-            crate::daemon::logging::init(cli.log.as_deref(), cli.log_json, config)
+            forager::daemon::logging::init(cli.log.as_deref(), cli.log_json, config)
         }
         // A foreground command shows a progress bar and warnings.
         _ => init_logging(cli.log.as_deref(), "warn", cli.log_json),
@@ -126,14 +132,17 @@ pub fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Purge(args) => inspect::purge(args),
         Command::Repair(args) => inspect::repair(args),
-        Command::Daemon { config } => crate::daemon::main(&config).map(|()| ExitCode::SUCCESS),
+        Command::Daemon { config } => forager::daemon::main(&config).map(|()| ExitCode::SUCCESS),
         Command::Status {
             admin,
             config,
             json,
         } => inspect::status(admin, config.as_deref(), json),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => bench::bench(*args),
+        #[cfg(feature = "bench")]
         Command::Demo => bench::demo(),
+        #[cfg(feature = "bench")]
         Command::ServeSite(args) => bench::serve_site(args),
     };
     match result {
@@ -173,7 +182,7 @@ pub(crate) fn default_state_dir(config: Option<&std::path::Path>) -> anyhow::Res
         None => None,
     };
     match path {
-        Some(p) => Ok(crate::config::load_daemon(&p)?.state_dir),
+        Some(p) => Ok(forager_core::config::load_daemon(&p)?.state_dir),
         None => Ok(PathBuf::from("forager-state")),
     }
 }

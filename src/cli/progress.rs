@@ -1,8 +1,8 @@
 //! The foreground progress bar, and a log writer that keeps log lines from tearing it.
 
-use crate::daemon::live::RateMeter;
-use crate::engine::{CrawlObserver, RequestEvent};
-use crate::store::{JobCounters, StopReason};
+use forager::daemon::live::RateMeter;
+use forager::engine::{CrawlObserver, RequestEvent};
+use forager::store::{JobCounters, StopReason};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
 use std::sync::{Mutex, OnceLock};

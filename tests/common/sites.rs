@@ -1,7 +1,7 @@
 //! Loopback servers and what a crawl left on disk.
 
-use forager::sites::server::{Site, SiteServer};
-use forager::sites::synthetic::{Preset, SyntheticSite};
+use forager_bench::sites::server::{Site, SiteServer};
+use forager_bench::sites::synthetic::{Preset, SyntheticSite};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

@@ -5,10 +5,10 @@
 
 use super::common::procfs::vm_hwm_kib;
 use super::common::{Crawl, JobFile};
-use forager::config::parse_job;
 use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
 use forager::store::{JobCounters, ManifestRow, StopReason, Store};
+use forager_core::config::parse_job;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;

@@ -12,8 +12,8 @@ use super::harness::{crawl_cli, job_toml, CliOptions};
 use super::sites::HostileSite;
 use super::{seed, serve, HOST};
 use bytes::Bytes;
-use forager::sites::{Site, SiteResponse, SiteServer};
 use forager::store::{PoisonReason, Store};
+use forager_bench::sites::{Site, SiteResponse, SiteServer};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
@@ -558,9 +558,9 @@ static MOST_SENDING: AtomicUsize = AtomicUsize::new(0);
 const SLOW_HEAD: &[u8] = b"<http://e.test/s> <http://e.test/p> \"";
 const SLOW_TAIL: &[u8] = b"\" .\n";
 
-impl forager::sites::ChunkSource for SlowLiteral {
-    fn next_chunk(&mut self) -> Option<forager::sites::Chunk> {
-        use forager::sites::Chunk;
+impl forager_bench::sites::ChunkSource for SlowLiteral {
+    fn next_chunk(&mut self) -> Option<forager_bench::sites::Chunk> {
+        use forager_bench::sites::Chunk;
         let step = self.step;
         self.step += 1;
         if step == 16 {
@@ -609,7 +609,7 @@ async fn parse_budget_run(
                     axum::http::header::CONTENT_TYPE,
                     axum::http::HeaderValue::from_static("application/n-triples"),
                 )
-                .with_body(forager::sites::Body::stream(
+                .with_body(forager_bench::sites::Body::stream(
                     Some(len),
                     SlowLiteral {
                         mib,

@@ -4,7 +4,7 @@
 
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use bytes::Bytes;
-use forager::sites::{Body, Chunk, ChunkSource, Site, SiteRequest, SiteResponse};
+use forager_bench::sites::{Body, Chunk, ChunkSource, Site, SiteRequest, SiteResponse};
 use std::io::Write;
 
 /// The honest targets every hostile site also serves; a crawl must still get them.
