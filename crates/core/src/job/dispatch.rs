@@ -4,7 +4,7 @@
 //! A link is chosen when a slot is free, from the strategy as it is then —
 //! with every answer received so far taken into account — never long before.
 //! A strategy that chooses among hosts (anthelion, ldcoc: see
-//! [`Strategy::pop_ready`]) is told which hosts are ready and may leave
+//! [`Strategy::pop`]) is told which hosts are ready and may leave
 //! the slot empty rather than spend it on a host it ranks poorly. For the others, a popped link whose
 //! politeness key is not ready is *held*: handed to the driver, which keeps
 //! it in its key's lane until the key is ready ([`JobCore::begin_held`]);
@@ -23,13 +23,13 @@
 //! and neither begun nor released (debug-asserted where one comes back, and
 //! when the steps are abandoned: none may be left out then).
 //!
-//! [`Strategy::pop_ready`]: crate::strategy::Strategy::pop_ready
+//! [`Strategy::pop`]: crate::strategy::Strategy::pop
 
 use super::JobCore;
 use crate::link::{LinkId, QueueKey};
 use crate::record::FrontierEntry;
 use crate::record::SkipReason;
-use crate::strategy::{Confirm, FreeSlot};
+use crate::strategy::{Confirm, FreeSlot, Popped};
 use std::cell::Cell;
 use std::time::Duration;
 use url::Url;
@@ -169,7 +169,7 @@ impl JobCore {
     /// strategy has nothing at all (it need not wait then).
     fn pop_for(&mut self, slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         self.release_due_retries();
-        if let Some(popped) = self.strategy.pop_ready(slot) {
+        if let Some(popped) = self.strategy.pop(slot) {
             return Some(popped);
         }
         if !self.strategy.is_empty() {
@@ -184,17 +184,20 @@ impl JobCore {
     fn confirm_and_begin(&mut self, h: Held) -> Option<LinkId> {
         let Held { id, key, entry } = h;
         let link = &entry.link;
-        let verdict = if self.skip_neither && self.strategy.skip_predicted_neither(id, link, key) {
-            Err(SkipReason::PredictedNeither)
-        } else {
-            match self.strategy.confirm(link, key) {
-                Confirm::Fetch => Ok(()),
-                Confirm::Drop => Err(SkipReason::Strategy),
-                Confirm::Defer(later) => {
-                    self.links.put_back(id, entry);
-                    self.strategy.push(id, later);
-                    return None;
-                }
+        let popped = Popped {
+            id,
+            link,
+            key,
+            skip_neither: self.skip_neither,
+        };
+        let verdict = match self.strategy.confirm(&popped) {
+            Confirm::Fetch => Ok(()),
+            Confirm::Drop => Err(SkipReason::Strategy),
+            Confirm::SkipNeither => Err(SkipReason::PredictedNeither),
+            Confirm::Defer(later) => {
+                self.links.put_back(id, entry);
+                self.strategy.push(id, later);
+                return None;
             }
         };
         match verdict {

@@ -37,7 +37,7 @@ use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
 use crate::record::SkipReason;
 use crate::record::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
-use crate::strategy::{LabelSource, Strategy, StrategyStats, Triage};
+use crate::strategy::{Feedback, LabelSource, Strategy, StrategyStats, Triage};
 pub use dispatch::{Held, NextStep, Readiness};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -503,7 +503,10 @@ impl JobCore {
             self.unsettled.retain(|_, (step, _)| *step != id);
         }
         let reward = u32::try_from(tally.targets).unwrap_or(u32::MAX);
-        self.strategy.reward(p.key, reward);
+        self.strategy.learn(Feedback::Reward {
+            key: p.key,
+            targets: reward,
+        });
         self.traps.record_page(&p.entry.link.url, reward);
         if let (true, Some(referrer)) = (reward > 0, &p.entry.link.referrer) {
             self.traps.credit_referrer(referrer);
@@ -853,14 +856,22 @@ impl JobCore {
         true
     }
 
-    /// Tell the strategy whether a fetched page was relevant (see [`Strategy::page_relevance`]).
+    /// Tell the strategy whether a fetched page was relevant (see [`Feedback::PageRelevance`]).
     pub fn page_relevance(&mut self, link: &Link, url: &Url, relevant: bool) {
-        self.strategy.page_relevance(link, url, relevant);
+        self.strategy.learn(Feedback::PageRelevance {
+            link,
+            url,
+            relevant,
+        });
     }
 
     /// Feed the strategy a label observed on a real response.
     pub fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
-        self.strategy.observe(link, label, source);
+        self.strategy.learn(Feedback::Label {
+            link,
+            label,
+            source,
+        });
     }
 
     /// A target was saved: its manifest row goes with the next checkpoint.

@@ -84,7 +84,7 @@
 //! back as ids and keys only, so a re-scored queue could not resume
 //! exactly. The classifier is trained on every fetched HTML page: relevant
 //! if the job saved it as a structured-data target, not relevant otherwise. The engine tells the page's
-//! relevance through [`Strategy::page_relevance`] *before* its links are
+//! relevance through [`Feedback::PageRelevance`] *before* its links are
 //! triaged, so that the links carry their parent's flag (the reward comes
 //! only when the step settles, after its links were queued).
 //!
@@ -95,7 +95,7 @@
 //! one arm. Every queued link is a frontier entry; nothing else grows with
 //! the crawl.
 
-use super::{ActionReport, FreeSlot, Strategy, StrategyKind, StrategyStats, Triage};
+use super::{ActionReport, Feedback, FreeSlot, Strategy, StrategyKind, StrategyStats, Triage};
 use crate::codec::{self, CodecError};
 use crate::hash::fingerprint64;
 use crate::learn::{FtrlConfig, FtrlModel, ParentRelevance, UrlFeatures};
@@ -515,11 +515,7 @@ impl Strategy for Anthelion {
         self.len += 1;
     }
 
-    fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
-        self.pop_ready(&FreeSlot::ANY)
-    }
-
-    fn pop_ready(&mut self, free: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
+    fn pop(&mut self, free: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         let slot = self.choose(free)?;
         let queue = self.queues.get_mut(&slot)?;
         let entry = queue.pop()?;
@@ -539,26 +535,6 @@ impl Strategy for Anthelion {
 
     fn len(&self) -> usize {
         self.len
-    }
-
-    fn page_relevance(&mut self, link: &Link, url: &Url, relevant: bool) {
-        let slot = self.slot(&link.url);
-        if let Some(h) = self.hosts.get_mut(slot as usize) {
-            h.fetched += 1;
-            h.relevant += u64::from(relevant);
-        }
-        self.total_fetched += 1;
-        self.total_relevant += u64::from(relevant);
-        let features = self.features(link);
-        let p = self.model.predict(&features);
-        self.predictions += 1;
-        self.correct += u64::from((p >= 0.5) == relevant);
-        self.model.train(&features, relevant, 1.0);
-        self.remember(&link.url, relevant);
-        if url != &link.url {
-            // Links found on a redirected page name the final URL as their referrer.
-            self.remember(url, relevant);
-        }
     }
 
     fn save(&self) -> Vec<u8> {
@@ -650,6 +626,40 @@ impl Strategy for Anthelion {
             ..StrategyStats::default()
         }
     }
+
+    fn learn(&mut self, feedback: Feedback<'_>) {
+        if let Feedback::PageRelevance {
+            link,
+            url,
+            relevant,
+        } = feedback
+        {
+            self.page_relevance(link, url, relevant);
+        }
+    }
+}
+
+/// What the engine tells the strategy ([`Strategy::learn`]).
+impl Anthelion {
+    fn page_relevance(&mut self, link: &Link, url: &Url, relevant: bool) {
+        let slot = self.slot(&link.url);
+        if let Some(h) = self.hosts.get_mut(slot as usize) {
+            h.fetched += 1;
+            h.relevant += u64::from(relevant);
+        }
+        self.total_fetched += 1;
+        self.total_relevant += u64::from(relevant);
+        let features = self.features(link);
+        let p = self.model.predict(&features);
+        self.predictions += 1;
+        self.correct += u64::from((p >= 0.5) == relevant);
+        self.model.train(&features, relevant, 1.0);
+        self.remember(&link.url, relevant);
+        if url != &link.url {
+            // Links found on a redirected page name the final URL as their referrer.
+            self.remember(url, relevant);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -727,7 +737,8 @@ mod tests {
             }
         }
         let slot_of = |s: &Anthelion, host: &str| s.slot_of[host];
-        let hosts: Vec<u32> = std::iter::from_fn(|| s.pop().map(|(_, k)| k.slot)).collect();
+        let hosts: Vec<u32> =
+            std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(_, k)| k.slot)).collect();
         let (p, g, f) = (
             slot_of(&s, "poor.test"),
             slot_of(&s, "good.test"),
@@ -743,19 +754,19 @@ mod tests {
             host_ready: &not_good,
             look_ahead: 1,
         };
-        assert_eq!(s.pop_ready(&first_only), None);
+        assert_eq!(s.pop(&first_only), None);
         let two = FreeSlot {
             host_ready: &not_good,
             look_ahead: 2,
         };
-        assert_eq!(s.pop_ready(&two).unwrap().0, LinkId(11));
+        assert_eq!(s.pop(&two).unwrap().0, LinkId(11));
         queue(&mut s, &link("http://fair.test/r2", "http://x.test/"), 12);
         let none = FreeSlot {
             host_ready: &|_| false,
             look_ahead: usize::MAX,
         };
-        assert_eq!(s.pop_ready(&none), None);
-        assert_eq!(s.pop_ready(&FreeSlot::ANY).unwrap().0, LinkId(10));
+        assert_eq!(s.pop(&none), None);
+        assert_eq!(s.pop(&FreeSlot::ANY).unwrap().0, LinkId(10));
     }
 
     #[test]
@@ -791,7 +802,7 @@ mod tests {
             }
             queue(&mut s, &link("http://new.test/q", "http://x.test/"), 0);
             queue(&mut s, &link("http://fair.test/q", "http://x.test/"), 1);
-            std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect::<Vec<_>>()
+            std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect::<Vec<_>>()
         };
         assert_eq!(order(None), vec![0, 1]);
         assert_eq!(order(Some(5.0)), vec![1, 0]);
@@ -836,7 +847,9 @@ mod tests {
                 i,
             );
         }
-        let first: Vec<u32> = (0..20).map(|_| s.pop().unwrap().1.slot).collect();
+        let first: Vec<u32> = (0..20)
+            .map(|_| s.pop(&FreeSlot::ANY).unwrap().1.slot)
+            .collect();
         let other = s.slot_of["other.test"];
         let n = first.iter().filter(|&&h| h == other).count();
         assert!(
@@ -867,7 +880,8 @@ mod tests {
         queue(&mut s, &link("http://shop.test/product/9002", from), 1);
         queue(&mut s, &link("http://shop.test/blog/9003", from), 2);
         queue(&mut s, &link("http://shop.test/product/9004", from), 3);
-        let order: Vec<u64> = std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect();
+        let order: Vec<u64> =
+            std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect();
         assert_eq!(order, vec![1, 3, 0, 2]);
         let stats = s.stats();
         assert!(
@@ -919,7 +933,7 @@ mod tests {
             for (id, l) in links.iter().enumerate() {
                 queue(&mut s, l, id as u64);
             }
-            std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect::<Vec<_>>()
+            std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect::<Vec<_>>()
         };
         // The paper's URL tokens alone cannot tell them apart: ties go to the lowest id.
         assert_eq!(order(AnthelionConfig::paper()), vec![0, 1]);
@@ -978,7 +992,8 @@ mod tests {
             &link("http://a.test/item/x3", "http://unknown.test/"),
             2,
         );
-        let order: Vec<u64> = std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect();
+        let order: Vec<u64> =
+            std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect();
         assert_eq!(order, vec![1, 2, 0]);
     }
 
@@ -1020,7 +1035,7 @@ mod tests {
             }
         }
         for _ in 0..5 {
-            let (id, _) = a.pop().unwrap();
+            let (id, _) = a.pop(&FreeSlot::ANY).unwrap();
             frontier.retain(|(i, _)| *i != id);
         }
         let saved = a.save();
@@ -1032,7 +1047,7 @@ mod tests {
         assert_eq!(b.save(), saved);
         let mut popped = 0;
         loop {
-            let (x, y) = (a.pop(), b.pop());
+            let (x, y) = (a.pop(&FreeSlot::ANY), b.pop(&FreeSlot::ANY));
             assert_eq!(x.map(|p| p.0), y.map(|p| p.0));
             if x.is_none() {
                 break;
@@ -1065,7 +1080,7 @@ mod tests {
                     i,
                 );
             }
-            std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect::<Vec<_>>()
+            std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect::<Vec<_>>()
         };
         assert_eq!(run(8), run(8));
     }

@@ -3,7 +3,7 @@
 //! They enqueue every link, never HEAD, never learn. Targets are found when
 //! their turn in the queue comes.
 
-use super::{Strategy, StrategyKind, Triage};
+use super::{FreeSlot, Strategy, StrategyKind, Triage};
 use crate::codec::{self, CodecError};
 use crate::link::QueueKey;
 use crate::link::{Link, LinkId};
@@ -35,7 +35,7 @@ impl Strategy for Bfs {
     fn push(&mut self, id: LinkId, _key: QueueKey) {
         self.queue.push_back(id);
     }
-    fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
+    fn pop(&mut self, _slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         self.queue.pop_front().map(|id| (id, QueueKey::default()))
     }
     fn len(&self) -> usize {
@@ -65,7 +65,7 @@ impl Strategy for Dfs {
     fn push(&mut self, id: LinkId, _key: QueueKey) {
         self.stack.push(id);
     }
-    fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
+    fn pop(&mut self, _slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         self.stack.pop().map(|id| (id, QueueKey::default()))
     }
     fn len(&self) -> usize {
@@ -104,7 +104,7 @@ impl Strategy for RandomOrder {
     fn push(&mut self, id: LinkId, _key: QueueKey) {
         self.links.push(id);
     }
-    fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
+    fn pop(&mut self, _slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         if self.links.is_empty() {
             return None;
         }
@@ -129,7 +129,7 @@ mod tests {
     use super::*;
 
     fn drain(s: &mut dyn Strategy) -> Vec<u64> {
-        std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect()
+        std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect()
     }
 
     #[test]
@@ -157,7 +157,7 @@ mod tests {
         let mut a = RandomOrder::new(3);
         (0..50).for_each(|i| a.push(LinkId(i), QueueKey::default()));
         let first: Vec<u64> = (0..10)
-            .filter_map(|_| a.pop())
+            .filter_map(|_| a.pop(&FreeSlot::ANY))
             .map(|(id, _)| id.0)
             .collect();
         let mut left: Vec<u64> = a.links.iter().map(|l| l.0).collect();

@@ -8,7 +8,7 @@
 //! frontier has exactly the saved order. No RNG is used by the frontier; the
 //! seed only drives the classifier's ε-subsampling.
 
-use super::{LabelSource, Strategy, StrategyKind, StrategyStats, Triage};
+use super::{Feedback, FreeSlot, LabelSource, Strategy, StrategyKind, StrategyStats, Triage};
 use crate::codec::{self, CodecError};
 use crate::learn::{ClassifierConfig, UrlClassifier, Verdict};
 use crate::link::QueueKey;
@@ -104,7 +104,7 @@ impl Strategy for Focused {
         });
     }
 
-    fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
+    fn pop(&mut self, _slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         self.frontier.pop().map(|p| {
             (
                 p.id,
@@ -118,13 +118,6 @@ impl Strategy for Focused {
 
     fn len(&self) -> usize {
         self.frontier.len()
-    }
-
-    fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
-        if source == LabelSource::Error {
-            return;
-        }
-        self.classifier.observe(&link.url, label);
     }
 
     fn save(&self) -> Vec<u8> {
@@ -146,6 +139,27 @@ impl Strategy for Focused {
             classifier_correct: accuracy.correct,
             ..Default::default()
         }
+    }
+
+    fn learn(&mut self, feedback: Feedback<'_>) {
+        if let Feedback::Label {
+            link,
+            label,
+            source,
+        } = feedback
+        {
+            self.observe(link, label, source);
+        }
+    }
+}
+
+/// What the engine tells the strategy ([`Strategy::learn`]).
+impl Focused {
+    fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
+        if source == LabelSource::Error {
+            return;
+        }
+        self.classifier.observe(&link.url, label);
     }
 }
 
@@ -174,7 +188,8 @@ mod tests {
         f.push(LinkId(4), key(0.9));
         f.push(LinkId(5), key(0.2));
         f.push(LinkId(6), key(0.4));
-        let order: Vec<u64> = std::iter::from_fn(|| f.pop().map(|(id, _)| id.0)).collect();
+        let order: Vec<u64> =
+            std::iter::from_fn(|| f.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect();
         assert_eq!(order, vec![4, 6, 3, 5]);
         assert!(f.is_empty());
     }

@@ -54,7 +54,7 @@
 //! in the paper). Seeds are always queued.
 //!
 //! The frontier is one first-in first-out queue per pay-level domain, served
-//! round-robin (the paper's politeness): [`Strategy::pop_ready`] takes the
+//! round-robin (the paper's politeness): [`Strategy::pop`] takes the
 //! next PLD in the ring whose host is ready, or none (the slot waits). The classifier filters; it does
 //! not order. (Ordering by prediction was tried: the crawl then fetches only
 //! URIs it already believes in, sees no negative for a long while, and
@@ -66,8 +66,8 @@
 //! web the RDF share at 25 % of the web fell from 0.68 to 0.56.)
 
 use super::{
-    ActionReport, Confirm, FeatureReport, FreeSlot, LabelSource, Strategy, StrategyKind,
-    StrategyStats, Triage,
+    ActionReport, Confirm, FeatureReport, Feedback, FreeSlot, LabelSource, Popped, Strategy,
+    StrategyKind, StrategyStats, Triage,
 };
 use crate::codec::{self, CodecError};
 use crate::extract::{politeness_key, PolitenessPer};
@@ -424,10 +424,10 @@ impl Strategy for Ldcoc {
         self.enqueue(&link.url, p as f32)
     }
 
-    fn confirm(&mut self, link: &Link, key: QueueKey) -> Confirm {
-        let verdict = self.decide(link, key);
+    fn confirm(&mut self, popped: &Popped<'_>) -> Confirm {
+        let verdict = self.decide(popped.link, popped.key);
         if verdict == Confirm::Fetch {
-            let slot = self.slot(&link.url);
+            let slot = self.slot(&popped.link.url);
             *self.pending.entry(slot).or_default() += 1;
         }
         verdict
@@ -453,11 +453,7 @@ impl Strategy for Ldcoc {
         self.len += 1;
     }
 
-    fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
-        self.pop_ready(&FreeSlot::ANY)
-    }
-
-    fn pop_ready(&mut self, free: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
+    fn pop(&mut self, free: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         let take_declined = |s: &mut Self| {
             let Declined { id, score, .. } = s.declined.pop()?;
             s.len -= 1;
@@ -507,44 +503,6 @@ impl Strategy for Ldcoc {
 
     fn len(&self) -> usize {
         self.len
-    }
-
-    fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
-        if source == LabelSource::Head {
-            return;
-        }
-        let relevant = label == Label::Target;
-        let slot = self.slot(&link.url);
-        if let Some(n) = self.pending.get_mut(&slot) {
-            *n -= 1;
-            if *n == 0 {
-                self.pending.remove(&slot);
-            }
-        }
-        if let Some(p) = self.plds.get_mut(slot as usize) {
-            p.fetched += 1;
-            p.rdf += u64::from(relevant);
-        }
-        let url_key = Self::url_key(&link.url);
-        let known = self.known.remove(&url_key);
-        let explored = self.explored.remove(&url_key);
-        if link.referrer.is_none() || known == Some(Label::Target) || Self::rdf_named(&link.url) {
-            return;
-        }
-        let features = Self::features(link, known);
-        let p = self.model.predict(&features);
-        let predicted = p >= self.config.threshold;
-        self.predictions += 1;
-        self.correct += u64::from(predicted == relevant);
-        // Only an ε share of the links predicted negative is ever labelled:
-        // each stands for 1/ε of them (the paper's importance weight).
-        let weight = if explored {
-            1.0 / self.config.epsilon
-        } else {
-            1.0
-        };
-        self.model.train(&features, relevant, weight);
-        self.name_features(link, known);
     }
 
     fn save(&self) -> Vec<u8> {
@@ -644,6 +602,58 @@ impl Strategy for Ldcoc {
             ..StrategyStats::default()
         }
     }
+
+    fn learn(&mut self, feedback: Feedback<'_>) {
+        if let Feedback::Label {
+            link,
+            label,
+            source,
+        } = feedback
+        {
+            self.observe(link, label, source);
+        }
+    }
+}
+
+/// What the engine tells the strategy ([`Strategy::learn`]).
+impl Ldcoc {
+    fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
+        if source == LabelSource::Head {
+            return;
+        }
+        let relevant = label == Label::Target;
+        let slot = self.slot(&link.url);
+        if let Some(n) = self.pending.get_mut(&slot) {
+            *n -= 1;
+            if *n == 0 {
+                self.pending.remove(&slot);
+            }
+        }
+        if let Some(p) = self.plds.get_mut(slot as usize) {
+            p.fetched += 1;
+            p.rdf += u64::from(relevant);
+        }
+        let url_key = Self::url_key(&link.url);
+        let known = self.known.remove(&url_key);
+        let explored = self.explored.remove(&url_key);
+        if link.referrer.is_none() || known == Some(Label::Target) || Self::rdf_named(&link.url) {
+            return;
+        }
+        let features = Self::features(link, known);
+        let p = self.model.predict(&features);
+        let predicted = p >= self.config.threshold;
+        self.predictions += 1;
+        self.correct += u64::from(predicted == relevant);
+        // Only an ε share of the links predicted negative is ever labelled:
+        // each stands for 1/ε of them (the paper's importance weight).
+        let weight = if explored {
+            1.0 / self.config.epsilon
+        } else {
+            1.0
+        };
+        self.model.train(&features, relevant, weight);
+        self.name_features(link, known);
+    }
 }
 
 #[cfg(test)]
@@ -682,7 +692,8 @@ mod tests {
             add(&mut s, &link(u, "http://a.example.org/", "http://p/"));
         }
         // a.example.org and b.example.org are one PLD (0, 1, 2), other.test another (3).
-        let order: Vec<u64> = std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect();
+        let order: Vec<u64> =
+            std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect();
         assert_eq!(order, vec![0, 3, 1, 2]);
         assert!(s.is_empty());
     }
@@ -704,14 +715,14 @@ mod tests {
             host_ready: &fast,
             look_ahead: 1,
         };
-        let (id, _) = s.pop_ready(&free).unwrap();
+        let (id, _) = s.pop(&free).unwrap();
         assert_eq!(id, LinkId(1));
         let none = FreeSlot {
             host_ready: &|_| false,
             look_ahead: usize::MAX,
         };
-        assert_eq!(s.pop_ready(&none), None, "none ready: the slot waits");
-        let (id, _) = s.pop_ready(&FreeSlot::ANY).unwrap();
+        assert_eq!(s.pop(&none), None, "none ready: the slot waits");
+        let (id, _) = s.pop(&FreeSlot::ANY).unwrap();
         assert_eq!(id, LinkId(0));
     }
 
@@ -728,7 +739,8 @@ mod tests {
         for (id, score) in [(4, 0.1), (2, 0.45), (9, 0.02), (3, 0.45), (7, 0.3)] {
             s.push(LinkId(id), declined(score));
         }
-        let order: Vec<u64> = std::iter::from_fn(|| s.pop().map(|(id, _)| id.0)).collect();
+        let order: Vec<u64> =
+            std::iter::from_fn(|| s.pop(&FreeSlot::ANY).map(|(id, _)| id.0)).collect();
         assert_eq!(order, vec![2, 3, 7, 4, 9]);
         assert!(s.is_empty());
     }
@@ -780,7 +792,15 @@ mod tests {
         /// Triage a link, then poll it: whether it would be fetched.
         fn polled(&mut self, l: &Link) -> bool {
             match self.triage(l, None) {
-                Triage::Enqueue(key) => self.confirm(l, key) == Confirm::Fetch,
+                Triage::Enqueue(key) => {
+                    let popped = Popped {
+                        id: LinkId(0),
+                        link: l,
+                        key,
+                        skip_neither: false,
+                    };
+                    self.confirm(&popped) == Confirm::Fetch
+                }
                 _ => false,
             }
         }
@@ -818,7 +838,7 @@ mod tests {
             }
         }
         for _ in 0..5 {
-            let (id, _) = a.pop().unwrap();
+            let (id, _) = a.pop(&FreeSlot::ANY).unwrap();
             frontier.retain(|(i, _)| *i != id);
         }
         let saved = a.save();
@@ -829,7 +849,7 @@ mod tests {
         }
         assert_eq!(b.save(), saved);
         loop {
-            let (x, y) = (a.pop(), b.pop());
+            let (x, y) = (a.pop(&FreeSlot::ANY), b.pop(&FreeSlot::ANY));
             assert_eq!(x.map(|p| p.0), y.map(|p| p.0));
             if x.is_none() {
                 break;
@@ -850,14 +870,22 @@ mod tests {
     ) -> Vec<String> {
         let mut decisions = Vec::new();
         for _ in 0..steps {
-            let Some((id, key)) = s.pop() else { break };
+            let Some((id, key)) = s.pop(&FreeSlot::ANY) else {
+                break;
+            };
             let at = frontier.iter().position(|(i, _)| *i == id).unwrap();
             let (_, l) = frontier.remove(at);
-            let go = s.confirm(&l, key);
+            let popped = Popped {
+                id,
+                link: &l,
+                key,
+                skip_neither: false,
+            };
+            let go = s.confirm(&popped);
             decisions.push(format!("{} {go:?} {:.6}", l.url, key.score));
             match go {
                 Confirm::Fetch => {}
-                Confirm::Drop => continue,
+                Confirm::Drop | Confirm::SkipNeither => continue,
                 Confirm::Defer(later) => {
                     s.push(id, later);
                     frontier.push((id, l));

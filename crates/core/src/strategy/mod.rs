@@ -11,14 +11,18 @@
 //!
 //! 1. every new in-scope link goes through [`Strategy::triage`], which answers
 //!    enqueue / fetch now / ask with HEAD / drop;
-//! 2. when a request slot is free, [`Strategy::pop_ready`] gives the next
-//!    link to fetch, chosen then, with every answer received so far taken
-//!    into account (the engine never asks far ahead: see § Crawl loop in
+//! 2. an enqueued link comes back under its id through [`Strategy::push`];
+//! 3. when a request slot is free, [`Strategy::pop`] gives the next link to
+//!    fetch, chosen then, with every answer received so far taken into
+//!    account (the engine never asks far ahead: see § Crawl loop in
 //!    ARCHITECTURE.md); [`Strategy::confirm`] may still drop or defer it
 //!    once its record is loaded, right before its request starts;
-//! 3. every label the engine observes on a real response goes to
-//!    [`Strategy::observe`] (free training data), and the number of new,
-//!    verified targets found on a fetched page to [`Strategy::reward`].
+//! 4. what the engine then learns goes to [`Strategy::learn`]: every label
+//!    observed on a real response (free training data), whether a
+//!    structured-data page was relevant, and the number of new, verified
+//!    targets found through a fetched page (the reward of its choice);
+//! 5. [`Strategy::save`] at each checkpoint, [`Strategy::restore`] on
+//!    resume.
 
 mod anthelion;
 mod baseline;
@@ -61,10 +65,13 @@ pub enum Confirm {
     /// pushes it again), to be offered later, when the strategy's prediction
     /// changed or nothing better is left. It stays in the frontier.
     Defer(QueueKey),
+    /// Predicted neither a page nor a target, in a job that skips those
+    /// (`budget.neither_links = "skip"`): it leaves the frontier, counted as
+    /// dropped, and the strategy has forgotten it.
+    SkipNeither,
 }
 
-/// A free request slot, as the engine offers it to
-/// [`Strategy::pop_ready`].
+/// A free request slot, as the engine offers it to [`Strategy::pop`].
 pub struct FreeSlot<'a> {
     /// Whether a request to this host name could start now: no step of the
     /// job on its politeness key, and the key's delay passed.
@@ -233,83 +240,118 @@ impl StrategyStats {
 }
 
 /// A frontier policy. See the module documentation for the protocol.
+///
+/// The engine calls it from one job's task only, one call at a time; every
+/// method is a pure function of the strategy's state, its seed and the call,
+/// so that a job replays from its seed and resumes from [`Strategy::save`].
 pub trait Strategy: Send {
+    /// Which strategy this is (for the job record, status and bench tables).
     fn kind(&self) -> StrategyKind;
 
-    /// Decide what to do with a new in-scope link; `known` is its label when the
-    /// MIME filters or a HEAD request already told it.
+    /// A new in-scope link, never seen by the job: enqueue it (under a key
+    /// the strategy chooses), fetch it now, ask the server with HEAD, or
+    /// drop it. `known` is its label when the MIME filters or a HEAD already
+    /// told it; after a HEAD the same link is triaged again with its label.
+    /// A link it enqueues comes back through [`Strategy::push`] under an id.
     fn triage(&mut self, link: &Link, known: Option<Label>) -> Triage;
 
-    /// Add a link to the frontier under the key `triage` gave it. Ids arrive in
-    /// increasing order, both during a crawl and when a frontier is restored.
+    /// Add a link to the frontier under the key [`Strategy::triage`] (or
+    /// [`Confirm::Defer`]) gave it. Ids of new links arrive in increasing
+    /// order, during a crawl and when a frontier is restored; a link
+    /// deferred, held or given back when a job stops comes back under its
+    /// own id. [`Strategy::len`] grows by one.
     fn push(&mut self, id: LinkId, key: QueueKey);
 
-    /// Remove and return the next link to fetch, with the key it was pushed under.
-    fn pop(&mut self) -> Option<(LinkId, QueueKey)>;
-
-    /// [`Strategy::pop`] for a free request slot of a job with many hosts.
+    /// The link for a free request slot, taken out of the frontier, with
+    /// the key it was pushed under; chosen now, with every answer received
+    /// so far taken into account.
     ///
-    /// A strategy whose arms are hosts (it saw each link's URL at
-    /// [`Strategy::triage`]) returns
-    /// its best link on a host that `slot.host_ready` accepts among its
-    /// `slot.look_ahead` best hosts, or `None` to leave the slot empty
-    /// (the engine asks again when a host may have become ready); its own
-    /// exploration (ε, λ) may pick any ready host, on purpose.
+    /// A strategy whose arms are hosts (anthelion, ldcoc: it saw each
+    /// link's URL at [`Strategy::triage`]) returns its best link on a host
+    /// that `slot.host_ready` accepts among its `slot.look_ahead` best
+    /// hosts, or `None` to leave the slot empty although it holds links
+    /// (the engine offers a slot again when a host may have become ready);
+    /// its own exploration (ε, λ) may pick any ready host, on purpose.
     ///
-    /// The others return [`Strategy::pop`]: the engine holds a link whose
-    /// host is not ready, up to `look_ahead` of them, and pops no more while
-    /// that many wait, so no choice is made long before its request.
-    fn pop_ready(&mut self, slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
-        let _ = slot;
-        self.pop()
-    }
+    /// The others ignore `slot` and return their next link: the engine
+    /// holds a link whose host is not ready, up to `look_ahead` of them, so
+    /// no choice is made long before its request. They return `None` only
+    /// when they hold no link.
+    fn pop(&mut self, slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)>;
 
-    /// A link just popped (its record loaded), right before its request
-    /// starts: fetch it, drop it, or defer it. A strategy that decides when
-    /// a link is *polled* rather than when it is found — LDCOC does, with
-    /// the model as it is then — says so here; the others fetch every link
-    /// they queued.
-    fn confirm(&mut self, link: &Link, key: QueueKey) -> Confirm {
-        let _ = (link, key);
+    /// A link [`Strategy::pop`] gave, its record loaded, right before its
+    /// request starts: fetch it, drop it, or defer it. A strategy that
+    /// decides when a link is *polled* rather than when it is found —
+    /// LDCOC does, with the model as it is then — decides here; sb drops a
+    /// link it still predicts neither when the job skips those
+    /// ([`Confirm::SkipNeither`], only when `popped.skip_neither`). The
+    /// default fetches every link.
+    fn confirm(&mut self, popped: &Popped<'_>) -> Confirm {
+        let _ = popped;
         Confirm::Fetch
     }
 
-    /// A link `id` just popped with `key`, in a job whose
-    /// `budget.neither_links` is `skip`, asked before [`Strategy::confirm`]:
-    /// `true` when the strategy made it wait as predicted neither and still
-    /// predicts so. The engine then drops it (it leaves the frontier, counted
-    /// as dropped) and the strategy must have forgotten it. Strategies that
-    /// never predict neither keep every link.
-    fn skip_predicted_neither(&mut self, id: LinkId, link: &Link, key: QueueKey) -> bool {
-        let _ = (id, link, key);
-        false
-    }
-
-    /// Links waiting in the frontier.
+    /// Links in the frontier: pushed and not popped since.
     fn len(&self) -> usize;
 
+    /// No link in the frontier.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// A label observed on a real response (HEAD or GET), for learning.
-    fn observe(&mut self, _link: &Link, _label: Label, _source: LabelSource) {}
+    /// What the engine learned about a link: free training data. Each
+    /// strategy takes the kinds of [`Feedback`] it learns from and ignores
+    /// the others (the default ignores all).
+    fn learn(&mut self, feedback: Feedback<'_>) {
+        let _ = feedback;
+    }
 
-    /// The page popped with `key` was fetched and yielded `reward` new verified targets.
-    fn reward(&mut self, _key: QueueKey, _reward: u32) {}
-
-    /// A fetched HTML page of a structured-data job, `link` fetched as `url`
-    /// (after redirects), is relevant (saved as a target) or not. Told before
-    /// the page's links are triaged, so a strategy can use it for them.
-    fn page_relevance(&mut self, _link: &Link, _url: &url::Url, _relevant: bool) {}
-
-    /// Everything the strategy has learned (not its queues), encoded by the store codec.
+    /// Everything the strategy has learned (not its queues: the engine
+    /// stores the frontier itself), encoded by [`crate::codec`].
     fn save(&self) -> Vec<u8>;
 
-    /// Restore what [`Strategy::save`] produced; the engine pushes the frontier afterwards.
+    /// Restore what [`Strategy::save`] produced, on a fresh strategy of the
+    /// same kind and seed; the engine pushes the stored frontier afterwards.
+    /// On an error the strategy is left as new.
     fn restore(&mut self, bytes: &[u8]) -> Result<(), crate::codec::CodecError>;
 
+    /// What the strategy knows about itself, for status, explain and bench.
     fn stats(&self) -> StrategyStats {
         StrategyStats::default()
     }
+}
+
+/// A popped link, as [`Strategy::confirm`] sees it.
+pub struct Popped<'a> {
+    pub id: LinkId,
+    pub link: &'a Link,
+    pub key: QueueKey,
+    /// The job's `budget.neither_links` is `skip`: a link still predicted
+    /// neither may be dropped ([`Confirm::SkipNeither`]).
+    pub skip_neither: bool,
+}
+
+/// What the engine tells a strategy ([`Strategy::learn`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Feedback<'a> {
+    /// A label observed on a real response to `link` (HEAD, GET, or an
+    /// error: see [`LabelSource`]).
+    Label {
+        link: &'a Link,
+        label: Label,
+        source: LabelSource,
+    },
+    /// The page popped with `key` was fetched, and `targets` new, verified
+    /// targets were found through it: the reward of the choice that popped
+    /// it. Told once per popped page, after its links were triaged.
+    Reward { key: QueueKey, targets: u32 },
+    /// A fetched HTML page of a structured-data job, `link` fetched as
+    /// `url` (after redirects), is relevant (saved as a target) or not.
+    /// Told before the page's links are triaged, so a strategy can use it
+    /// for them.
+    PageRelevance {
+        link: &'a Link,
+        url: &'a url::Url,
+        relevant: bool,
+    },
 }

@@ -8,8 +8,8 @@
 //!   predicts neither wait apart (below).
 //! - [`Strategy::pop`]: t += 1, the awake action with the best AUER score,
 //!   then one of its links (below).
-//! - [`Strategy::reward`]: the incremental mean reward of the popped action.
-//! - [`Strategy::observe`]: free labels for the classifier.
+//! - [`Feedback::Reward`]: the incremental mean reward of the popped action.
+//! - [`Feedback::Label`]: free labels for the classifier.
 //!
 //! Which link of the chosen action (beyond the paper, [`LinkPick`]): the
 //! paper takes one uniformly at random. forager keeps an action's links
@@ -36,7 +36,7 @@
 //! with p ≥ 0.8 is put in a *waiting* queue ([`WAITING_SLOT`]) served only
 //! when no action has a link left: it is never dropped (unless the job's
 //! `budget.neither_links` is `skip`: then one still predicted neither when
-//! popped is, [`Strategy::skip_predicted_neither`]), so coverage stays
+//! popped is, [`Confirm::SkipNeither`]), so coverage stays
 //! whole, but it costs nothing before the rest of the site is crawled. An
 //! ε-sample of them goes through the usual triage and its answer counts 1/ε
 //! (LDCOC), so a pattern that turns out to hold pages is released. Links
@@ -67,7 +67,8 @@
 //! resumed crawl takes the decisions of an uninterrupted one.
 
 use super::{
-    ActionReport, LabelSource, MemberReport, Strategy, StrategyKind, StrategyStats, Triage,
+    ActionReport, Confirm, Feedback, FreeSlot, LabelSource, MemberReport, Popped, Strategy,
+    StrategyKind, StrategyStats, Triage,
 };
 use crate::codec::{self, CodecError};
 use crate::learn::neither::LinkPattern;
@@ -695,7 +696,7 @@ impl Strategy for SleepingBandit {
         }
     }
 
-    fn pop(&mut self) -> Option<(LinkId, QueueKey)> {
+    fn pop(&mut self, _slot: &FreeSlot<'_>) -> Option<(LinkId, QueueKey)> {
         if let Some(q) = self.orphans.pop_front() {
             self.len -= 1;
             return Some((q.id, q.key));
@@ -756,44 +757,6 @@ impl Strategy for SleepingBandit {
 
     fn len(&self) -> usize {
         self.len
-    }
-
-    fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
-        // A 4xx is neither to the patterns (a request for nothing), not a class to the classifier.
-        self.neither.observe(
-            &link.url,
-            source == LabelSource::Error || label == Label::Neither,
-        );
-        if source == LabelSource::Error {
-            return;
-        }
-        self.classifier.observe(&link.url, label);
-    }
-
-    fn reward(&mut self, key: QueueKey, reward: u32) {
-        // The fetch of a link made to wait: its action was rewarded 0 for it already.
-        if self.take_prepaid(ActionKey::of(key)) {
-            return;
-        }
-        self.reward_arm(key, reward);
-    }
-
-    fn skip_predicted_neither(&mut self, id: LinkId, link: &Link, key: QueueKey) -> bool {
-        // Only links that waited (popped from the waiting queue) are judged again.
-        let diverted = self.suspects.get(&id).and_then(|s| s.diverted_from);
-        if key.slot != WAITING_SLOT && diverted.is_none() {
-            return false;
-        }
-        if !self.neither.predicts_neither(&link.url) {
-            // Its pattern was released by a sample that answered a page or a target.
-            return false;
-        }
-        if let Some(from) = diverted {
-            // Its action earned 0 for it when it was diverted; no fetch will follow its pop.
-            self.take_prepaid(from);
-            self.suspects.remove(&id);
-        }
-        true
     }
 
     fn save(&self) -> Vec<u8> {
@@ -898,6 +861,67 @@ impl Strategy for SleepingBandit {
             neither_waited: self.neither.counts().waited,
             neither_sampled: self.neither.counts().sampled,
         }
+    }
+
+    fn confirm(&mut self, popped: &Popped<'_>) -> Confirm {
+        if popped.skip_neither && self.skip_predicted_neither(popped.id, popped.link, popped.key) {
+            Confirm::SkipNeither
+        } else {
+            Confirm::Fetch
+        }
+    }
+
+    fn learn(&mut self, feedback: Feedback<'_>) {
+        match feedback {
+            Feedback::Label {
+                link,
+                label,
+                source,
+            } => self.observe(link, label, source),
+            Feedback::Reward { key, targets } => self.reward(key, targets),
+            _ => {}
+        }
+    }
+}
+
+/// What the engine tells the strategy ([`Strategy::learn`]).
+impl SleepingBandit {
+    fn observe(&mut self, link: &Link, label: Label, source: LabelSource) {
+        // A 4xx is neither to the patterns (a request for nothing), not a class to the classifier.
+        self.neither.observe(
+            &link.url,
+            source == LabelSource::Error || label == Label::Neither,
+        );
+        if source == LabelSource::Error {
+            return;
+        }
+        self.classifier.observe(&link.url, label);
+    }
+
+    fn reward(&mut self, key: QueueKey, reward: u32) {
+        // The fetch of a link made to wait: its action was rewarded 0 for it already.
+        if self.take_prepaid(ActionKey::of(key)) {
+            return;
+        }
+        self.reward_arm(key, reward);
+    }
+
+    fn skip_predicted_neither(&mut self, id: LinkId, link: &Link, key: QueueKey) -> bool {
+        // Only links that waited (popped from the waiting queue) are judged again.
+        let diverted = self.suspects.get(&id).and_then(|s| s.diverted_from);
+        if key.slot != WAITING_SLOT && diverted.is_none() {
+            return false;
+        }
+        if !self.neither.predicts_neither(&link.url) {
+            // Its pattern was released by a sample that answered a page or a target.
+            return false;
+        }
+        if let Some(from) = diverted {
+            // Its action earned 0 for it when it was diverted; no fetch will follow its pop.
+            self.take_prepaid(from);
+            self.suspects.remove(&id);
+        }
+        true
     }
 }
 
@@ -1385,7 +1409,7 @@ mod tests {
         }
         let mut data = 0;
         for _ in 0..60 {
-            let (id, key) = sb.pop().unwrap();
+            let (id, key) = sb.pop(&FreeSlot::ANY).unwrap();
             let hit = is_data[id.0 as usize];
             data += usize::from(hit);
             sb.reward(key, if hit { 2 } else { 0 });
@@ -1458,7 +1482,7 @@ mod tests {
         sb.push(LinkId(0), a);
         sb.push(LinkId(1), b);
         // Whatever is popped first is rewarded with its own member.
-        let (first, k) = sb.pop().unwrap();
+        let (first, k) = sb.pop(&FreeSlot::ANY).unwrap();
         assert_eq!(k, if first == LinkId(0) { a } else { b });
         sb.reward(k, 3);
         let saved = sb.save();
@@ -1479,7 +1503,7 @@ mod tests {
             other => panic!("{other:?}"),
         };
         sb.push(LinkId(0), k);
-        let (_, k) = sb.pop().unwrap();
+        let (_, k) = sb.pop(&FreeSlot::ANY).unwrap();
         sb.reward(k, 1);
         let old = codec::encode(&OldLayout {
             actions: &sb.actions,
@@ -1493,7 +1517,7 @@ mod tests {
         assert_eq!(back.bandit.stats(0), sb.bandit.stats(0));
         assert!(back.member_bandits.is_empty(), "fresh member statistics");
         back.push(LinkId(1), k);
-        assert_eq!(back.pop(), Some((LinkId(1), k)));
+        assert_eq!(back.pop(&FreeSlot::ANY), Some((LinkId(1), k)));
     }
 
     #[derive(Serialize)]
@@ -1588,14 +1612,16 @@ mod tests {
         }
         sb.push(LinkId(3), page);
         assert_eq!(sb.len(), 4);
-        assert_eq!(sb.pop(), Some((LinkId(3), page)));
+        assert_eq!(sb.pop(&FreeSlot::ANY), Some((LinkId(3), page)));
         for id in 0..3 {
-            let (got, key) = sb.pop().expect("waiting links are never dropped");
+            let (got, key) = sb
+                .pop(&FreeSlot::ANY)
+                .expect("waiting links are never dropped");
             assert_eq!((got, key.slot), (LinkId(id), WAITING_SLOT));
             // Nobody to reward: the waiting slot is no arm.
             sb.reward(key, 1);
         }
-        assert_eq!(sb.pop(), None);
+        assert_eq!(sb.pop(&FreeSlot::ANY), None);
         assert_eq!(sb.stats().top_actions[0].mean_reward, 0.0);
     }
 
@@ -1639,10 +1665,10 @@ mod tests {
         sb.push(LinkId(100), page_key);
 
         // The page first, never skipped; then the suspect, diverted to wait (its action earns 0).
-        let (id, key) = sb.pop().expect("the page");
+        let (id, key) = sb.pop(&FreeSlot::ANY).expect("the page");
         assert_eq!(id, LinkId(100));
         assert!(!sb.skip_predicted_neither(id, &pages(99), key));
-        let (id, key) = sb.pop().expect("the suspect");
+        let (id, key) = sb.pop(&FreeSlot::ANY).expect("the suspect");
         assert_eq!(id, LinkId(0));
         assert!(sb.suspects[&id].diverted_from.is_some(), "it waited");
         assert_eq!(sb.prepaid.len(), 1, "popped from waiting under its action");
@@ -1655,7 +1681,7 @@ mod tests {
             sb.observe(&raws(i), Label::Html, LabelSource::Get);
         }
         let (mut skipped, mut fetched) = (0, 0);
-        while let Some((id, key)) = sb.pop() {
+        while let Some((id, key)) = sb.pop(&FreeSlot::ANY) {
             assert_eq!(key.slot, WAITING_SLOT);
             let (_, link, _) = waiting
                 .iter()
@@ -1720,7 +1746,7 @@ mod tests {
         let footer = keys[&LinkId(0)].slot;
 
         // The engine's frontier: what it would push back after a restore.
-        let first = sb.pop().expect("a link");
+        let first = sb.pop(&FreeSlot::ANY).expect("a link");
         keys.remove(&first.0);
         let saved = sb.save();
         let mut resumed = SleepingBandit::new(99);
@@ -1731,11 +1757,15 @@ mod tests {
         assert_eq!(resumed.len(), sb.len());
 
         let mut popped = vec![first];
-        while let Some(next) = sb.pop() {
-            assert_eq!(resumed.pop(), Some(next), "resumed like the original");
+        while let Some(next) = sb.pop(&FreeSlot::ANY) {
+            assert_eq!(
+                resumed.pop(&FreeSlot::ANY),
+                Some(next),
+                "resumed like the original"
+            );
             popped.push(next);
         }
-        assert_eq!(resumed.pop(), None);
+        assert_eq!(resumed.pop(&FreeSlot::ANY), None);
         let mut ids: Vec<u64> = popped.iter().map(|(id, _)| id.0).collect();
         ids.sort_unstable();
         assert_eq!(ids, (0..=40).collect::<Vec<_>>(), "none dropped");
@@ -1844,7 +1874,7 @@ mod tests {
             panic!();
         };
         sb.push(LinkId(1), k);
-        assert_eq!(sb.pop(), Some((LinkId(1), k)));
+        assert_eq!(sb.pop(&FreeSlot::ANY), Some((LinkId(1), k)));
         sb.reward(k, 2);
         let old = codec::encode(&StoredWithoutNeither {
             actions: &sb.actions,
@@ -1911,7 +1941,7 @@ mod tests {
         );
         assert_eq!(sb.len(), 2);
         assert_eq!(
-            sb.pop(),
+            sb.pop(&FreeSlot::ANY),
             Some((
                 LinkId(1),
                 QueueKey {
@@ -1927,7 +1957,7 @@ mod tests {
             },
             5,
         );
-        assert_eq!(sb.pop(), Some((LinkId(0), k)));
+        assert_eq!(sb.pop(&FreeSlot::ANY), Some((LinkId(0), k)));
         sb.reward(k, 2);
         sb.reward(k, 9);
         assert_eq!(
@@ -1935,7 +1965,7 @@ mod tests {
             2.0,
             "one reward per selection"
         );
-        assert_eq!(sb.pop(), None);
+        assert_eq!(sb.pop(&FreeSlot::ANY), None);
         assert!(sb.is_empty());
     }
 

@@ -539,7 +539,7 @@ impl<'a> Runner<'a> {
                 match self.next_unit(halt.is_none()) {
                     Ok(Some((id, host_key, unit))) => {
                         steps.push(async move {
-                            let r = self.unit(id, unit).await;
+                            let r = self.run_unit(id, unit).await;
                             (id, host_key, r)
                         });
                     }
@@ -771,14 +771,14 @@ impl<'a> Runner<'a> {
     /// fetch the link if the answer says so), handle a page's links, fetch
     /// the links the strategy wants now. Returns what it found, for the
     /// reward, and the HEADs left to ask.
-    async fn unit(&self, id: LinkId, unit: Unit) -> Result<UnitOutcome, EngineError> {
+    async fn run_unit(&self, id: LinkId, unit: Unit) -> Result<UnitOutcome, EngineError> {
         let mut out = UnitOutcome::default();
         // A revisit's own URL is fetched with its validators, and never queued.
         let mut revisiting = matches!(unit, Unit::Popped) && self.core().revisit_of(id).is_some();
         let first = match unit {
             Unit::Popped => self.core().popped(id).map(|p| p.entry.link.clone()),
             Unit::Ask(link) => {
-                let link = self.ask(id, *link, &mut out.tally).await?;
+                let link = self.ask_head(id, *link, &mut out.tally).await?;
                 self.log_skipped();
                 link
             }
@@ -797,7 +797,7 @@ impl<'a> Runner<'a> {
             let fetched = if revisit {
                 self.revisit(id, &link, tally).await?
             } else {
-                self.get(id, &link, tally).await?
+                self.fetch_link(id, &link, tally).await?
             };
             match fetched {
                 Fetched::Page { url, links } => {
@@ -828,7 +828,7 @@ impl<'a> Runner<'a> {
 
     /// Ask a HEAD for a link of step `step` and triage it by the answer;
     /// the link back when the strategy wants it fetched now.
-    async fn ask(
+    async fn ask_head(
         &self,
         step: LinkId,
         link: Link,
@@ -902,7 +902,7 @@ impl<'a> Runner<'a> {
                 Some(Admitted::FetchNow(link)) => fetch_now.push(link),
                 Some(Admitted::AskHead(link)) if self.max_in_flight > 1 => asks.push(link),
                 Some(Admitted::AskHead(link)) => {
-                    if let Some(link) = self.ask(step, link, tally).await? {
+                    if let Some(link) = self.ask_head(step, link, tally).await? {
                         fetch_now.push(link);
                     }
                 }

@@ -181,7 +181,7 @@ impl Runner<'_> {
     }
 
     /// GET a link, following redirects by hand; parse pages, save targets.
-    pub(super) async fn get(
+    pub(super) async fn fetch_link(
         &self,
         step: LinkId,
         link: &Link,
@@ -217,7 +217,7 @@ impl Runner<'_> {
                     }
                 }
                 200..=299 => {
-                    let result = self.got(link, url.clone(), resp, tally).await;
+                    let result = self.handle_response(link, url.clone(), resp, tally).await;
                     // A page settles once its links are admitted; a failed write
                     // leaves the link unsettled, to go back to the frontier.
                     if matches!(result, Ok(Fetched::Target | Fetched::Nothing)) {
@@ -249,7 +249,7 @@ impl Runner<'_> {
     }
 
     /// A 2xx answer to a GET: decide from its type whether to read the body.
-    async fn got(
+    async fn handle_response(
         &self,
         link: &Link,
         url: Url,
@@ -258,7 +258,7 @@ impl Runner<'_> {
     ) -> Result<Fetched, EngineError> {
         let latency = Some(resp.latency);
         if sitemap::is_sitemap(&link.tag_path) {
-            return Ok(self.got_sitemap(link, url, resp, latency).await);
+            return Ok(self.handle_sitemap(link, url, resp, latency).await);
         }
         let fields = self.validator_fields(&resp);
         let content_type = resp.content_type.clone();
@@ -268,7 +268,7 @@ impl Runner<'_> {
             self.remember_family(&url, content_type.as_deref());
         }
         if self.is_rdf_candidate(&essence(content_type.as_deref().unwrap_or("")), &url, label) {
-            return self.got_rdf(link, url, resp, tally).await;
+            return self.handle_rdf(link, url, resp, tally).await;
         }
         self.core().observe(link, label, LabelSource::Get);
         match label {
@@ -411,7 +411,7 @@ impl Runner<'_> {
     }
 
     /// A sitemap: its entries are links, like a page's (counted as a page).
-    async fn got_sitemap(
+    async fn handle_sitemap(
         &self,
         link: &Link,
         url: Url,

@@ -46,7 +46,7 @@ impl Runner<'_> {
     }
 
     /// Read and parse an RDF candidate; see the module documentation.
-    pub(super) async fn got_rdf(
+    pub(super) async fn handle_rdf(
         &self,
         link: &Link,
         url: Url,

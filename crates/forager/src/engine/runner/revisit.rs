@@ -137,7 +137,7 @@ impl Runner<'_> {
         tally: &mut StepTally,
     ) -> Result<Fetched, EngineError> {
         let Some((previous, target)) = self.core().revisit_of(step) else {
-            return self.get(step, link, tally).await;
+            return self.fetch_link(step, link, tally).await;
         };
         let url = link.url.clone();
         if !matches!(self.robots_gate(&url).await, Gate::Allowed) {
