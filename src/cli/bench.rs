@@ -72,7 +72,7 @@ pub struct BenchArgs {
     #[arg(long)]
     early_stop: bool,
     /// The jobs' `budget.neither_links`: `last` fetches the links sb predicts are neither
-    /// a page nor a target after all others, `skip` never (sb only; see README).
+    /// a page nor a target after all others, `skip` never (sb only; see docs/jobs.md).
     #[arg(long, default_value = "last", value_parser = parse_neither_links)]
     neither_links: NeitherLinks,
     /// CPU mode: serve the first site from a child process, crawl it once with the

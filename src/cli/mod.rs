@@ -192,7 +192,7 @@ pub(crate) fn default_state_dir(config: Option<&std::path::Path>) -> anyhow::Res
 /// extraction goes to the blocking pool. On a multi-threaded runtime the
 /// runner sat on the main thread and each connection on a worker, so every
 /// request crossed threads several times. One thread costs 16 % less CPU per
-/// MiB of HTML on sklearn, for the same wall time (README, "One thread per
+/// MiB of HTML on sklearn, for the same wall time (docs/bench/2026-11-history.md, "One thread per
 /// foreground crawl").
 fn crawl_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()

@@ -478,7 +478,7 @@ pub fn sample_line(prev: Option<&Sample>, s: &Sample) -> String {
     line
 }
 
-/// The report as a table for a person (and the README).
+/// The report as a table for a person (and docs/efficiency.md).
 pub fn format_report(r: &LoadReport) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -93,7 +93,7 @@ pub struct DaemonConfig {
     pub poll_interval: Duration,
     /// redb page cache, bytes, shared by every job. 16 MiB by default: with
     /// 1 000 small jobs it peaks 77 MiB lower than 64 MiB; one large job ran
-    /// as fast, its CPU per request within the noise (README, "Daemon load").
+    /// as fast, its CPU per request within the noise (docs/efficiency.md, "The daemon").
     pub cache_size: u64,
     /// Bytes that documents being parsed (RDF documents, pages of
     /// structured-data jobs) may hold at once across all jobs: a document

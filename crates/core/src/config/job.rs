@@ -111,7 +111,7 @@ pub const MAX_IN_FLIGHT: u64 = 4096;
 pub const MAX_LOOK_AHEAD: u64 = 1 << 24;
 /// The default `politeness.look_ahead` of a job whose strategy learns and
 /// keeps several requests in flight. Measured with `forager bench --site
-/// structured --look-ahead 1,4,16,64`: see the README, *Many hosts in one job*.
+/// structured --look-ahead 1,4,16,64`: see docs/efficiency.md, *Many hosts in one job*.
 pub const DEFAULT_LOOK_AHEAD: usize = 16;
 /// Links a slot may pass over when nothing is learned (bfs, dfs, random):
 /// enough that every slot is filled from whichever host is ready, as a web
@@ -258,7 +258,7 @@ impl JobSpec {
     /// a strategy that learns, and enough to fill every slot for one that
     /// does not (bfs, dfs, random). The trade between precision (spend
     /// requests where the strategy believes) and speed (keep every slot
-    /// busy): see the README, *Many hosts in one job*.
+    /// busy): see docs/efficiency.md, *Many hosts in one job*.
     pub fn look_ahead(&self) -> usize {
         let in_flight = self.max_in_flight();
         match self.politeness.look_ahead {

@@ -73,7 +73,7 @@
 //! flight (the engine's default across the web, one per host) every
 //! strategy is spread over 64 hosts at once, most without structured data:
 //! the paper's constants give 0.321 there. In the engine, with one request
-//! in flight (the bench's setting), see the README's structured bench.
+//! in flight (the bench's setting), see docs/efficiency.md, "Structured data".
 //!
 //! Within the chosen host, the link an online FTRL-proximal classifier rates
 //! most likely relevant goes first (ties to the lowest id), from Anthelion's

@@ -185,7 +185,7 @@ pub fn main(config_path: &std::path::Path) -> anyhow::Result<()> {
 /// Async workers for `cores` cores. More than the cores: a job's runner
 /// parses pages and writes and fsyncs target files on its worker, and with one worker per core
 /// (2 here) a single slow fsync stalls half of a thousand jobs. Measured with
-/// 1 000 loopback jobs on 2 cores (README, "Daemon load"): 2 workers sustained
+/// 1 000 loopback jobs on 2 cores (docs/efficiency.md, "The daemon"): 2 workers sustained
 /// 568 requests/s, 16 workers 804 requests/s.
 pub fn worker_threads(cores: usize) -> usize {
     (cores * 4).clamp(16, 64)

@@ -54,7 +54,7 @@ pub(super) struct PendingStart {
 /// name and everything above it, innermost first, and does nothing when none
 /// is open. The rewriter did that for us with a `*` handler and a boxed
 /// end-tag handler per element: extraction on lilypond's documentation went
-/// from 21.8 to 14.1 ms of CPU per MiB without them (README § Efficiency).
+/// from 21.8 to 14.1 ms of CPU per MiB without them (docs/efficiency.md, "CPU and memory of a crawl").
 pub(super) struct Controller<'s> {
     pub(super) state: Rc<RefCell<State>>,
     pub(super) source: Option<&'s [u8]>,

@@ -473,7 +473,7 @@ impl std::fmt::Display for ParsePanicked {
 /// cores because workers already write and fsync target files) it runs on
 /// this worker: handing every page to the blocking pool and back woke two
 /// threads per page, and without that hand-off the daemon spends less CPU
-/// per request (README, "Daemon load"). On a current-thread runtime
+/// per request (docs/efficiency.md, "The daemon"). On a current-thread runtime
 /// (`forager crawl`) the one thread also drives every socket and timer, so
 /// the parse goes to the blocking pool there.
 pub(super) async fn parse_body<T: Send + 'static>(
