@@ -114,7 +114,7 @@ struct ReportCollector(StatusReport);
 /// A job's counter: metric name (without `_total`), help, value.
 type JobCounter = (&'static str, &'static str, fn(&JobStatus) -> u64);
 
-const JOB_COUNTERS: [JobCounter; 15] = [
+const JOB_COUNTERS: [JobCounter; 16] = [
     (
         "forager_job_requests",
         "GET and HEAD requests, redirect hops included (what the budget counts).",
@@ -168,6 +168,11 @@ const JOB_COUNTERS: [JobCounter; 15] = [
     ("forager_job_truncated", "Bodies cut at max_body.", |j| {
         j.counters.truncated
     }),
+    (
+        "forager_job_blocked",
+        "Links not fetched for their extension (targets.block_ext), and documents on the poison list not read.",
+        |j| j.counters.blocked,
+    ),
     (
         "forager_job_dropped_links",
         "Links the strategy decided never to fetch.",

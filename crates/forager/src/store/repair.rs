@@ -18,6 +18,7 @@
 //! with rows there are lost, and every other job is copied as from the
 //! whole file.
 
+use super::poison::{PoisonEntry, POISON};
 use super::state::{self, STATE_CHUNKS, STATE_INDEX};
 use super::{
     decode_row, guard_panics, open_database, FrontierEntry, JobRecord, ManifestRow, Store,
@@ -57,6 +58,9 @@ struct JobRows {
     /// engine decodes them at resume).
     revisit: Vec<(u64, Vec<u8>)>,
     revisit_state: Option<Vec<u8>>,
+    /// The documents it no longer parses ([`super::poison`]): without them a
+    /// repaired job would parse again the document that killed the process.
+    poison: Vec<(u64, Vec<u8>)>,
 }
 
 /// Move `state_dir/forager.redb` aside and copy what can be read into a new one.
@@ -326,6 +330,7 @@ fn read_job(db: &Old, job: &str) -> Result<JobRows, StoreError> {
         manifest: Vec::new(),
         revisit: Vec::new(),
         revisit_state: None,
+        poison: Vec::new(),
     };
     for row in txn.open_table(FRONTIER)?.range(range.clone())? {
         let (k, v) = row?;
@@ -354,6 +359,19 @@ fn read_job(db: &Old, job: &str) -> Result<JobRows, StoreError> {
     }
     match txn.open_table(REVISIT_STATE) {
         Ok(t) => rows.revisit_state = t.get(job)?.map(|v| v.value().to_vec()),
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    // A database from before the poison list, or whose jobs never listed a
+    // document, has no poison table.
+    match txn.open_table(POISON) {
+        Ok(t) => {
+            for row in t.range((job, 0u64)..=(job, u64::MAX))? {
+                let (k, v) = row?;
+                decode_row::<PoisonEntry>("poison", v.value())?;
+                rows.poison.push((k.value().1, v.value().to_vec()));
+            }
+        }
         Err(redb::TableError::TableDoesNotExist(_)) => {}
         Err(e) => return Err(e.into()),
     }
@@ -391,6 +409,12 @@ fn write_job(db: &Database, job: &str, rows: &JobRows) -> Result<(), StoreError>
         if let Some(state) = &rows.revisit_state {
             txn.open_table(REVISIT_STATE)?
                 .insert(job, state.as_slice())?;
+        }
+        if !rows.poison.is_empty() {
+            let mut poison = txn.open_table(POISON)?;
+            for (k, v) in &rows.poison {
+                poison.insert((job, *k), v.as_slice())?;
+            }
         }
     }
     txn.commit()?;
@@ -492,6 +516,28 @@ mod tests {
             (200, 500, 50)
         );
         assert_eq!(store.shared("blob/2").unwrap(), Some(vec![2u8; 300]));
+    }
+
+    #[test]
+    fn a_kept_job_keeps_its_poison_list() {
+        let dir = tempfile::tempdir().unwrap();
+        pristine(dir.path(), 2);
+        let entry = PoisonEntry {
+            url: "http://a.test/job1/bomb.rdf".into(),
+            reason: crate::store::PoisonReason::Crashed,
+            strikes: 2,
+            detail: "the process died parsing it".into(),
+            at: 1_764_000_000,
+        };
+        {
+            let store = Store::open(dir.path(), 1 << 20).unwrap();
+            store.record_poison("job1", &[entry.clone()]).unwrap();
+        }
+        let report = repair(dir.path(), 1 << 20).unwrap();
+        assert_eq!(report.kept, vec!["job0", "job1"]);
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(store.poison_list("job1").unwrap(), vec![entry]);
+        assert!(store.poison_list("job0").unwrap().is_empty());
     }
 
     /// Flipped bytes anywhere in the file: opening never panics (it is

@@ -21,7 +21,7 @@ use crate::engine::{EngineError, RequestKind, StepTally};
 use crate::fetch::{Method, Response};
 use crate::output::warc::{PROFILE_IDENTICAL_PAYLOAD, PROFILE_NOT_MODIFIED};
 use crate::store::ChangeKind;
-use forager_core::extract::{self, sitemap};
+use forager_core::extract::{self, sitemap, ExtractLimits};
 use forager_core::job::Readiness;
 use forager_core::link::{Link, LinkId};
 use forager_core::mime::Label;
@@ -253,6 +253,13 @@ impl Runner<'_> {
         let fields = self.validator_fields(&resp).unwrap_or_default();
         let latency = resp.latency;
         let content_type = resp.content_type.clone();
+        // A page on the poison list killed the process or blew its budget
+        // when it was parsed for structured data: it is not read again,
+        // on a revisit either.
+        if self.limits.structured.is_some() && self.parsing.is_poisoned(&url) {
+            self.core().revisit_found(step, Change::Unknown);
+            return Ok(self.skip_poisoned(&url, Some(latency)));
+        }
         let Ok(body) = self.read_body(&url, resp, MAX_PAGE_BYTES).await else {
             self.core().revisit_found(step, Change::Unknown);
             return Ok(Fetched::Nothing);
@@ -281,7 +288,14 @@ impl Runner<'_> {
         if change != Change::Changed {
             return Ok(Fetched::Nothing);
         }
-        let limits = self.limits.clone();
+        // A revisit follows links only: structured data is a first fetch's.
+        // Without the structured pass the parse is a link extraction like
+        // any page's, bounded by the page cap, and needs no share of the
+        // parse budget nor a journal line (`parsing.rs`).
+        let limits = ExtractLimits {
+            structured: None,
+            ..(*self.limits).clone()
+        };
         let page_url = url.clone();
         let is_sitemap = sitemap::is_sitemap(&link.tag_path);
         let body_cut = body.truncated;
@@ -294,10 +308,12 @@ impl Runner<'_> {
         })
         .await;
         match links {
-            Ok(mut links) => {
+            Ok(links) => {
                 self.note_cut(&url, &links, body_cut);
-                // A revisit follows links only: structured data is a first fetch's.
-                links.structured = None;
+                debug_assert!(
+                    links.structured.is_none(),
+                    "no structured pass on a revisit"
+                );
                 Ok(Fetched::Page {
                     url,
                     links: Box::new(links),
