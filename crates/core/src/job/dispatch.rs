@@ -31,6 +31,7 @@ use crate::record::FrontierEntry;
 use crate::record::SkipReason;
 use crate::strategy::{Confirm, FreeSlot, Popped};
 use std::cell::Cell;
+use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
 
@@ -195,7 +196,14 @@ impl JobCore {
             Confirm::Drop => Err(SkipReason::Strategy),
             Confirm::SkipNeither => Err(SkipReason::PredictedNeither),
             Confirm::Defer(later) => {
-                self.links.put_back(id, entry);
+                // Stored under its new key too: a resume must find it where
+                // the strategy put it, not where it was first queued.
+                let entry = Arc::new(FrontierEntry {
+                    link: entry.link,
+                    key: later,
+                });
+                self.delta.frontier_added.push((id, Arc::clone(&entry)));
+                self.links.put_back_shared(id, entry);
                 self.strategy.push(id, later);
                 return None;
             }

@@ -63,7 +63,8 @@ impl LinkRecords {
         self.put_back_shared(id, Arc::new(entry));
     }
 
-    fn put_back_shared(&mut self, id: LinkId, entry: Arc<FrontierEntry>) {
+    /// [`Links::put_back`] of a record a delta shares.
+    pub(super) fn put_back_shared(&mut self, id: LinkId, entry: Arc<FrontierEntry>) {
         debug_assert!(!self.in_recent(id), "{id} has a record already");
         if self.older.insert(id, entry).is_none() {
             self.len += 1;

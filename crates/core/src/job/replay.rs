@@ -355,6 +355,17 @@ impl Replay {
         &self.record
     }
 
+    /// Give the links held for their politeness key back to the strategy,
+    /// as the runner does when a job stops; returns how many there were.
+    pub fn release_held(&mut self) -> usize {
+        let held = std::mem::take(&mut self.held);
+        let n = held.len();
+        for h in held {
+            self.core.release_held(h);
+        }
+        n
+    }
+
     /// Checkpoint, then the job as a restart would resume it from there:
     /// `strategy` (a fresh one) restores the committed learner state, the
     /// core the committed record, frontier keys and seen set.

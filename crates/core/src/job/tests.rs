@@ -555,3 +555,42 @@ fn a_busy_key_holds_at_most_the_look_ahead() {
     r.core.abandon_all();
     assert_eq!(r.core.frontier_len(), frontier);
 }
+
+/// A job of a host-aware strategy killed at a checkpoint, with many steps
+/// in flight before it, resumes its decisions exactly: the learner, its
+/// RNG, the frontier (with the keys of links it deferred) and the seen set
+/// restored from the checkpoint take the same steps, in the same order, as
+/// the job that was not killed. (ldcoc's arms are pay-level domains: it is
+/// measured under the politeness key it chooses by; a link held for a busy
+/// key at the kill is chosen again after it, in the strategy's order.)
+#[test]
+fn a_resumed_host_aware_job_decides_exactly_as_the_one_that_ran_on() {
+    use crate::extract::PolitenessPer;
+    let settings = [
+        (StrategyKind::Anthelion, PolitenessPer::Host),
+        (StrategyKind::Anthelion, PolitenessPer::Pld),
+        (StrategyKind::Ldcoc, PolitenessPer::Pld),
+    ];
+    for (kind, per) in settings {
+        let steps = |r: &mut replay::Replay, n: usize| -> Vec<LinkId> {
+            r.crawl_concurrent(&mut OneDomainWeb, 64, per, 16, n)
+                .into_iter()
+                .map(|s| s.id)
+                .collect()
+        };
+        let mut ran_on = one_domain_replay(kind);
+        assert_eq!(steps(&mut ran_on, 40).len(), 40, "{kind:?} {per:?}");
+        assert_eq!(ran_on.release_held(), 0, "{kind:?} {per:?}: nothing held");
+        let mut resumed = ran_on
+            .resume(kind.build(3))
+            .expect("the saved state decodes");
+        let expected = steps(&mut ran_on, 150);
+        assert!(expected.len() > 100, "{kind:?} {per:?}: {}", expected.len());
+        assert_eq!(steps(&mut resumed, 150), expected, "{kind:?} {per:?}");
+        assert_eq!(
+            resumed.strategy().save(),
+            ran_on.strategy().save(),
+            "{kind:?} {per:?}: the same learned state after the same steps"
+        );
+    }
+}

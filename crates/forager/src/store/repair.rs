@@ -531,7 +531,9 @@ mod tests {
         };
         {
             let store = Store::open(dir.path(), 1 << 20).unwrap();
-            store.record_poison("job1", std::slice::from_ref(&entry)).unwrap();
+            store
+                .record_poison("job1", std::slice::from_ref(&entry))
+                .unwrap();
         }
         let report = repair(dir.path(), 1 << 20).unwrap();
         assert_eq!(report.kept, vec!["job0", "job1"]);
