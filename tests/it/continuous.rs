@@ -18,8 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-mod common;
-use common::{Crawl, JobFile};
+use crate::harness::{Crawl, JobFile};
 
 const HOST: &str = "changing.test";
 

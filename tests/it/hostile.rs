@@ -8,14 +8,9 @@
 //! Cases that need short time limits run the engine in-process, because the
 //! CLI has no flag for them.
 
-mod common;
-#[path = "hostile/harness.rs"]
 mod harness;
-#[path = "hostile/memory.rs"]
 mod memory;
-#[path = "hostile/raw.rs"]
 mod raw;
-#[path = "hostile/sites.rs"]
 mod sites;
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -175,7 +170,7 @@ async fn ssrf_resolve_to_loopback_needs_allow_private() {
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("resolve.toml");
     std::fs::write(&job, job_toml("resolve", &[seed(server.port())], "any", "")).unwrap();
-    let out = common::Crawl::new(&job, &dir.path().join("state"))
+    let out = crate::harness::Crawl::new(&job, &dir.path().join("state"))
         .resolve_to(&host, addr)
         .std_command()
         .output()

@@ -4,7 +4,6 @@
 //! `warcio check` / `warcio index` when python3 can import `warcio` (required
 //! when FORAGER_REQUIRE_WARCIO=1, as .ci/run sets it after installing warcio).
 
-mod common;
 
 use bytes::Bytes;
 use forager::fetch::{FetchConfig, Fetcher, Method, Politeness};
@@ -436,7 +435,7 @@ async fn a_crawl_archives_every_manifest_target() {
     assert!(statuses.last().unwrap().success(), "{statuses:?}");
 
     let targets = state.join("targets").join("warcjob");
-    let manifest = common::manifest_by_final_url(&targets);
+    let manifest = crate::harness::manifest_by_final_url(&targets);
     assert!(manifest.len() >= 5, "{manifest:?}");
     let files = warc::series(&targets.join("warc"), "warcjob").unwrap();
     assert!(!files.is_empty());
@@ -548,7 +547,7 @@ fn partial_tail_kind(path: &Path) -> Option<String> {
 /// payload digest, and revisit records of both profiles name their capture.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_continuous_harvest_killed_20_times_leaves_valid_warc() {
-    use common::{Crawl, JobFile};
+    use crate::harness::{Crawl, JobFile};
     use std::sync::atomic::Ordering;
     const HOST: &str = "changing.test";
     let site = Arc::new(Changing::default());

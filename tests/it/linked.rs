@@ -3,9 +3,8 @@
 //! under `text/plain`, the statements written exactly once — across kills —
 //! and the `ldcoc` strategy fetching a larger share of RDF than `bfs`.
 
-mod common;
 
-use common::{manifest_by_final_url, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager::output::nquads;
 use forager::sites::linked::LinkedWeb;
 use forager::sites::server::{RequestRecord, SiteServer};
@@ -184,7 +183,7 @@ async fn kills_mid_crawl_leave_every_statement_once() {
     assert_eq!(got, want);
     // What ldcoc learned, from the last checkpoint: its accuracy, its
     // strongest features by name and the PLDs that gave the most RDF.
-    let explain = std::process::Command::new(common::crawl::forager())
+    let explain = std::process::Command::new(crate::harness::crawl::forager())
         .args(["explain", "lod-kill", "--state-dir"])
         .arg(&state)
         .output()

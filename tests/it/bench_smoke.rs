@@ -1,7 +1,6 @@
 //! The benchmark harness end to end on one small synthetic site and two
 //! strategies (the full runs are documented commands, not CI).
 
-mod common;
 
 use std::process::Command;
 
@@ -423,13 +422,13 @@ fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
     let work = tempfile::tempdir().unwrap();
     let job = work.path().join("reference.toml");
     // The job as a printf format: the shell puts the site's URL in the seed.
-    let format = common::JobFile::new("reference")
+    let format = crate::harness::JobFile::new("reference")
         .seed("%s")
         .delay("0s")
         .set("budget", "requests", 40)
         .toml();
     let state = work.path().join("state");
-    let crawl = common::Crawl::new(&job, &state).allow_private();
+    let crawl = crate::harness::Crawl::new(&job, &state).allow_private();
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     // A fresh state each run: a finished job would resume and fetch nothing.
     let command = format!(
@@ -437,7 +436,7 @@ fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
         quote(&state.to_string_lossy()),
         quote(&format),
         quote(&job.to_string_lossy()),
-        quote(common::crawl::forager()),
+        quote(crate::harness::crawl::forager()),
         crawl
             .args()
             .iter()
@@ -445,7 +444,7 @@ fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let run = Command::new(common::crawl::forager())
+    let run = Command::new(crate::harness::crawl::forager())
         .args(["bench", "--cpu", "--site", "synthetic:small"])
         .args(["--strategies", "bfs", "--max-requests", "300"])
         .args(["--reference", &command, "--reference-name", "itself"])
@@ -498,7 +497,7 @@ fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
 fn bench_cpu_reference_refuses_other_urls_and_explains_a_failing_command() {
     let bench = |reference: &str| {
         let out = tempfile::tempdir().unwrap();
-        let run = Command::new(common::crawl::forager())
+        let run = Command::new(crate::harness::crawl::forager())
             .args(["bench", "--cpu", "--site", "synthetic:small"])
             .args(["--strategies", "bfs", "--max-requests", "20"])
             .args(["--reference", reference, "--out"])
@@ -531,7 +530,7 @@ fn bench_cpu_reference_refuses_other_urls_and_explains_a_failing_command() {
 #[test]
 fn bench_cpu_crawls_a_resized_preset_and_reports_the_store() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::new(common::crawl::forager())
+    let run = Command::new(crate::harness::crawl::forager())
         .args(["bench", "--cpu", "--site", "synthetic:small:2:pages=300"])
         .args(["--strategies", "bfs", "--keep", "--out"])
         .arg(out.path())
@@ -573,7 +572,7 @@ fn bench_cpu_crawls_a_resized_preset_and_reports_the_store() {
     assert!(state.join("forager.redb").is_file(), "{stdout}");
     assert!(stdout.contains("state kept in"), "{stdout}");
 
-    let bad = Command::new(common::crawl::forager())
+    let bad = Command::new(crate::harness::crawl::forager())
         .args(["bench", "--cpu", "--site", "synthetic:small:pages=50"])
         .arg("--out")
         .arg(out.path())

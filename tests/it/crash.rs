@@ -24,8 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-mod common;
-use common::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};

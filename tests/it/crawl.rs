@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
-mod common;
-use common::{Crawl, JobFile};
+use crate::harness::{Crawl, JobFile};
 
 fn job_file(dir: &Path, name: &str, strategy: &str, port: u16) -> std::path::PathBuf {
     JobFile::new(name)
@@ -160,7 +159,7 @@ async fn check_strategy(strategy: &str) {
     );
 
     // `forager explain` reads the stored state: counters, classifier, link groups.
-    let explain = tokio::process::Command::new(common::crawl::forager())
+    let explain = tokio::process::Command::new(crate::harness::crawl::forager())
         .args(["explain", &format!("fixture-{strategy}"), "--state-dir"])
         .arg(&state)
         .output()
@@ -207,7 +206,7 @@ async fn check_reports_file_line_and_field() {
         "name = \"x\"\nseeds = [\"http://a.test/\"]\n\n[budget]\nrequests = \"many\"\n",
     )
     .unwrap();
-    let out = tokio::process::Command::new(common::crawl::forager())
+    let out = tokio::process::Command::new(crate::harness::crawl::forager())
         .arg("check")
         .arg(&bad)
         .output()
@@ -467,7 +466,7 @@ async fn data_files_under_generic_types_are_harvested_by_name() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows = common::manifest_by_final_url(&state.join("targets").join("loose"));
+    let rows = crate::harness::manifest_by_final_url(&state.join("targets").join("loose"));
     let got: Vec<&str> = rows
         .keys()
         .map(|u| u.strip_prefix("http://loose.test").unwrap_or(u))
@@ -545,7 +544,7 @@ async fn include_and_exclude_patterns_bound_the_crawl() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows = common::manifest_by_final_url(&state.join("targets").join("sections"));
+    let rows = crate::harness::manifest_by_final_url(&state.join("targets").join("sections"));
     let got: Vec<&str> = rows
         .keys()
         .map(|u| u.strip_prefix("http://sections.test").unwrap_or(u))
@@ -699,7 +698,7 @@ async fn http_options_reach_their_hosts_only_through_the_proxy_and_stay_secret()
         .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let rows = common::manifest_by_final_url(&state.join("targets").join("vault"));
+    let rows = crate::harness::manifest_by_final_url(&state.join("targets").join("vault"));
     let got: Vec<&str> = rows.keys().map(String::as_str).collect();
     assert_eq!(
         got,
@@ -766,7 +765,7 @@ async fn links_predicted_neither_are_skipped_when_the_job_says_so() {
                 .succeed()
                 .await;
             let targets = state.join("targets").join(format!("variants-{mode}"));
-            let rows: BTreeSet<String> = common::manifest_by_final_url(&targets)
+            let rows: BTreeSet<String> = crate::harness::manifest_by_final_url(&targets)
                 .into_keys()
                 .collect();
             let log: Vec<serde_json::Value> = std::fs::read_to_string(targets.join("crawl.log"))

@@ -3,8 +3,7 @@
 //! an empty store next to a harvest is refused, and `forager repair` gets a
 //! job going again.
 
-mod common;
-use common::{manifest_by_final_url, serve_small_site};
+use crate::harness::{manifest_by_final_url, serve_small_site};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;

@@ -4,9 +4,8 @@
 //! The rate over 1 000 hosts is a benchmark, not a test:
 //! `forager bench --site web:1000 --strategies bfs` (README, *Many hosts in one job*).
 
-mod common;
 
-use common::{manifest_by_final_url, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager::bench::multihost::figures::politeness;
 use forager::sites::server::{min_start_gap, RequestRecord, SiteServer};
 use forager::sites::web::Web;

@@ -10,8 +10,7 @@ use forager::sites::server::SiteServer;
 use forager::strategy::StrategyKind;
 use std::collections::BTreeMap;
 
-mod common;
-use common::manifest_by_final_url;
+use crate::harness::manifest_by_final_url;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;

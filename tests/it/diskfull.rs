@@ -20,8 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-mod common;
-use common::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
 
 const HOST: &str = "full.test";
 
@@ -215,7 +214,7 @@ async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path();
     let job = write_job(work, port, &start);
-    let bin = common::crawl::forager().to_string();
+    let bin = crate::harness::crawl::forager().to_string();
 
     // The reference: one uninterrupted run on the normal disk.
     let reference = work.join("reference");
@@ -379,7 +378,7 @@ async fn a_full_disk_never_tears_a_crawl_log_line() {
         .set("output", "crawl_log", true)
         .write(tmp.path());
     let ctl = tmp.path().join("crawl");
-    let mut command = vec![common::crawl::forager().to_string()];
+    let mut command = vec![crate::harness::crawl::forager().to_string()];
     command.extend(
         Crawl::new(&job, &ctl.join("state"))
             .allow_private()

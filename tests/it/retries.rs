@@ -3,9 +3,8 @@
 //! back-off, through the real binary; an origin that never answers ends the
 //! job as `unreachable` with a non-zero exit.
 
-mod common;
 
-use common::{manifest_by_final_url, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::sites::synthetic::{Preset, SyntheticSite};
 use std::collections::{BTreeSet, HashMap};

@@ -6,9 +6,8 @@
 //! Every wait is bounded: poll `/status` until a condition holds or a
 //! deadline passes, then fail with the last report and the daemon's log.
 
-mod common;
-use common::crawl::forager;
-use common::JobFile;
+use crate::harness::crawl::forager;
+use crate::harness::JobFile;
 use forager::daemon::{self, jobs::Phase, StatusReport};
 use forager::sites::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::store::{StopReason, Store};

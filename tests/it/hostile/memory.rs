@@ -6,8 +6,8 @@
 //! while it is parsed must not kill it forever; a daemon serving them
 //! beside healthy jobs stays up and finishes the healthy ones.
 
-use super::common::procfs::vm_hwm_kib;
-use super::common::{Crawl, JobFile};
+use crate::harness::procfs::vm_hwm_kib;
+use crate::harness::{Crawl, JobFile};
 use super::harness::{crawl_cli, job_toml, CliOptions};
 use super::sites::HostileSite;
 use super::{seed, serve, HOST};
@@ -399,7 +399,7 @@ fn start_daemon(
     std::fs::write(&config_path, config).expect("config");
     let log = dir.join("daemon.log");
     let log_file = std::fs::File::create(&log).expect("log file");
-    let child = std::process::Command::new(super::common::crawl::forager())
+    let child = std::process::Command::new(crate::harness::crawl::forager())
         .arg("daemon")
         .arg("--config")
         .arg(&config_path)

@@ -3,8 +3,8 @@
 //! in-process (for cases that need time limits the CLI does not expose).
 //! Both give back the job's counters and manifest as the store committed them.
 
-use super::common::procfs::vm_hwm_kib;
-use super::common::{Crawl, JobFile};
+use crate::harness::procfs::vm_hwm_kib;
+use crate::harness::{Crawl, JobFile};
 use forager::config::parse_job;
 use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;

@@ -4,9 +4,8 @@
 //! manifest row); pages under the threshold and plain pages are not, and
 //! their links are still followed.
 
-mod common;
 
-use common::{manifest_by_final_url, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager::output::nquads;
 use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use std::collections::{BTreeMap, BTreeSet};
@@ -249,7 +248,7 @@ async fn anthelion_harvests_the_relevant_pages_of_a_multi_host_web() {
         Web::relevant_urls(pages, rich)
     );
 
-    let explain = tokio::process::Command::new(common::crawl::forager())
+    let explain = tokio::process::Command::new(crate::harness::crawl::forager())
         .args(["explain", name, "--state-dir"])
         .arg(&state)
         .output()

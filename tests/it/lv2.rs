@@ -10,9 +10,8 @@
 //! extracted `usr/lib/lv2` (`.ci/run` downloads them with apt and sets it,
 //! with `FORAGER_REQUIRE_LV2=1` so that a missing folder fails CI).
 
-mod common;
 
-use common::{Crawl, JobFile};
+use crate::harness::{Crawl, JobFile};
 use forager::output::nquads;
 use forager::sites::directory::DirectorySite;
 use forager::sites::server::SiteServer;
@@ -29,7 +28,7 @@ struct Golden {
 }
 
 fn golden() -> BTreeMap<String, Golden> {
-    let text = include_str!("data/lv2-golden.tsv");
+    let text = include_str!("../data/lv2-golden.tsv");
     text.lines()
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
