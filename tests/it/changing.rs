@@ -4,7 +4,6 @@
 //! its current one, and the bench's figures, read from the server's log and
 //! the job's manifest, agree with the crawler's own account.
 
-
 use crate::harness::{Crawl, JobFile};
 use forager::bench::changing::{
     crawler_requests, figures, read_manifest, Policy, SimRequest, Truth, Window,

@@ -1,11 +1,15 @@
-//! The one harness of the integration tests: job files ([`job`]), runs of the
-//! real binary ([`crawl`]), loopback servers ([`sites`]) and what `/proc`
-//! says of a process ([`procfs`]).
+//! The one harness of the integration tests: job files ([`job`]), every run
+//! of the real binary, under a deadline ([`bin`]), `forager crawl`'s
+//! arguments ([`crawl`]), loopback servers ([`sites`]), the conditions a
+//! test compiles with ([`env`]) and what `/proc` says of a process
+//! ([`procfs`]).
 //!
-//! Each test crate includes it with `mod common;` and uses a part of it.
+//! Each test module uses the part it needs (`crate::harness::…`).
 #![allow(dead_code, unused_imports)]
 
+pub mod bin;
 pub mod crawl;
+pub mod daemon;
 pub mod job;
 pub mod procfs;
 pub mod sites;

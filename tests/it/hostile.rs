@@ -172,9 +172,7 @@ async fn ssrf_resolve_to_loopback_needs_allow_private() {
     std::fs::write(&job, job_toml("resolve", &[seed(server.port())], "any", "")).unwrap();
     let out = crate::harness::Crawl::new(&job, &dir.path().join("state"))
         .resolve_to(&host, addr)
-        .std_command()
-        .output()
-        .unwrap();
+        .output_blocking();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("--allow-private"), "{stderr}");
@@ -1043,7 +1041,7 @@ async fn hostile_tag_paths_keep_the_learner_and_the_store_bounded() {
 
 /// How long sb takes to stop on SIGINT deep in the maze, when the learner is
 /// at its caps. A measurement, not a check (machines here are shared):
-/// `cargo test --release --test hostile -- --ignored --nocapture measure_stop`.
+/// `cargo test --release --test it hostile::measure_stop -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement; run it by hand"]
 async fn measure_stop_on_sigint_in_the_maze() {

@@ -3,7 +3,6 @@
 //! row's `tag_path`), every line splitter cuts the files where `\n` is and
 //! nowhere else, and each line still reads back as the same JSON.
 
-
 use crate::harness::{Crawl, JobFile};
 use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use std::sync::Arc;

@@ -187,7 +187,8 @@ fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResu
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))
         .stderr(std::fs::File::create(&err_path).expect("stderr file"));
     let started = Instant::now();
-    let mut child = cmd.spawn().expect("start forager");
+    // Bounded below by `kill_after`, well within the harness's deadline.
+    let mut child = crate::harness::bin::spawn_std(&mut cmd);
     let kill_after = opts.kill_after.unwrap_or(Duration::from_secs(40));
     let mut peak_rss_kib = 0;
     let mut interrupted_at = None;
