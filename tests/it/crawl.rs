@@ -2,7 +2,7 @@
 //! site; every assertion is made on the server's own request log or on the
 //! files the crawl wrote.
 
-use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager::sites::fixture::{FixtureSite, FIXTURE_HOST, OUTSIDE_HOST};
 use forager::sites::server::{min_start_gap, RequestRecord, SiteServer};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -6,7 +6,6 @@
 //! Every wait is bounded: poll `/status` until a condition holds or a
 //! deadline passes, then fail with the last report and the daemon's log.
 
-use crate::harness::bin::forager;
 use crate::harness::daemon::DaemonProcess;
 use crate::harness::JobFile;
 use forager::daemon::{self, jobs::Phase, StatusReport};
@@ -14,7 +13,7 @@ use forager::sites::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager::store::{StopReason, Store};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -86,7 +86,7 @@ async fn logs_to_a_file_have_no_colour_codes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_during_the_politeness_wait_counts_no_phantom_request() {
     use forager::config::JobSpec;
-    use forager::engine::{CrawlObserver, Engine, EngineConfig, RequestEvent, Runner};
+    use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
     use forager::fetch::FetchConfig;
     use std::time::Duration;
 
@@ -112,26 +112,24 @@ async fn a_stop_during_the_politeness_wait_counts_no_phantom_request() {
     spec.politeness.delay = Duration::from_secs(3);
     spec.limits.max_body = FIXTURE_MAX_BODY;
 
-    /// Stops the job once it has made `after` requests: the runner has then
-    /// handled the last answer and goes on to wait for the next slot.
-    struct StopAfter {
-        after: u64,
-        stop: tokio::sync::watch::Sender<bool>,
-    }
-    impl CrawlObserver for StopAfter {
-        fn request(&mut self, event: &RequestEvent<'_>) {
-            if event.counters.requests >= self.after {
-                let _ = self.stop.send(true);
-            }
-        }
-    }
     let (tx, rx) = tokio::sync::watch::channel(false);
-    // Once the job has made two requests, the runner waits 3 s for the
-    // third one's slot: the stop, sent from the second request's event (not
-    // after a sleep), lands during that wait.
-    let mut observer = StopAfter { after: 2, stop: tx };
+    let mut observer = NoObserver;
     let runner = Runner::new(&engine, &spec, &mut observer).unwrap();
-    let outcome = runner.run(rx).await.unwrap();
+    // Once the server has answered two requests, the runner waits 3 s for the
+    // third one's slot: stop it during that wait. The one sleep left that
+    // orders events: the engine tells nothing when it starts waiting for a
+    // slot (a stop sent from the second request's observer event lands
+    // before the third step is taken, which is not the case under test), so
+    // the stop comes 300 ms into a 3 s window, ten times the margin.
+    let stopper = async {
+        while server.log().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tx.send(true).unwrap();
+    };
+    let (outcome, ()) = tokio::join!(runner.run(rx), stopper);
+    let outcome = outcome.unwrap();
     assert!(outcome.stop.is_none(), "the crawl was interrupted");
     let seen = server.log().len() as u64;
     assert_eq!(outcome.counters.requests, seen, "counted vs served");

@@ -9,7 +9,6 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const JOB: &str = "harvest";
 

@@ -27,9 +27,7 @@ const HOST: &str = "hostile.test";
 
 /// Serves `site` as `hostile.test`; returns the server and the resolve override.
 async fn serve(site: impl Site + 'static) -> (SiteServer, (String, SocketAddr)) {
-    let server = SiteServer::start(vec![(HOST.to_string(), Arc::new(site) as Arc<dyn Site>)])
-        .await
-        .expect("start site server");
+    let server = crate::harness::sites::serve_host(HOST, Arc::new(site)).await;
     let addr = server.addr();
     (server, (HOST.to_string(), addr))
 }

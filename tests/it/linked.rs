@@ -10,7 +10,6 @@ use forager::sites::linked::LinkedWeb;
 use forager::sites::server::{RequestRecord, SiteServer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Duration;
 
 fn job(name: &str, web: &LinkedWeb, strategy: &str) -> JobFile {
     let mut job = JobFile::new(name)

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use crate::harness::manifest_by_final_url;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -81,20 +82,21 @@ async fn interrupted_equals_uninterrupted(strategy: StrategyKind) {
         // and where a sleep of microseconds lands depends on the machine's load
         // (a schedule of sleeps once left only 4 interruptions in 2 of 6 runs).
         let stop_after = server.log().len() + round as usize / 2;
+        let ended = AtomicBool::new(false);
+        let run = async {
+            let out = runner.run(rx).await;
+            ended.store(true, Ordering::SeqCst);
+            out
+        };
         let stopper = async {
-            while server.log().len() < stop_after {
+            while !ended.load(Ordering::SeqCst) && server.log().len() < stop_after {
                 // How often the log is read; it orders nothing.
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             let _ = tx.send(true);
         };
-        let run = runner.run(rx);
-        tokio::pin!(run);
-        let out = tokio::select! {
-            out = &mut run => out,
-            () = stopper => run.await,
-        }
-        .unwrap();
+        let (out, ()) = tokio::join!(run, stopper);
+        let out = out.unwrap();
         drop(engine);
         if out.stop.is_some() {
             break;

@@ -9,7 +9,6 @@ use forager::output::nquads;
 use forager::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 const HOST: &str = "shop.test";
 

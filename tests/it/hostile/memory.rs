@@ -16,7 +16,6 @@ use forager::sites::{Site, SiteResponse, SiteServer};
 use forager::store::{PoisonReason, Store};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
