@@ -1,7 +1,6 @@
 //! The benchmark harness end to end on one small synthetic site and two
 //! strategies (the full runs are documented commands, not CI).
 
-
 #[test]
 fn bench_writes_table_traces_and_plot() {
     let out = tempfile::tempdir().unwrap();
