@@ -667,7 +667,7 @@ mod tests {
     /// Side by side in memory, one page in flight, relevant share at 25 %,
     /// on the default web (150 hosts, 30 items, seed 1) and two held-out
     /// ones (seeds 2 and 3), seeds 1–5 each, and its ratio to bfs:
-    /// `cargo test --release --lib bench::structured::tests::anthelion_variants -- --ignored --nocapture`.
+    /// `cargo test --release -p forager-bench --lib structured::tests::anthelion_variants -- --ignored --nocapture`.
     #[test]
     #[ignore = "a measurement (seconds in release), not a check"]
     fn anthelion_variants() {
@@ -755,7 +755,7 @@ mod tests {
     }
 
     /// Where anthelion's budget goes, by host kind and page type, 5 seeds:
-    /// `cargo test --release --lib bench::structured::tests::anthelion_budget -- --ignored --nocapture`.
+    /// `cargo test --release -p forager-bench --lib structured::tests::anthelion_budget -- --ignored --nocapture`.
     #[test]
     #[ignore = "a measurement (seconds in release), not a check"]
     fn anthelion_budget() {

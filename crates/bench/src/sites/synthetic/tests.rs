@@ -489,7 +489,7 @@ proptest::proptest! {
     }
 }
 
-/// Rendering rate of one core (run: cargo test --release -- --ignored generation_rate --nocapture).
+/// Rendering rate of one core (run: cargo test --release -p forager-bench --lib generation_rate -- --ignored --nocapture).
 #[test]
 #[ignore]
 fn generation_rate() {
@@ -510,7 +510,7 @@ fn generation_rate() {
 }
 
 /// Serving rate over HTTP with the server confined to one thread (run:
-/// cargo test --release --lib serving_rate -- --ignored --nocapture).
+/// cargo test --release -p forager-bench --lib serving_rate -- --ignored --nocapture).
 #[test]
 #[ignore]
 fn serving_rate() {

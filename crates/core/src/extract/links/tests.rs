@@ -769,7 +769,7 @@ fn synthetic_page(section: impl Fn(usize) -> String) -> String {
     html
 }
 
-/// `cargo test --release --lib extract:: -- --ignored --nocapture`
+/// `cargo test --release -p forager-core --lib extract:: -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn throughput_one_mib() {

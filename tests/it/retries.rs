@@ -3,9 +3,7 @@
 //! back-off, through the real binary; an origin that never answers ends the
 //! job as `unreachable` with a non-zero exit.
 
-mod common;
-
-use common::{manifest_by_final_url, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager_bench::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use forager_bench::sites::synthetic::{Preset, SyntheticSite};
 use std::collections::{BTreeSet, HashMap};
@@ -67,9 +65,7 @@ fn small_site() -> SyntheticSite {
 }
 
 async fn serve(site: Arc<dyn Site>) -> SiteServer {
-    SiteServer::start(vec![(HOST.to_string(), site)])
-        .await
-        .expect("serve")
+    crate::harness::sites::serve_host(HOST, site).await
 }
 
 fn job(name: &str, start: &str) -> JobFile {
@@ -134,16 +130,11 @@ async fn a_429_to_one_request_in_seven_loses_nothing() {
 }
 
 /// A port nobody listens on: every connection to it is refused.
-fn dead_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_origin_that_never_answers_ends_unreachable() {
-    let port = dead_port();
+    let dead = crate::harness::sites::DeadPort::new();
+    let port = dead.port();
     let dir = tempfile::tempdir().unwrap();
     let job = job("dead", "/")
         .set("limits", "retries", 2)
@@ -174,9 +165,10 @@ async fn a_job_found_unreachable_starts_over_when_run_again() {
         .set("limits", "retries", 1)
         .write(dir.path());
     let state = dir.path().join("again");
+    let dead = crate::harness::sites::DeadPort::new();
     let down = Crawl::new(&job, &state)
         .allow_private()
-        .resolve(HOST, dead_port())
+        .resolve(HOST, dead.port())
         .output()
         .await;
     assert!(!down.status.success());

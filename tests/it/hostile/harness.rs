@@ -3,8 +3,8 @@
 //! in-process (for cases that need time limits the CLI does not expose).
 //! Both give back the job's counters and manifest as the store committed them.
 
-use super::common::procfs::vm_hwm_kib;
-use super::common::{Crawl, JobFile};
+use crate::harness::procfs::vm_hwm_kib;
+use crate::harness::{Crawl, JobFile};
 use forager::engine::{Engine, EngineConfig, NoObserver, Runner};
 use forager::fetch::FetchConfig;
 use forager::store::{JobCounters, ManifestRow, StopReason, Store};
@@ -187,7 +187,8 @@ fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResu
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))
         .stderr(std::fs::File::create(&err_path).expect("stderr file"));
     let started = Instant::now();
-    let mut child = cmd.spawn().expect("start forager");
+    // Bounded below by `kill_after`, well within the harness's deadline.
+    let mut child = crate::harness::bin::spawn_std(&mut cmd);
     let kill_after = opts.kill_after.unwrap_or(Duration::from_secs(40));
     let mut peak_rss_kib = 0;
     let mut interrupted_at = None;

@@ -1,10 +1,10 @@
 //! WARC output end to end: real exchanges with a loopback server archived by
 //! the writer; `forager export --warc` SIGKILLed inside records and resumed.
 //! Every file is checked by forager's own reader (always) and by Python's
-//! `warcio check` / `warcio index` when python3 can import `warcio` (required
-//! when FORAGER_REQUIRE_WARCIO=1, as .ci/run sets it after installing warcio).
-
-mod common;
+//! `warcio check` / `warcio index` when python3 can import `warcio` (the
+//! `have_warcio` cfg of `build.rs`; forced by FORAGER_REQUIRE_WARCIO=1, as
+//! .ci/run sets it after installing warcio). Without warcio,
+//! [`warcio_the_oracle_is_there`] is ignored: the run says it lacked the oracle.
 
 use bytes::Bytes;
 use forager::fetch::{FetchConfig, Fetcher, Method, Politeness};
@@ -69,21 +69,34 @@ impl Site for Archive {
 /// not be on PATH (a `pip install --user` puts its script elsewhere).
 const WARCIO: &str = "import sys; from warcio.cli import main; main()";
 
-/// Whether warcio is importable (else the Python checks are skipped, unless
-/// FORAGER_REQUIRE_WARCIO is set, as .ci/run does after installing it).
+/// Whether the Python checks run: where `build.rs` found warcio or
+/// FORAGER_REQUIRE_WARCIO demands it; then warcio must import.
 fn have_warcio() -> bool {
+    if !cfg!(have_warcio) {
+        return false;
+    }
     let found = Command::new("python3")
         .args(["-c", "import warcio"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("FORAGER_REQUIRE_WARCIO").is_none(),
-            "FORAGER_REQUIRE_WARCIO is set but python3 cannot import warcio"
-        );
-        eprintln!("warcio not found: skipping the Python checks (pip install warcio)");
-    }
-    found
+    assert!(
+        found,
+        "python3 cannot import warcio, which build.rs found (or FORAGER_REQUIRE_WARCIO \
+         demands): pip install warcio"
+    );
+    true
+}
+
+/// The oracle of this module. Without warcio the tests here check every file
+/// with forager's own reader only, and this one is ignored: a run without the
+/// oracle does not read as a run with it.
+#[test]
+#[cfg_attr(
+    not(have_warcio),
+    ignore = "needs python3 with warcio (pip install warcio): the WARC tests ran without it"
+)]
+fn warcio_the_oracle_is_there() {
+    assert!(have_warcio());
 }
 
 /// `warcio check -v` and `warcio index` accept the file; returns the index lines.
@@ -287,7 +300,7 @@ fn manifest_row(url: &str, body: &[u8]) -> ManifestRow {
 }
 
 fn export_warc(state: &Path, out: &Path, crash_at: Option<u32>) -> std::process::ExitStatus {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_forager"));
+    let mut c = crate::harness::bin::std_command();
     c.args(["export", "crashy", "--warc", "--state-dir"])
         .arg(state)
         .arg("--to")
@@ -296,7 +309,7 @@ fn export_warc(state: &Path, out: &Path, crash_at: Option<u32>) -> std::process:
     if let Some(n) = crash_at {
         c.env(forager::crashpoint::ENV, format!("warc-write:{n}"));
     }
-    c.status().unwrap()
+    crate::harness::bin::status_blocking(&mut c)
 }
 
 /// `forager export --warc` is SIGKILLed inside a record again and again;
@@ -378,34 +391,21 @@ fn a_writer_killed_inside_records_leaves_valid_warc() {
 }
 
 fn crawl_job(dir: &Path, port: u16) -> PathBuf {
-    use forager_bench::sites::fixture::{FIXTURE_HOST, FIXTURE_MAX_BODY};
-    let path = dir.join("warcjob.toml");
-    let text = format!(
-        "name = \"warcjob\"\nseeds = [\"http://{FIXTURE_HOST}:{port}/\"]\nseed = 7\n\
-         [politeness]\ndelay = \"0s\"\nrobots = true\n\
-         [limits]\nmax_body = {FIXTURE_MAX_BODY}\n\
-         [output]\nwarc = true\nwarc_max_size = \"1 MiB\"\n"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
+    crate::harness::sites::fixture_job("warcjob", port)
+        .rng_seed(7)
+        .delay("0s")
+        .set("output", "warc", true)
+        .set("output", "warc_max_size", "\"1 MiB\"")
+        .write(dir)
 }
 
 fn crawl(job: &Path, state: &Path, port: u16, crash_at: Option<u32>) -> std::process::ExitStatus {
-    use forager_bench::sites::fixture::{FIXTURE_HOST, OUTSIDE_HOST};
-    let mut c = Command::new(env!("CARGO_BIN_EXE_forager"));
-    c.arg("crawl")
-        .arg(job)
-        .arg("--state-dir")
-        .arg(state)
-        .arg("--allow-private")
-        .args(["--resolve", &format!("{FIXTURE_HOST}=127.0.0.1:{port}")])
-        .args(["--resolve", &format!("{OUTSIDE_HOST}=127.0.0.1:{port}")])
-        .arg("--no-progress")
-        .env_remove(forager::crashpoint::ENV);
+    let mut c = crate::harness::Crawl::fixture(job, state, port).std_command();
+    c.env_remove(forager::crashpoint::ENV);
     if let Some(n) = crash_at {
         c.env(forager::crashpoint::ENV, format!("warc-write:{n}"));
     }
-    c.status().unwrap()
+    crate::harness::bin::status_blocking(&mut c)
 }
 
 /// A crawl with `[output] warc = true`, SIGKILLed inside WARC records and
@@ -436,7 +436,7 @@ async fn a_crawl_archives_every_manifest_target() {
     assert!(statuses.last().unwrap().success(), "{statuses:?}");
 
     let targets = state.join("targets").join("warcjob");
-    let manifest = common::manifest_by_final_url(&targets);
+    let manifest = crate::harness::manifest_by_final_url(&targets);
     assert!(manifest.len() >= 5, "{manifest:?}");
     let files = warc::series(&targets.join("warc"), "warcjob").unwrap();
     assert!(!files.is_empty());
@@ -548,7 +548,7 @@ fn partial_tail_kind(path: &Path) -> Option<String> {
 /// payload digest, and revisit records of both profiles name their capture.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_continuous_harvest_killed_20_times_leaves_valid_warc() {
-    use common::{Crawl, JobFile};
+    use crate::harness::{Crawl, JobFile};
     use std::sync::atomic::Ordering;
     const HOST: &str = "changing.test";
     let site = Arc::new(Changing::default());
@@ -590,11 +590,8 @@ async fn a_continuous_harvest_killed_20_times_leaves_valid_warc() {
         let mut cmd = crawl.command();
         cmd.env(forager::crashpoint::ENV, format!("warc-write:{n}"));
         // The crash point is reached whenever the N-th record is written; the
-        // timeout only guards against a hang.
-        let out = tokio::time::timeout(Duration::from_secs(300), cmd.output())
-            .await
-            .unwrap_or_else(|_| panic!("round {round}: warc-write:{n} never reached"))
-            .unwrap();
+        // harness's deadline only guards against a hang.
+        let out = crate::harness::bin::output(&mut cmd).await;
         assert_eq!(
             out.status.signal(),
             Some(9),
@@ -625,7 +622,7 @@ async fn a_continuous_harvest_killed_20_times_leaves_valid_warc() {
     site.version.fetch_add(1, Ordering::SeqCst);
     let edition = format!("{}", site.version.load(Ordering::SeqCst));
     let seen_before = server.log().len();
-    let mut child = crawl.command().spawn().unwrap();
+    let mut child = crate::harness::bin::spawn(&mut crawl.command());
     let mut done = false;
     for _ in 0..15_000 {
         let log = server.log();
@@ -648,10 +645,7 @@ async fn a_continuous_harvest_killed_20_times_leaves_valid_warc() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(done, "the undisturbed run never revisited everything");
-    let pid = child.id().unwrap() as libc::pid_t;
-    // SAFETY: kill(2) on the child this test spawned and has not reaped.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let status = child.wait().await.unwrap();
+    let status = crate::harness::bin::stop(&mut child, libc::SIGTERM).await;
     assert!(status.success(), "SIGTERM stop ended with {status}");
 
     let files = warc::series(&warc_dir, "harvest").unwrap();

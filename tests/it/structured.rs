@@ -4,14 +4,11 @@
 //! manifest row); pages under the threshold and plain pages are not, and
 //! their links are still followed.
 
-mod common;
-
-use common::{manifest_by_final_url, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager::output::nquads;
 use forager_bench::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 const HOST: &str = "shop.test";
 
@@ -249,12 +246,12 @@ async fn anthelion_harvests_the_relevant_pages_of_a_multi_host_web() {
         Web::relevant_urls(pages, rich)
     );
 
-    let explain = tokio::process::Command::new(common::crawl::forager())
-        .args(["explain", name, "--state-dir"])
-        .arg(&state)
-        .output()
-        .await
-        .expect("run forager explain");
+    let explain = crate::harness::bin::output(
+        crate::harness::bin::command()
+            .args(["explain", name, "--state-dir"])
+            .arg(&state),
+    )
+    .await;
     let text = String::from_utf8_lossy(&explain.stdout);
     assert!(explain.status.success(), "{text}");
     assert!(text.contains("online accuracy over"), "{text}");
@@ -320,19 +317,10 @@ async fn anthelion_killed_mid_crawl_keeps_every_statement_once() {
         // a fixed sleep: a slow start on a loaded machine must not turn the
         // kills into kills before the first request.
         let served_before = server.log().len();
-        let mut child = run.command().spawn().expect("spawn forager");
-        for _ in 0..3000 {
-            let exited = child.try_wait().ok().flatten().is_some();
-            if exited || server.log().len() >= served_before + 10 + 8 * round {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        if let Some(pid) = child.id() {
-            // SAFETY: signalling our own child by pid.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        }
-        let _ = child.wait().await;
+        let mut child = crate::harness::bin::spawn(&mut run.command());
+        let requests = served_before + 10 + 8 * round;
+        crate::harness::bin::until(&mut child, || server.log().len() >= requests).await;
+        crate::harness::bin::stop(&mut child, libc::SIGKILL).await;
         harvested_between_kills.push(manifest_by_final_url(&targets).len());
     }
     // The kills fell mid-crawl: some pages saved before the last, not all.

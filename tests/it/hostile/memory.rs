@@ -6,17 +6,16 @@
 //! while it is parsed must not kill it forever; a daemon serving them
 //! beside healthy jobs stays up and finishes the healthy ones.
 
-use super::common::procfs::vm_hwm_kib;
-use super::common::{Crawl, JobFile};
 use super::harness::{crawl_cli, job_toml, CliOptions};
 use super::sites::HostileSite;
 use super::{seed, serve, HOST};
+use crate::harness::procfs::vm_hwm_kib;
+use crate::harness::{Crawl, JobFile};
 use bytes::Bytes;
 use forager::store::{PoisonReason, Store};
 use forager_bench::sites::{Site, SiteResponse, SiteServer};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -300,25 +299,19 @@ async fn a_document_that_kills_the_process_twice_is_poisoned() {
         .allow_private()
         .resolve_to(&host, addr);
     for round in 1..=2 {
-        let out = run
-            .command()
-            .env("FORAGER_CRASH_AT", "parse:1")
-            .env("RUST_LOG", "warn")
-            .output()
-            .await
-            .expect("run forager");
+        let out = crate::harness::bin::output(
+            run.command()
+                .env("FORAGER_CRASH_AT", "parse:1")
+                .env("RUST_LOG", "warn"),
+        )
+        .await;
         assert!(
             !out.status.success(),
             "round {round}: the crash point did not kill the process\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let out = run
-        .command()
-        .env("RUST_LOG", "warn")
-        .output()
-        .await
-        .expect("run forager");
+    let out = crate::harness::bin::output(run.command().env("RUST_LOG", "warn")).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -348,29 +341,7 @@ async fn a_document_that_kills_the_process_twice_is_poisoned() {
 
 // ------------------------------------------------------------------ daemon
 
-/// A running `forager daemon`, killed when dropped.
-struct Daemon {
-    child: std::process::Child,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Daemon {
-    fn log(&self) -> String {
-        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
-    }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("local addr").port()
-}
+use crate::harness::daemon::DaemonProcess as Daemon;
 
 /// Starts a daemon over `jobs` (name → job file text), `hosts` resolved to
 /// `addr`; `extra`: more top-level config keys.
@@ -386,7 +357,7 @@ fn start_daemon(
     for (name, text) in jobs {
         std::fs::write(jobs_dir.join(format!("{name}.toml")), text).expect("job file");
     }
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+    let admin: SocketAddr = crate::harness::sites::admin_addr();
     let config = format!(
         "jobs_dir = \"jobs.d\"\nstate_dir = \"state\"\nadmin_listen = \"{admin}\"\n\
          max_jobs = 64\ncheckpoint_interval = \"200ms\"\nallow_private = true\n{extra}\n\
@@ -397,19 +368,15 @@ fn start_daemon(
         .fold(config, |c, h| c + &format!("\"{h}\" = \"{addr}\"\n"));
     let config_path = dir.join("forager.toml");
     std::fs::write(&config_path, config).expect("config");
-    let log = dir.join("daemon.log");
-    let log_file = std::fs::File::create(&log).expect("log file");
-    let child = std::process::Command::new(super::common::crawl::forager())
-        .arg("daemon")
-        .arg("--config")
-        .arg(&config_path)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(log_file.try_clone().expect("log file"))
-        .stderr(log_file)
-        .spawn()
-        .expect("start forager daemon");
-    (Daemon { child, log }, admin)
+    let daemon = Daemon::start(
+        crate::harness::bin::std_command()
+            .arg("daemon")
+            .arg("--config")
+            .arg(&config_path)
+            .env("RUST_LOG", "warn"),
+        dir.join("daemon.log"),
+    );
+    (daemon, admin)
 }
 
 /// Polls the daemon until every job in `names` finished; fails if the
@@ -698,7 +665,7 @@ async fn the_parse_budget_bounds_documents_parsed_at_once() {
 /// The issue's bar: 64 daemon jobs each served a 250 MB literal, peak RSS
 /// under 2 GB with the default `parse_memory` (1 GiB). Minutes and 16 GB of
 /// loopback traffic: run by hand (docs/robustness.md),
-/// `cargo test --release --test hostile measure_the_parse_budget -- --ignored --nocapture`.
+/// `cargo test --release --test it measure_the_parse_budget -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "minutes of work; run by hand"]
 async fn measure_the_parse_budget_at_the_issue_scale() {

@@ -2,36 +2,25 @@
 //! site; every assertion is made on the server's own request log or on the
 //! files the crawl wrote.
 
-use forager_bench::sites::fixture::{FixtureSite, FIXTURE_HOST, FIXTURE_MAX_BODY, OUTSIDE_HOST};
+use forager_bench::sites::fixture::{FixtureSite, FIXTURE_HOST, OUTSIDE_HOST};
 use forager_bench::sites::server::{min_start_gap, RequestRecord, SiteServer};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
-mod common;
-use common::{Crawl, JobFile};
+use crate::harness::bin;
+use crate::harness::{Crawl, JobFile};
 
 fn job_file(dir: &Path, name: &str, strategy: &str, port: u16) -> std::path::PathBuf {
-    JobFile::new(name)
-        .seed(format!("http://{FIXTURE_HOST}:{port}/"))
+    crate::harness::sites::fixture_job(name, port)
         .strategy(strategy)
         .rng_seed(7)
         .delay("20ms")
-        .set("politeness", "robots", true)
-        .set("limits", "max_body", FIXTURE_MAX_BODY)
         .write(dir)
 }
 
-/// `forager crawl` of a fixture job, with the fixture's host names on loopback.
-fn fixture_crawl(job: &Path, state: &Path, port: u16) -> Crawl {
-    Crawl::new(job, state)
-        .allow_private()
-        .resolve(FIXTURE_HOST, port)
-        .resolve(OUTSIDE_HOST, port)
-}
-
 async fn crawl(job: &Path, state: &Path, port: u16) -> Output {
-    fixture_crawl(job, state, port).output().await
+    Crawl::fixture(job, state, port).output().await
 }
 
 fn gets_by_path(log: &[RequestRecord]) -> BTreeMap<String, usize> {
@@ -160,12 +149,12 @@ async fn check_strategy(strategy: &str) {
     );
 
     // `forager explain` reads the stored state: counters, classifier, link groups.
-    let explain = tokio::process::Command::new(common::crawl::forager())
-        .args(["explain", &format!("fixture-{strategy}"), "--state-dir"])
-        .arg(&state)
-        .output()
-        .await
-        .unwrap();
+    let explain = crate::harness::bin::output(
+        crate::harness::bin::command()
+            .args(["explain", &format!("fixture-{strategy}"), "--state-dir"])
+            .arg(&state),
+    )
+    .await;
     let text = String::from_utf8_lossy(&explain.stdout);
     eprintln!("{text}");
     assert!(explain.status.success(), "{text}");
@@ -207,12 +196,8 @@ async fn check_reports_file_line_and_field() {
         "name = \"x\"\nseeds = [\"http://a.test/\"]\n\n[budget]\nrequests = \"many\"\n",
     )
     .unwrap();
-    let out = tokio::process::Command::new(common::crawl::forager())
-        .arg("check")
-        .arg(&bad)
-        .output()
-        .await
-        .unwrap();
+    let out =
+        crate::harness::bin::output(crate::harness::bin::command().arg("check").arg(&bad)).await;
     assert!(!out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("bad.toml:5: budget.requests:"), "{stdout}");
@@ -360,19 +345,18 @@ async fn every_stop_signal_saves_the_state_and_the_rerun_finishes() {
     let state = tmp.path().join("state");
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
         let requests_before = server.log().len();
-        let child = fixture_crawl(&job, &state, port).command().spawn().unwrap();
+        let mut child = bin::spawn(&mut Crawl::fixture(&job, &state, port).command());
         // Signal once the crawl has made a request of its own (the Crawl-delay
         // keeps it busy for seconds), so the stop lands mid-crawl.
-        for _ in 0..2000 {
-            if server.log().len() > requests_before + 1 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+        let exited = bin::until(&mut child, || server.log().len() > requests_before + 1).await;
+        assert!(
+            !exited,
+            "signal {signal}: the crawl ended before its first request"
+        );
         let pid = child.id().unwrap() as i32;
         // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-        let out = child.wait_with_output().await.unwrap();
+        let out = bin::finish(child).await;
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
@@ -469,7 +453,7 @@ async fn data_files_under_generic_types_are_harvested_by_name() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows = common::manifest_by_final_url(&state.join("targets").join("loose"));
+    let rows = crate::harness::manifest_by_final_url(&state.join("targets").join("loose"));
     let got: Vec<&str> = rows
         .keys()
         .map(|u| u.strip_prefix("http://loose.test").unwrap_or(u))
@@ -547,7 +531,7 @@ async fn include_and_exclude_patterns_bound_the_crawl() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows = common::manifest_by_final_url(&state.join("targets").join("sections"));
+    let rows = crate::harness::manifest_by_final_url(&state.join("targets").join("sections"));
     let got: Vec<&str> = rows
         .keys()
         .map(|u| u.strip_prefix("http://sections.test").unwrap_or(u))
@@ -701,7 +685,7 @@ async fn http_options_reach_their_hosts_only_through_the_proxy_and_stay_secret()
         .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let rows = common::manifest_by_final_url(&state.join("targets").join("vault"));
+    let rows = crate::harness::manifest_by_final_url(&state.join("targets").join("vault"));
     let got: Vec<&str> = rows.keys().map(String::as_str).collect();
     assert_eq!(
         got,
@@ -768,7 +752,7 @@ async fn links_predicted_neither_are_skipped_when_the_job_says_so() {
                 .succeed()
                 .await;
             let targets = state.join("targets").join(format!("variants-{mode}"));
-            let rows: BTreeSet<String> = common::manifest_by_final_url(&targets)
+            let rows: BTreeSet<String> = crate::harness::manifest_by_final_url(&targets)
                 .into_keys()
                 .collect();
             let log: Vec<serde_json::Value> = std::fs::read_to_string(targets.join("crawl.log"))

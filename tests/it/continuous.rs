@@ -18,8 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-mod common;
-use common::{Crawl, JobFile};
+use crate::harness::{Crawl, JobFile};
 
 const HOST: &str = "changing.test";
 
@@ -441,7 +440,7 @@ async fn a_killed_continuous_job_resumes_its_schedule() {
 
     let mut before_kill = 0;
     for round in 0..3 {
-        let mut child = crawl.command().spawn().unwrap();
+        let mut child = crate::harness::bin::spawn(&mut crawl.command());
         // Well into the revisits: every URL fetched twice since this run began.
         let seen_before = before_kill;
         wait_for(&server, "every URL fetched twice in this run", |log| {
@@ -449,8 +448,7 @@ async fn a_killed_continuous_job_resumes_its_schedule() {
             c.len() == urls && c.values().all(|n| *n >= 2)
         })
         .await;
-        child.start_kill().unwrap(); // SIGKILL
-        child.wait().await.unwrap();
+        crate::harness::bin::stop(&mut child, libc::SIGKILL).await;
         let log = site_log(&server);
         if round > 0 {
             // After a kill, no URL was fetched without its validators: the

@@ -4,9 +4,8 @@
 //! The rate over 1 000 hosts is a benchmark, not a test:
 //! `forager bench --site web:1000 --strategies bfs` (README, *Many hosts in one job*).
 
-mod common;
-
-use common::{manifest_by_final_url, Crawl, JobFile};
+use crate::harness::bin;
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager_bench::multihost::figures::politeness;
 use forager_bench::sites::server::{min_start_gap, RequestRecord, SiteServer};
 use forager_bench::sites::web::Web;
@@ -15,10 +14,6 @@ use std::path::Path;
 use std::time::Duration;
 
 const DELAY: Duration = Duration::from_millis(200);
-
-async fn serve(web: &Web) -> SiteServer {
-    SiteServer::start(web.sites()).await.expect("start the web")
-}
 
 fn job(strategy: &str) -> JobFile {
     JobFile::new(&format!("web-{strategy}"))
@@ -29,14 +24,6 @@ fn job(strategy: &str) -> JobFile {
         .no_early_stop()
         .set("politeness", "per", "\"host\"")
         .set("politeness", "max_in_flight", 8)
-}
-
-fn crawl(job: &Path, state: &Path, web: &Web, port: u16) -> Crawl {
-    let mut c = Crawl::new(job, state).allow_private();
-    for i in 0..web.hosts {
-        c = c.resolve(&Web::host_name(i), port);
-    }
-    c
 }
 
 /// `host/path` of every row of a job's manifest.
@@ -63,11 +50,14 @@ fn assert_polite(server: &SiteServer, web: &Web, log: &[RequestRecord]) {
 
 async fn harvests_every_host_politely(strategy: &str) {
     let web = Web::new(20).with_latency(Duration::from_millis(30));
-    let server = serve(&web).await;
+    let server = crate::harness::sites::serve(web.sites()).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job(strategy).write(dir.path());
     let state = dir.path().join("state");
-    let out = crawl(&job, &state, &web, server.port()).output().await;
+    let out = Crawl::loopback(&job, &state)
+        .resolve_all((0..web.hosts).map(Web::host_name), server.port())
+        .output()
+        .await;
     assert!(
         out.status.success(),
         "{}",
@@ -102,26 +92,28 @@ async fn sb_crawls_many_hosts_at_once_and_politely() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stops_and_kills_mid_crawl_lose_nothing() {
     let web = Web::new(12).with_latency(Duration::from_millis(20));
-    let server = serve(&web).await;
+    let server = crate::harness::sites::serve(web.sites()).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job("sb").write(dir.path());
     let state = dir.path().join("state");
-    let run = crawl(&job, &state, &web, server.port()).checkpoint_interval("100ms");
+    let run = Crawl::loopback(&job, &state)
+        .resolve_all((0..web.hosts).map(Web::host_name), server.port())
+        .checkpoint_interval("100ms");
     // Each run is polite on its own (a new process knows nothing of the
     // previous one's last request to a host), so each log is checked apart.
     for round in 0..6u64 {
         server.clear_log();
-        let mut child = run.command().spawn().expect("spawn forager");
-        tokio::time::sleep(Duration::from_millis(300 + 150 * round)).await;
-        let pid = child.id().expect("running") as i32;
+        let mut child = bin::spawn(&mut run.command());
+        // Stop once the server has answered a few more requests each round
+        // (the log starts empty every round): at start-up, early, mid-crawl.
+        let requests = 8 + 6 * round as usize;
+        bin::until(&mut child, || server.log().len() >= requests).await;
         let signal = if round % 2 == 0 {
             libc::SIGINT
         } else {
             libc::SIGKILL
         };
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(pid, signal) };
-        let _ = child.wait().await;
+        bin::stop(&mut child, signal).await;
         assert_polite(&server, &web, &server.log());
     }
     server.clear_log();
@@ -142,7 +134,7 @@ async fn stops_and_kills_mid_crawl_lose_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeds_added_to_a_finished_job_are_crawled() {
     let web = Web::new(6);
-    let server = serve(&web).await;
+    let server = crate::harness::sites::serve(web.sites()).await;
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let first = JobFile::new("grow")
@@ -150,7 +142,9 @@ async fn seeds_added_to_a_finished_job_are_crawled() {
         .scope("host")
         .delay("0s")
         .no_early_stop();
-    let run = |job: &Path| crawl(job, &state, &web, server.port());
+    let run = |job: &Path| {
+        Crawl::loopback(job, &state).resolve_all((0..web.hosts).map(Web::host_name), server.port())
+    };
     let out = run(&first.write(dir.path())).output().await;
     assert!(
         out.status.success(),
@@ -186,11 +180,14 @@ async fn seeds_added_to_a_finished_job_are_crawled() {
 async fn sb_warm_up_heads_do_not_hold_the_other_hosts() {
     let mut web = Web::new(4);
     web.pages_per_host = 30;
-    let server = serve(&web).await;
+    let server = crate::harness::sites::serve(web.sites()).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job("sb").delay("20ms").write(dir.path());
     let state = dir.path().join("state");
-    let out = crawl(&job, &state, &web, server.port()).output().await;
+    let out = Crawl::loopback(&job, &state)
+        .resolve_all((0..web.hosts).map(Web::host_name), server.port())
+        .output()
+        .await;
     assert!(
         out.status.success(),
         "{}",

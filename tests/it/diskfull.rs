@@ -7,7 +7,8 @@
 //! no partial files, and a store that opens cleanly.
 //!
 //! Needs `unshare --user --map-root-user --mount` (unprivileged user
-//! namespaces); where the kernel forbids them the test says so and skips.
+//! namespaces); where the kernel forbids them (`build.rs` probes it: the
+//! `have_userns` cfg) the tests are compiled ignored.
 
 use forager::daemon::jobs::Phase;
 use forager::store::StopReason;
@@ -20,20 +21,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-mod common;
-use common::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
+use crate::harness::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
 
 const HOST: &str = "full.test";
-
-fn namespaces_available() -> bool {
-    std::process::Command::new("unshare")
-        .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
-        .arg("d=$(mktemp -d) && mount -t tmpfs -o size=1m tmpfs \"$d\"")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 fn write_job(dir: &Path, port: u16, start: &str) -> std::path::PathBuf {
     JobFile::new("full")
@@ -196,36 +186,25 @@ fn assert_complete(state: &Path, expected: &BTreeMap<String, String>) {
     assert_eq!(store.manifest_rows("full").unwrap().len(), expected.len());
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_userns),
+    ignore = "needs unprivileged user and mount namespaces (unshare)"
+)]
 async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
-    if !namespaces_available() {
-        eprintln!("SKIPPED: unprivileged user and mount namespaces are not available here");
-        return;
-    }
     let (server, start) = serve_small_site(HOST, 2).await;
     let port = server.port();
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path();
     let job = write_job(work, port, &start);
-    let bin = common::crawl::forager().to_string();
+    let bin = crate::harness::bin::forager().to_string();
 
     // The reference: one uninterrupted run on the normal disk.
     let reference = work.join("reference");
-    let status = tokio::process::Command::new(&bin)
-        .args(crawl_args(&job, &reference, port))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await
-        .unwrap();
+    let status = crate::harness::bin::status(
+        crate::harness::bin::command().args(crawl_args(&job, &reference, port)),
+    )
+    .await;
     assert!(status.success());
     let expected = manifest_by_final_url(&reference.join("targets/full"));
     assert!(expected.len() > 100, "{} targets", expected.len());
@@ -257,7 +236,7 @@ async fn a_full_disk_pauses_the_job_and_it_resumes_losing_nothing() {
     let jobs_dir = ctl.join("jobs.d");
     std::fs::create_dir_all(&jobs_dir).unwrap();
     std::fs::copy(&job, jobs_dir.join("full.toml")).unwrap();
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = crate::harness::sites::admin_addr();
     let config = ctl.join("forager.toml");
     std::fs::write(
         &config,
@@ -359,11 +338,11 @@ impl Site for PagesAfterFiles {
 /// after the space returns and the crawl ends, every line of the log is
 /// whole JSON, which is what `jq` and the README's examples need.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_userns),
+    ignore = "needs unprivileged user and mount namespaces (unshare)"
+)]
 async fn a_full_disk_never_tears_a_crawl_log_line() {
-    if !namespaces_available() {
-        eprintln!("SKIPPED: unprivileged user and mount namespaces are not available here");
-        return;
-    }
     let host = "pages.test";
     let site: Arc<dyn Site> = Arc::new(PagesAfterFiles { pages: 1500 });
     let server = SiteServer::start(vec![(host.to_string(), site)])
@@ -379,7 +358,7 @@ async fn a_full_disk_never_tears_a_crawl_log_line() {
         .set("output", "crawl_log", true)
         .write(tmp.path());
     let ctl = tmp.path().join("crawl");
-    let mut command = vec![common::crawl::forager().to_string()];
+    let mut command = vec![crate::harness::bin::forager().to_string()];
     command.extend(
         Crawl::new(&job, &ctl.join("state"))
             .allow_private()

@@ -4,9 +4,7 @@
 //! its current one, and the bench's figures, read from the server's log and
 //! the job's manifest, agree with the crawler's own account.
 
-mod common;
-
-use common::{Crawl, JobFile};
+use crate::harness::{Crawl, JobFile};
 use forager_bench::changing::{
     crawler_requests, figures, read_manifest, Policy, SimRequest, Truth, Window,
 };

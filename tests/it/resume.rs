@@ -10,10 +10,10 @@ use forager_core::config::JobSpec;
 use forager_core::strategy::StrategyKind;
 use std::collections::BTreeMap;
 
-mod common;
-use common::manifest_by_final_url;
+use crate::harness::manifest_by_final_url;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -75,19 +75,28 @@ async fn interrupted_equals_uninterrupted(strategy: StrategyKind) {
         let (tx, rx) = watch::channel(false);
         let mut observer = NoObserver;
         let runner = Runner::new(&engine, &spec, &mut observer).unwrap();
-        // Stop after a varying time: before, during and after requests; growing, so
-        // that runs also get long enough to finish steps. Slowly and short: a whole
-        // crawl of the fixture takes only ~20 ms, and once pages were parsed on the
-        // runtime's workers, stops of up to 3.3 ms growing 0.5 ms a round left only 4
-        // interruptions in 2 of 6 runs (this schedule: 10–21 in 10 runs).
-        let after = Duration::from_micros(300 + round * 50 + (round * 7919) % 1500);
-        let stopper = tokio::spawn(async move {
-            tokio::time::sleep(after).await;
+        // Stop once the server has answered a number of this run's requests
+        // that grows every other round (0, 0, 1, 1, 2, …): at start-up, then
+        // mid-crawl, and runs get long enough to finish steps. A count the
+        // server saw, not a clock: a whole crawl of the fixture takes ~20 ms,
+        // and where a sleep of microseconds lands depends on the machine's load
+        // (a schedule of sleeps once left only 4 interruptions in 2 of 6 runs).
+        let stop_after = server.log().len() + round as usize / 2;
+        let ended = AtomicBool::new(false);
+        let run = async {
+            let out = runner.run(rx).await;
+            ended.store(true, Ordering::SeqCst);
+            out
+        };
+        let stopper = async {
+            while !ended.load(Ordering::SeqCst) && server.log().len() < stop_after {
+                // How often the log is read; it orders nothing.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
             let _ = tx.send(true);
-            tx
-        });
-        let out = runner.run(rx).await.unwrap();
-        drop(stopper.await.unwrap());
+        };
+        let (out, ()) = tokio::join!(run, stopper);
+        let out = out.unwrap();
         drop(engine);
         if out.stop.is_some() {
             break;

@@ -1,25 +1,21 @@
 //! The benchmark harness end to end on one small synthetic site and two
 //! strategies (the full runs are documented commands, not CI).
 
-mod common;
-
-use std::process::Command;
-
 #[test]
 fn bench_writes_table_traces_and_plot() {
     let out = tempfile::tempdir().unwrap();
-    let status = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args([
-            "bench",
-            "--site",
-            "synthetic:small",
-            "--strategies",
-            "sb,bfs",
-        ])
-        .args(["--seeds", "2", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let status = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args([
+                "bench",
+                "--site",
+                "synthetic:small",
+                "--strategies",
+                "sb,bfs",
+            ])
+            .args(["--seeds", "2", "--out"])
+            .arg(out.path()),
+    );
     assert!(
         status.status.success(),
         "{}",
@@ -56,10 +52,7 @@ fn bench_writes_table_traces_and_plot() {
 
 #[test]
 fn demo_runs_offline_and_compares_sb_with_bfs() {
-    let out = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .arg("demo")
-        .output()
-        .unwrap();
+    let out = crate::harness::bin::output_blocking(crate::harness::bin::std_command().arg("demo"));
     assert!(
         out.status.success(),
         "{}",
@@ -100,14 +93,14 @@ fn demo_runs_offline_and_compares_sb_with_bfs() {
 #[test]
 fn bench_web_crawls_many_hosts_and_reports_politeness_from_the_server_log() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args(["bench", "--site", "web:12:3", "--strategies", "bfs"])
-        .args(["--seeds", "2", "--delay", "100ms", "--warmup", "0s"])
-        // Far longer than the crawl: it ends when the web is harvested.
-        .args(["--duration", "120s", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let run = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args(["bench", "--site", "web:12:3", "--strategies", "bfs"])
+            .args(["--seeds", "2", "--delay", "100ms", "--warmup", "0s"])
+            // Far longer than the crawl: it ends when the web is harvested.
+            .args(["--duration", "120s", "--out"])
+            .arg(out.path()),
+    );
     assert!(
         run.status.success(),
         "{}",
@@ -146,20 +139,22 @@ fn bench_web_crawls_many_hosts_and_reports_politeness_from_the_server_log() {
 
 #[test]
 fn bench_web_runs_alone() {
-    let out = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args(["bench", "--site", "web:10", "--site", "synthetic:small"])
-        .output()
-        .unwrap();
+    let out = crate::harness::bin::output_blocking(crate::harness::bin::std_command().args([
+        "bench",
+        "--site",
+        "web:10",
+        "--site",
+        "synthetic:small",
+    ]));
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("runs the multi-host measurement on its own"),
         "{stderr}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args(["bench", "--site", "web:0"])
-        .output()
-        .unwrap();
+    let out = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command().args(["bench", "--site", "web:0"]),
+    );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -173,18 +168,18 @@ fn bench_web_runs_alone() {
 #[test]
 fn bench_measures_a_linked_web() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args([
-            "bench",
-            "--site",
-            "linked:10:6:3",
-            "--strategies",
-            "ldcoc,bfs",
-        ])
-        .args(["--seeds", "2", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let run = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args([
+                "bench",
+                "--site",
+                "linked:10:6:3",
+                "--strategies",
+                "ldcoc,bfs",
+            ])
+            .args(["--seeds", "2", "--out"])
+            .arg(out.path()),
+    );
     assert!(
         run.status.success(),
         "{}",
@@ -254,18 +249,18 @@ fn cell(table: &str, strategy: &str, column: &str) -> String {
 #[test]
 fn bench_measures_a_structured_web() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args([
-            "bench",
-            "--site",
-            "structured:12:6:3",
-            "--strategies",
-            "sb,bfs",
-        ])
-        .args(["--seeds", "2", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let run = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args([
+                "bench",
+                "--site",
+                "structured:12:6:3",
+                "--strategies",
+                "sb,bfs",
+            ])
+            .args(["--seeds", "2", "--out"])
+            .arg(out.path()),
+    );
     assert!(
         run.status.success(),
         "{}",
@@ -297,10 +292,11 @@ fn bench_measures_a_structured_web() {
         .filter(|l| l.starts_with("bfs,") && l.ends_with(",1"))
         .count();
     assert_eq!(bfs_hits as u64, relevant);
-    let bad = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args(["bench", "--site", "structured:12:x"])
-        .output()
-        .unwrap();
+    let bad = crate::harness::bin::output_blocking(crate::harness::bin::std_command().args([
+        "bench",
+        "--site",
+        "structured:12:x",
+    ]));
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a number"));
 }
@@ -314,14 +310,14 @@ fn bench_measures_a_structured_web() {
 fn bench_changing_runs_continuous_jobs_and_its_figures_hold_together() {
     let out = tempfile::tempdir().unwrap();
     let budget = 1000;
-    let run = Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args(["bench", "--site", "changing:3:1", "--seeds", "1"])
-        .args(["--days", "2", "--day", "24s", "--budget"])
-        .arg(budget.to_string())
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let run = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args(["bench", "--site", "changing:3:1", "--seeds", "1"])
+            .args(["--days", "2", "--day", "24s", "--budget"])
+            .arg(budget.to_string())
+            .arg("--out")
+            .arg(out.path()),
+    );
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     let report = std::fs::read_to_string(out.path().join("changing.md")).unwrap();
@@ -403,11 +399,9 @@ fn bench_changing_runs_alone_and_checks_its_settings() {
             "unknown revisit policy",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_forager"))
-            .arg("bench")
-            .args(args)
-            .output()
-            .unwrap();
+        let out = crate::harness::bin::output_blocking(
+            crate::harness::bin::std_command().arg("bench").args(args),
+        );
         assert!(!out.status.success(), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
@@ -423,13 +417,13 @@ fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
     let work = tempfile::tempdir().unwrap();
     let job = work.path().join("reference.toml");
     // The job as a printf format: the shell puts the site's URL in the seed.
-    let format = common::JobFile::new("reference")
+    let format = crate::harness::JobFile::new("reference")
         .seed("%s")
         .delay("0s")
         .set("budget", "requests", 40)
         .toml();
     let state = work.path().join("state");
-    let crawl = common::Crawl::new(&job, &state).allow_private();
+    let crawl = crate::harness::Crawl::new(&job, &state).allow_private();
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     // A fresh state each run: a finished job would resume and fetch nothing.
     let command = format!(
@@ -437,7 +431,7 @@ fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
         quote(&state.to_string_lossy()),
         quote(&format),
         quote(&job.to_string_lossy()),
-        quote(common::crawl::forager()),
+        quote(crate::harness::bin::forager()),
         crawl
             .args()
             .iter()
@@ -445,14 +439,14 @@ fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let run = Command::new(common::crawl::forager())
-        .args(["bench", "--cpu", "--site", "synthetic:small"])
-        .args(["--strategies", "bfs", "--max-requests", "300"])
-        .args(["--reference", &command, "--reference-name", "itself"])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let run = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args(["bench", "--cpu", "--site", "synthetic:small"])
+            .args(["--strategies", "bfs", "--max-requests", "300"])
+            .args(["--reference", &command, "--reference-name", "itself"])
+            .arg("--out")
+            .arg(out.path()),
+    );
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     assert!(stderr.contains("round 3: itself"), "{stderr}");
@@ -498,13 +492,13 @@ fn bench_cpu_puts_forager_side_by_side_with_a_reference_command() {
 fn bench_cpu_reference_refuses_other_urls_and_explains_a_failing_command() {
     let bench = |reference: &str| {
         let out = tempfile::tempdir().unwrap();
-        let run = Command::new(common::crawl::forager())
-            .args(["bench", "--cpu", "--site", "synthetic:small"])
-            .args(["--strategies", "bfs", "--max-requests", "20"])
-            .args(["--reference", reference, "--out"])
-            .arg(out.path())
-            .output()
-            .unwrap();
+        let run = crate::harness::bin::output_blocking(
+            crate::harness::bin::std_command()
+                .args(["bench", "--cpu", "--site", "synthetic:small"])
+                .args(["--strategies", "bfs", "--max-requests", "20"])
+                .args(["--reference", reference, "--out"])
+                .arg(out.path()),
+        );
         assert!(!run.status.success(), "{reference}: succeeded");
         String::from_utf8_lossy(&run.stderr).into_owned()
     };
@@ -531,12 +525,12 @@ fn bench_cpu_reference_refuses_other_urls_and_explains_a_failing_command() {
 #[test]
 fn bench_cpu_crawls_a_resized_preset_and_reports_the_store() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::new(common::crawl::forager())
-        .args(["bench", "--cpu", "--site", "synthetic:small:2:pages=300"])
-        .args(["--strategies", "bfs", "--keep", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let run = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args(["bench", "--cpu", "--site", "synthetic:small:2:pages=300"])
+            .args(["--strategies", "bfs", "--keep", "--out"])
+            .arg(out.path()),
+    );
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
         run.status.success(),
@@ -573,12 +567,12 @@ fn bench_cpu_crawls_a_resized_preset_and_reports_the_store() {
     assert!(state.join("forager.redb").is_file(), "{stdout}");
     assert!(stdout.contains("state kept in"), "{stdout}");
 
-    let bad = Command::new(common::crawl::forager())
-        .args(["bench", "--cpu", "--site", "synthetic:small:pages=50"])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let bad = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args(["bench", "--cpu", "--site", "synthetic:small:pages=50"])
+            .arg("--out")
+            .arg(out.path()),
+    );
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(

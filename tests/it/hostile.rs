@@ -8,14 +8,9 @@
 //! Cases that need short time limits run the engine in-process, because the
 //! CLI has no flag for them.
 
-mod common;
-#[path = "hostile/harness.rs"]
 mod harness;
-#[path = "hostile/memory.rs"]
 mod memory;
-#[path = "hostile/raw.rs"]
 mod raw;
-#[path = "hostile/sites.rs"]
 mod sites;
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -32,9 +27,7 @@ const HOST: &str = "hostile.test";
 
 /// Serves `site` as `hostile.test`; returns the server and the resolve override.
 async fn serve(site: impl Site + 'static) -> (SiteServer, (String, SocketAddr)) {
-    let server = SiteServer::start(vec![(HOST.to_string(), Arc::new(site) as Arc<dyn Site>)])
-        .await
-        .expect("start site server");
+    let server = crate::harness::sites::serve_host(HOST, Arc::new(site)).await;
     let addr = server.addr();
     (server, (HOST.to_string(), addr))
 }
@@ -175,11 +168,9 @@ async fn ssrf_resolve_to_loopback_needs_allow_private() {
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("resolve.toml");
     std::fs::write(&job, job_toml("resolve", &[seed(server.port())], "any", "")).unwrap();
-    let out = common::Crawl::new(&job, &dir.path().join("state"))
+    let out = crate::harness::Crawl::new(&job, &dir.path().join("state"))
         .resolve_to(&host, addr)
-        .std_command()
-        .output()
-        .unwrap();
+        .output_blocking();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("--allow-private"), "{stderr}");
@@ -1048,7 +1039,7 @@ async fn hostile_tag_paths_keep_the_learner_and_the_store_bounded() {
 
 /// How long sb takes to stop on SIGINT deep in the maze, when the learner is
 /// at its caps. A measurement, not a check (machines here are shared):
-/// `cargo test --release --test hostile -- --ignored --nocapture measure_stop`.
+/// `cargo test --release --test it hostile::measure_stop -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement; run it by hand"]
 async fn measure_stop_on_sigint_in_the_maze() {

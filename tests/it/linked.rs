@@ -3,19 +3,13 @@
 //! under `text/plain`, the statements written exactly once — across kills —
 //! and the `ldcoc` strategy fetching a larger share of RDF than `bfs`.
 
-mod common;
-
-use common::{manifest_by_final_url, Crawl, JobFile};
+use crate::harness::bin;
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager::output::nquads;
 use forager_bench::sites::linked::LinkedWeb;
 use forager_bench::sites::server::{RequestRecord, SiteServer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Duration;
-
-async fn serve(web: &LinkedWeb) -> SiteServer {
-    SiteServer::start(web.sites()).await.expect("start the web")
-}
 
 fn job(name: &str, web: &LinkedWeb, strategy: &str) -> JobFile {
     let mut job = JobFile::new(name)
@@ -29,14 +23,6 @@ fn job(name: &str, web: &LinkedWeb, strategy: &str) -> JobFile {
         job = job.seed(s);
     }
     job
-}
-
-fn crawl(job: &Path, state: &Path, web: &LinkedWeb, port: u16) -> Crawl {
-    let mut c = Crawl::new(job, state).allow_private();
-    for i in 0..web.hosts {
-        c = c.resolve(&web.host_name(i), port);
-    }
-    c
 }
 
 /// Statement → how many times the job's data files hold it, graph removed;
@@ -73,11 +59,14 @@ fn dereferenced(log: &[RequestRecord]) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_linked_data_crawl_writes_every_statement_once() {
     let web = LinkedWeb::new(15, 6, 1);
-    let server = serve(&web).await;
+    let server = crate::harness::sites::serve(web.sites()).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job("lod", &web, "bfs").write(dir.path());
     let state = dir.path().join("state");
-    let out = crawl(&job, &state, &web, server.port()).output().await;
+    let out = Crawl::loopback(&job, &state)
+        .resolve_all((0..web.hosts).map(|i| web.host_name(i)), server.port())
+        .output()
+        .await;
     assert!(
         out.status.success(),
         "{}",
@@ -146,20 +135,22 @@ async fn a_linked_data_crawl_writes_every_statement_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kills_mid_crawl_leave_every_statement_once() {
     let web = LinkedWeb::new(15, 6, 2);
-    let server = serve(&web).await;
+    let server = crate::harness::sites::serve(web.sites()).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job("lod-kill", &web, "ldcoc")
         .set("targets", "preset", "\"linked-data\"")
         .write(dir.path());
     let state = dir.path().join("state");
-    let run = crawl(&job, &state, &web, server.port()).checkpoint_interval("150ms");
+    let run = Crawl::loopback(&job, &state)
+        .resolve_all((0..web.hosts).map(|i| web.host_name(i)), server.port())
+        .checkpoint_interval("150ms");
     for round in 0..5u64 {
-        let mut child = run.command().spawn().expect("spawn forager");
-        tokio::time::sleep(Duration::from_millis(250 + 130 * round)).await;
-        let pid = child.id().expect("running") as i32;
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        let _ = child.wait().await;
+        // Kill once the server has answered a few more requests each round.
+        let before = server.log().len();
+        let mut child = bin::spawn(&mut run.command());
+        let requests = before + 5 + 5 * round as usize;
+        bin::until(&mut child, || server.log().len() >= requests).await;
+        bin::stop(&mut child, libc::SIGKILL).await;
     }
     let out = run.output().await;
     assert!(
@@ -184,11 +175,11 @@ async fn kills_mid_crawl_leave_every_statement_once() {
     assert_eq!(got, want);
     // What ldcoc learned, from the last checkpoint: its accuracy, its
     // strongest features by name and the PLDs that gave the most RDF.
-    let explain = std::process::Command::new(common::crawl::forager())
-        .args(["explain", "lod-kill", "--state-dir"])
-        .arg(&state)
-        .output()
-        .expect("run forager explain");
+    let explain = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args(["explain", "lod-kill", "--state-dir"])
+            .arg(&state),
+    );
     let text = String::from_utf8_lossy(&explain.stdout);
     assert!(
         explain.status.success(),
@@ -215,7 +206,7 @@ async fn ldcoc_fetches_a_larger_share_of_rdf_than_bfs() {
     let web = LinkedWeb::new(40, 25, 5);
     let truth = web.walk();
     let budget = truth.uris.len() / 4;
-    let server = serve(&web).await;
+    let server = crate::harness::sites::serve(web.sites()).await;
     let mut share = BTreeMap::new();
     for strategy in ["bfs", "ldcoc"] {
         let dir = tempfile::tempdir().unwrap();
@@ -227,7 +218,10 @@ async fn ldcoc_fetches_a_larger_share_of_rdf_than_bfs() {
             .write(dir.path());
         let state = dir.path().join("state");
         server.clear_log();
-        let out = crawl(&job, &state, &web, server.port()).output().await;
+        let out = Crawl::loopback(&job, &state)
+            .resolve_all((0..web.hosts).map(|i| web.host_name(i)), server.port())
+            .output()
+            .await;
         assert!(
             out.status.success(),
             "{}",
@@ -263,7 +257,7 @@ async fn ldcoc_at_the_default_config_harvests_every_rdf_document() {
         LinkedWeb::with_shape(Shape::Conneg, 10, 12, 4),
     ] {
         let truth = web.walk();
-        let server = serve(&web).await;
+        let server = crate::harness::sites::serve(web.sites()).await;
         let dir = tempfile::tempdir().unwrap();
         let name = format!("ldcoc-{}", web.shape.name());
         let mut job = JobFile::new(&name)
@@ -277,7 +271,10 @@ async fn ldcoc_at_the_default_config_harvests_every_rdf_document() {
         }
         let job = job.write(dir.path());
         let state = dir.path().join("state");
-        let out = crawl(&job, &state, &web, server.port()).output().await;
+        let out = Crawl::loopback(&job, &state)
+            .resolve_all((0..web.hosts).map(|i| web.host_name(i)), server.port())
+            .output()
+            .await;
         assert!(
             out.status.success(),
             "{}",

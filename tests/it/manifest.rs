@@ -3,9 +3,7 @@
 //! row's `tag_path`), every line splitter cuts the files where `\n` is and
 //! nowhere else, and each line still reads back as the same JSON.
 
-mod common;
-
-use common::{Crawl, JobFile};
+use crate::harness::{Crawl, JobFile};
 use forager_bench::sites::server::{Site, SiteRequest, SiteResponse, SiteServer};
 use std::sync::Arc;
 

@@ -5,10 +5,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-/// The binary under test.
-pub fn forager() -> &'static str {
-    env!("CARGO_BIN_EXE_forager")
-}
+use super::bin;
 
 /// The arguments of one `forager crawl` run: the job file, its state folder,
 /// no progress bar, and whatever the test adds.
@@ -29,6 +26,19 @@ impl Crawl {
         Crawl { args }
     }
 
+    /// [`Crawl::new`] of a crawl of loopback servers ([`Crawl::allow_private`]).
+    pub fn loopback(job: &Path, state: &Path) -> Crawl {
+        Crawl::new(job, state).allow_private()
+    }
+
+    /// A crawl of the fixture site on `port` (both its host names there).
+    pub fn fixture(job: &Path, state: &Path, port: u16) -> Crawl {
+        use forager_bench::sites::fixture::{FIXTURE_HOST, OUTSIDE_HOST};
+        Crawl::loopback(job, state)
+            .resolve(FIXTURE_HOST, port)
+            .resolve(OUTSIDE_HOST, port)
+    }
+
     /// Loopback servers are private addresses: tests opt in, as users must.
     pub fn allow_private(self) -> Crawl {
         self.arg("--allow-private")
@@ -37,6 +47,13 @@ impl Crawl {
     /// Send `host` to 127.0.0.1:`port`.
     pub fn resolve(self, host: &str, port: u16) -> Crawl {
         self.resolve_to(host, SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    /// Send every one of `hosts` to 127.0.0.1:`port` (one server, many sites).
+    pub fn resolve_all(self, hosts: impl IntoIterator<Item = String>, port: u16) -> Crawl {
+        hosts
+            .into_iter()
+            .fold(self, |crawl, host| crawl.resolve(&host, port))
     }
 
     pub fn resolve_to(self, host: &str, addr: SocketAddr) -> Crawl {
@@ -62,9 +79,8 @@ impl Crawl {
 
     /// A command with piped output, to spawn or wait for.
     pub fn command(&self) -> tokio::process::Command {
-        let mut c = tokio::process::Command::new(forager());
+        let mut c = bin::command();
         c.args(&self.args)
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         c
@@ -72,14 +88,19 @@ impl Crawl {
 
     /// The same, blocking (for tests that poll `/proc` while it runs).
     pub fn std_command(&self) -> std::process::Command {
-        let mut c = std::process::Command::new(forager());
-        c.args(&self.args).stdin(Stdio::null());
+        let mut c = bin::std_command();
+        c.args(&self.args);
         c
     }
 
-    /// Run to the end and collect its output.
+    /// Run to the end (within [`bin::DEADLINE`]) and collect its output.
     pub async fn output(&self) -> Output {
-        self.command().output().await.expect("run forager")
+        bin::output(&mut self.command()).await
+    }
+
+    /// The same, blocking (for a test without a runtime).
+    pub fn output_blocking(&self) -> Output {
+        bin::output_blocking(&mut self.std_command())
     }
 
     /// Run to the end, which must be a success; its standard output.

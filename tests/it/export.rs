@@ -9,7 +9,6 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const JOB: &str = "harvest";
 
@@ -47,7 +46,7 @@ fn harvest(state: &Path, files: &[(String, Vec<u8>)]) {
 }
 
 fn export(state: &Path, to: &Path, layout: &str, crash_at: Option<u32>) -> std::process::Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_forager"));
+    let mut c = crate::harness::bin::std_command();
     c.args(["export", JOB, "--layout", layout, "--state-dir"])
         .arg(state)
         .arg("--to")
@@ -56,7 +55,7 @@ fn export(state: &Path, to: &Path, layout: &str, crash_at: Option<u32>) -> std::
     if let Some(n) = crash_at {
         c.env(forager::crashpoint::ENV, format!("export-write:{n}"));
     }
-    c.output().unwrap()
+    crate::harness::bin::output_blocking(&mut c)
 }
 
 /// Every file under `dir` (relative path → content).

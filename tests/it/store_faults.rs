@@ -3,8 +3,7 @@
 //! an empty store next to a harvest is refused, and `forager repair` gets a
 //! job going again.
 
-mod common;
-use common::{manifest_by_final_url, serve_small_site};
+use crate::harness::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
@@ -13,36 +12,26 @@ const HOST: &str = "faults.test";
 const JOB: &str = "faults";
 
 fn job(dir: &Path, port: u16, start: &str) -> std::path::PathBuf {
-    let path = dir.join("faults.toml");
-    let text = format!(
-        "name = \"{JOB}\"\nseeds = [\"http://{HOST}:{port}{start}\"]\nstrategy = \"bfs\"\nseed = 3\n\n\
-         [politeness]\ndelay = \"0s\"\n\n[budget]\nrequests = 400\nearly_stop = false\n"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
+    JobFile::new(JOB)
+        .seed(format!("http://{HOST}:{port}{start}"))
+        .strategy("bfs")
+        .rng_seed(3)
+        .delay("0s")
+        .set("budget", "requests", 400)
+        .no_early_stop()
+        .write(dir)
 }
 
+/// `forager ARGS…` to the end (under the harness's deadline).
 async fn forager(args: &[&std::ffi::OsStr]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_forager"))
-        .args(args)
-        .output()
-        .await
-        .unwrap()
+    crate::harness::bin::output(crate::harness::bin::command().args(args)).await
 }
 
 async fn crawl(job: &Path, state: &Path, port: u16) -> Output {
-    let resolve = format!("{HOST}=127.0.0.1:{port}");
-    forager(&[
-        "crawl".as_ref(),
-        job.as_os_str(),
-        "--state-dir".as_ref(),
-        state.as_os_str(),
-        "--allow-private".as_ref(),
-        "--resolve".as_ref(),
-        resolve.as_ref(),
-        "--no-progress".as_ref(),
-    ])
-    .await
+    Crawl::loopback(job, state)
+        .resolve(HOST, port)
+        .output()
+        .await
 }
 
 fn text(out: &Output) -> String {

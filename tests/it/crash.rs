@@ -14,7 +14,7 @@
 //! stay behind as an orphan.
 //!
 //! The soak version (200 kills) runs with `FORAGER_CRASH_KILLS=200 cargo test
-//! --release --test crash -- --nocapture`.
+//! --release --test it crash:: -- --nocapture`.
 
 use axum::http::StatusCode;
 use forager_bench::sites::server::{Body, Site, SiteRequest, SiteResponse, SiteServer};
@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-mod common;
-use common::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
+use crate::harness::bin;
+use crate::harness::{manifest_by_final_url, serve_small_site, Crawl, JobFile};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -70,7 +70,7 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     // The reference: one uninterrupted run.
     let reference = tmp.path().join("reference");
     let began = Instant::now();
-    let status = command(&job, &reference, port).status().await.unwrap();
+    let status = bin::status(&mut command(&job, &reference, port)).await;
     let reference_time = began.elapsed();
     assert!(status.success());
     let reference_requests = server.log().len();
@@ -84,29 +84,28 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     let mut killed = 0;
     let mut finished = false;
     for _ in 0..kills * 3 {
-        let mut child = command(&job, &crashed, port).spawn().unwrap();
-        // Spread the kills over the whole crawl: start-up, fetches, commits, target writes.
-        // Each run gets about twice its share of the crawl on average, plus start-up.
-        let share = reference_time.as_millis() as u64 * 2 / kills as u64;
-        let at = Duration::from_millis(rng.random_range(15..share.max(10) + 40));
-        tokio::select! {
-            status = child.wait() => {
-                assert!(status.unwrap().success());
-                finished = true;
-                break;
-            }
-            _ = tokio::time::sleep(at) => {
-                child.start_kill().unwrap();
-                let _ = child.wait().await;
-                killed += 1;
-                if killed == kills {
-                    break;
-                }
-            }
+        // Spread the kills over the whole crawl: start-up (before any
+        // request), fetches, commits, target writes. A kill follows a seeded
+        // random number of requests the server answered, never a clock (on a
+        // loaded machine a short sleep ends before the first request); each
+        // run gets about twice its share of the crawl on average.
+        let share = reference_requests * 2 / kills;
+        let more = rng.random_range(0..share.max(1) + 2);
+        let since = server.log().len();
+        let mut child = bin::spawn(&mut command(&job, &crashed, port));
+        if bin::until(&mut child, || server.log().len() >= since + more).await {
+            assert!(bin::wait(&mut child).await.success());
+            finished = true;
+            break;
+        }
+        bin::stop(&mut child, libc::SIGKILL).await;
+        killed += 1;
+        if killed == kills {
+            break;
         }
     }
     if !finished {
-        let status = command(&job, &crashed, port).status().await.unwrap();
+        let status = bin::status(&mut command(&job, &crashed, port)).await;
         assert!(status.success());
     }
     assert!(killed >= kills.min(5), "only {killed} kills landed");
@@ -148,10 +147,8 @@ async fn kills_inside_commits_and_target_writes_lose_nothing() {
     let job = job(tmp.path(), port, &start);
 
     let reference = tmp.path().join("reference");
-    assert!(command(&job, &reference, port)
-        .status()
+    assert!(bin::status(&mut command(&job, &reference, port))
         .await
-        .unwrap()
         .success());
     let expected = manifest(&reference);
     assert!(expected.len() > 100, "{} targets", expected.len());
@@ -171,7 +168,7 @@ async fn kills_inside_commits_and_target_writes_lose_nothing() {
             let n = rng.random_range(1..=max);
             let mut c = command(&job, &crashed, port);
             c.env(forager::crashpoint::ENV, format!("{point}:{n}"));
-            let status = c.status().await.unwrap();
+            let status = bin::status(&mut c).await;
             if status.success() {
                 finished = true;
                 eprintln!("the crawl finished in round {round}");
@@ -182,10 +179,8 @@ async fn kills_inside_commits_and_target_writes_lose_nothing() {
         }
     }
     if !finished {
-        assert!(command(&job, &crashed, port)
-            .status()
+        assert!(bin::status(&mut command(&job, &crashed, port))
             .await
-            .unwrap()
             .success());
     }
     eprintln!("kills landed: {landed:?}");
@@ -277,14 +272,6 @@ fn assert_rows_sound(dir: &Path, rows: &[(String, String, String, Option<String>
     }
 }
 
-/// Waits until `seen` says the server saw enough (the kills follow what the
-/// server saw, not a clock; the 5 ms is how often it is asked).
-async fn until(seen: impl Fn() -> bool) {
-    while !seen() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// The small synthetic site of `seed` behind [`Changing`] bodies, served
 /// under [`HOST`]; and the path a crawl starts from.
 async fn serve_changing(seed: u64) -> (SiteServer, String) {
@@ -310,10 +297,8 @@ async fn changing_content_killed_ten_times_leaves_no_orphan_files() {
 
     // Which URLs are targets does not change with the bodies: one run says.
     let reference = tmp.path().join("reference");
-    assert!(command(&job, &reference, port)
-        .status()
+    assert!(bin::status(&mut command(&job, &reference, port))
         .await
-        .unwrap()
         .success());
     let expected: std::collections::BTreeSet<String> = manifest(&reference).into_keys().collect();
     assert!(expected.len() > 100, "{} targets", expected.len());
@@ -327,24 +312,20 @@ async fn changing_content_killed_ten_times_leaves_no_orphan_files() {
             let n = rng.random_range(1..=12u64);
             let mut c = command(&job, &crashed, port);
             c.env(forager::crashpoint::ENV, format!("target-saved:{n}"));
-            let status = c.status().await.unwrap();
+            let status = bin::status(&mut c).await;
             assert_eq!(status.signal(), Some(9), "kill {kill}: {status}");
         } else {
             let more = rng.random_range(10..40usize);
             let since = server.log().len();
-            let mut child = command(&job, &crashed, port).spawn().unwrap();
-            tokio::select! {
-                status = child.wait() => panic!("kill {kill}: the crawl ended first ({status:?})"),
-                () = until(|| server.log().len() >= since + more) => {}
+            let mut child = bin::spawn(&mut command(&job, &crashed, port));
+            if bin::until(&mut child, || server.log().len() >= since + more).await {
+                panic!("kill {kill}: the crawl ended first");
             }
-            child.start_kill().unwrap();
-            child.wait().await.unwrap();
+            bin::stop(&mut child, libc::SIGKILL).await;
         }
     }
-    assert!(command(&job, &crashed, port)
-        .status()
+    assert!(bin::status(&mut command(&job, &crashed, port))
         .await
-        .unwrap()
         .success());
 
     let dir = crashed.join("targets/crash");
@@ -447,36 +428,27 @@ async fn a_continuous_job_on_changing_content_killed_ten_times_leaves_no_orphan_
             let mut c = command(&job, &state, port);
             c.env(forager::crashpoint::ENV, format!("target-saved:{n}"))
                 .kill_on_drop(true);
-            // A continuous job never ends by itself: a guard against a hang.
-            let Ok(status) = tokio::time::timeout(Duration::from_secs(300), c.status()).await
-            else {
-                panic!("kill {kill}: target-saved:{n} never came");
-            };
-            let status = status.unwrap();
+            // A continuous job never ends by itself: the harness's deadline
+            // guards against a crash point that never comes.
+            let status = bin::status(&mut c).await;
             assert_eq!(status.signal(), Some(9), "kill {kill}: {status}");
         } else {
             let more = rng.random_range(3..15usize);
             let since = csv_gets(&server);
-            let mut child = command(&job, &state, port).spawn().unwrap();
-            tokio::select! {
-                status = child.wait() => panic!("kill {kill}: the crawl ended ({status:?})"),
-                () = until(|| csv_gets(&server) >= since + more) => {}
+            let mut child = bin::spawn(&mut command(&job, &state, port));
+            if bin::until(&mut child, || csv_gets(&server) >= since + more).await {
+                panic!("kill {kill}: the crawl ended");
             }
-            child.start_kill().unwrap();
-            child.wait().await.unwrap();
+            bin::stop(&mut child, libc::SIGKILL).await;
         }
     }
     // A last run, stopped the way a user stops it once it has revisited every file again.
     let since = csv_gets(&server);
-    let mut child = command(&job, &state, port).spawn().unwrap();
-    tokio::select! {
-        status = child.wait() => panic!("the last run ended by itself ({status:?})"),
-        () = until(|| csv_gets(&server) >= since + 12) => {}
+    let mut child = bin::spawn(&mut command(&job, &state, port));
+    if bin::until(&mut child, || csv_gets(&server) >= since + 12).await {
+        panic!("the last run ended by itself");
     }
-    let pid = child.id().expect("the crawl runs") as libc::pid_t;
-    // SAFETY: kill(2) on a child this test spawned and has not reaped.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let status = child.wait().await.unwrap();
+    let status = bin::stop(&mut child, libc::SIGTERM).await;
     assert!(status.success(), "{status}");
 
     let dir = state.join("targets/crash");
@@ -533,7 +505,7 @@ async fn a_first_run_killed_before_its_first_checkpoint_leaves_no_orphan_file() 
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .env(forager::crashpoint::ENV, "target-saved:5");
-    let status = first.status().await.unwrap();
+    let status = bin::status(&mut first).await;
     assert_eq!(status.signal(), Some(9), "{status}");
     {
         let store = forager::store::Store::open(&state, 1 << 20).unwrap();
@@ -547,10 +519,8 @@ async fn a_first_run_killed_before_its_first_checkpoint_leaves_no_orphan_file() 
     let before: Vec<String> = orphan_files(&dir, &[]);
     assert!(before.len() >= 6, "{before:?}");
 
-    assert!(command(&job, &state, port)
-        .status()
+    assert!(bin::status(&mut command(&job, &state, port))
         .await
-        .unwrap()
         .success());
     let rows = rows(&dir);
     let orphans = orphan_files(&dir, &rows);
