@@ -824,7 +824,7 @@ impl BigJob {
         while self.frontier() < frontier {
             self.step(fill)?;
         }
-        let counters = &self.replay.core.counters;
+        let counters = self.replay.core.counters();
         eprintln!(
             "  frontier {} links, {} seen, {} pages fetched, {} targets, {} HEADs, {} dropped after {:.1?}",
             self.frontier(),

@@ -367,7 +367,7 @@ fn bench_pipeline(c: &mut Criterion) {
     group.finish();
     let core = &crawl.replay.core;
     let stats = core.strategy_stats();
-    let counters = &core.counters;
+    let counters = core.counters();
     eprintln!(
         "pipeline state: {} pages, {} actions, frontier {}, classifier accuracy {:?} over {} predictions; \
          links dropped {}, out of scope {}, trap {}",

@@ -39,6 +39,7 @@ use crate::record::SkipReason;
 use crate::record::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
 use crate::strategy::{Feedback, LabelSource, Strategy, StrategyStats, Triage};
 pub use dispatch::{Held, NextStep, Readiness};
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use url::Url;
@@ -154,7 +155,9 @@ pub struct JobCore {
     /// Popped links handed to the driver to wait for their politeness key
     /// (`dispatch.rs`): in the frontier still, neither begun nor released.
     held: usize,
-    pub counters: JobCounters,
+    /// What the job did, counted through [`JobCore::count`] (the drivers
+    /// report; only the core adds up).
+    counters: JobCounters,
     next_link_id: u64,
     next_manifest_row: u64,
     early_stop: EarlyStop,
@@ -238,6 +241,78 @@ pub struct Checkpoint {
     pub rows: Vec<ManifestRow>,
     /// Frontier ids whose records it commits: dropped from memory once it did.
     pub committed_links: Vec<LinkId>,
+}
+
+/// Something a driver (the runner, the replay) saw while it took a step,
+/// for the job's counters: the core adds them up, so that every driver
+/// counts alike ([`JobCore::count`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    /// A request sent (a redirect hop included); `head` for a HEAD.
+    Request { head: bool },
+    /// robots.txt requests (not in the requests the budget counts).
+    RobotsFetches(u64),
+    /// A URL robots.txt disallows.
+    RobotsDisallowed,
+    /// A redirect hop followed.
+    Redirect,
+    /// A redirect target the URL limits refuse.
+    RejectedLink,
+    /// A redirect target out of the job's scope.
+    OutOfScope,
+    /// An HTTP 4xx or 5xx answer.
+    HttpError,
+    /// A request or a body read that failed without an answer.
+    FetchError,
+    /// An HTML page read, `bytes` of body.
+    Page { bytes: u64 },
+    /// A response that was neither a page nor a target.
+    Neither,
+    /// Body bytes downloaded and not counted with a page.
+    BodyBytes(u64),
+    /// A target saved, of `bytes`.
+    Target { bytes: u64 },
+    /// A body or a page's links cut (once per response).
+    Truncated,
+    /// A link blocked by its extension, or a document on the poison list.
+    Blocked,
+}
+
+impl JobCore {
+    /// Count what a driver saw (see [`Count`]).
+    pub fn count(&mut self, seen: Count) {
+        let c = &mut self.counters;
+        match seen {
+            Count::Request { head } => {
+                c.requests += 1;
+                c.heads += u64::from(head);
+            }
+            Count::RobotsFetches(n) => c.robots_fetches += n,
+            Count::RobotsDisallowed => c.robots_disallowed += 1,
+            Count::Redirect => c.redirects += 1,
+            Count::RejectedLink => c.rejected_links += 1,
+            Count::OutOfScope => c.out_of_scope += 1,
+            Count::HttpError => c.http_errors += 1,
+            Count::FetchError => c.fetch_errors += 1,
+            Count::Page { bytes } => {
+                c.pages += 1;
+                c.bytes += bytes;
+            }
+            Count::Neither => c.neither += 1,
+            Count::BodyBytes(n) => c.bytes += n,
+            Count::Target { bytes } => {
+                c.targets += 1;
+                c.target_bytes += bytes;
+            }
+            Count::Truncated => c.truncated += 1,
+            Count::Blocked => c.blocked += 1,
+        }
+    }
+
+    /// The job's counters as of now.
+    pub fn counters(&self) -> &JobCounters {
+        &self.counters
+    }
 }
 
 impl JobCore {

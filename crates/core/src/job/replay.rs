@@ -7,7 +7,7 @@
 //! copy of it.
 
 pub use super::Checkpoint;
-use super::{Admitted, HeadAnswer, Held, JobCore, NextStep, Readiness, StepTally};
+use super::{Admitted, Count, HeadAnswer, Held, JobCore, NextStep, Readiness, StepTally};
 use crate::codec::CodecError;
 use crate::config::JobSpec;
 use crate::extract::{ExtractedLink, PageLinks, RejectCounts};
@@ -102,7 +102,7 @@ impl Replay {
 
     /// GET and HEAD requests so far.
     pub fn requests(&self) -> u64 {
-        self.core.counters.requests
+        self.core.counters().requests
     }
 
     /// Choose the next link, as the runner does for a free slot with every
@@ -212,9 +212,9 @@ impl Replay {
         done
     }
 
-    fn count_request(&mut self, tally: &mut StepTally) {
+    fn count_request(&mut self, tally: &mut StepTally, head: bool) {
         tally.requests += 1;
-        self.core.counters.requests += 1;
+        self.core.count(Count::Request { head });
     }
 
     /// GET `link`; returns the links its page wants fetched now.
@@ -225,9 +225,9 @@ impl Replay {
         site: &mut dyn Answers,
         tally: &mut StepTally,
     ) -> Vec<Link> {
-        self.count_request(tally);
+        self.count_request(tally, false);
         let Some(label) = site.label(&link.url) else {
-            self.core.counters.http_errors += 1;
+            self.core.count(Count::HttpError);
             self.core.observe(link, Label::Neither, LabelSource::Error);
             return Vec::new();
         };
@@ -235,11 +235,11 @@ impl Replay {
         self.core.observe(link, label, LabelSource::Get);
         match label {
             Label::Html => {
-                self.core.counters.pages += 1;
+                self.core.count(Count::Page { bytes: 0 });
                 if let Some(relevant) = site.relevant(link) {
                     self.core.page_relevance(link, &link.url, relevant);
                     if relevant {
-                        self.core.counters.targets += 1;
+                        self.core.count(Count::Target { bytes: 0 });
                         tally.targets += 1;
                     }
                 }
@@ -247,14 +247,14 @@ impl Replay {
                 self.admit(step, link, found, site, tally)
             }
             Label::Target => {
-                if site.target(link, self.core.counters.requests) {
-                    self.core.counters.targets += 1;
+                if site.target(link, self.core.counters().requests) {
+                    self.core.count(Count::Target { bytes: 0 });
                     tally.targets += 1;
                 }
                 Vec::new()
             }
             Label::Neither => {
-                self.core.counters.neither += 1;
+                self.core.count(Count::Neither);
                 Vec::new()
             }
         }
@@ -283,8 +283,7 @@ impl Replay {
                         break;
                     }
                     Admitted::AskHead(link) => {
-                        self.count_request(tally);
-                        self.core.counters.heads += 1;
+                        self.count_request(tally, true);
                         let answer = match site.label(&link.url) {
                             Some(label) => {
                                 self.core.observe(&link, label, LabelSource::Head);

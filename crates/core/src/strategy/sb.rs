@@ -1138,7 +1138,7 @@ pub(super) mod fake_site {
         }
 
         pub fn heads(&self) -> u64 {
-            self.replay.core.counters.heads
+            self.replay.core.counters().heads
         }
 
         /// Requests spent when the last target was found.

@@ -38,7 +38,8 @@ use forager_core::config::JobSpec;
 use forager_core::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use forager_core::extract::{self, ExtractLimits, PageLinks, UrlRules};
 use forager_core::job::{
-    Admitted, HeadAnswer, JobCore, NextStep, PassingFault, Readiness, RetryVerdict, StepTally,
+    Admitted, Count, HeadAnswer, JobCore, NextStep, PassingFault, Readiness, RetryVerdict,
+    StepTally,
 };
 use forager_core::link::{Link, LinkId, TagPath};
 use forager_core::mime::{essence, Label, MimeFamily, TargetSet};
@@ -477,7 +478,7 @@ impl<'a> Runner<'a> {
         let (counters, stats, frontier_left) = {
             let core = self.core();
             (
-                core.counters.clone(),
+                core.counters().clone(),
                 core.strategy_stats(),
                 core.frontier_len(),
             )
@@ -509,7 +510,7 @@ impl<'a> Runner<'a> {
     /// An empty frontier after nothing but failures means the origin never answered.
     fn finished_because(&self, reason: StopReason) -> StopReason {
         let core = self.core();
-        let nothing = core.counters.pages == 0 && core.counters.targets == 0;
+        let nothing = core.counters().pages == 0 && core.counters().targets == 0;
         let failed = core.given_up + core.refused_private;
         if reason == StopReason::FrontierEmpty && nothing && failed > 0 {
             warn!(job = %self.spec.name, given_up = core.given_up, refused_private = core.refused_private, "no link could be fetched: unreachable");
@@ -986,7 +987,7 @@ impl<'a> Runner<'a> {
     ) {
         let (counters, frontier) = {
             let core = self.core();
-            (core.counters.clone(), core.frontier_len() as u64)
+            (core.counters().clone(), core.frontier_len() as u64)
         };
         // A failed request (no status) was logged with its error already.
         if let (Some(status), Some(log)) = (status, lock(&self.crawl_log).as_mut()) {

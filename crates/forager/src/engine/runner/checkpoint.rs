@@ -129,7 +129,7 @@ impl Runner<'_> {
         lock(&self.driver).last_checkpoint = Instant::now();
         let (counters, stats) = {
             let core = self.core();
-            (core.counters.clone(), core.strategy_stats())
+            (core.counters().clone(), core.strategy_stats())
         };
         lock(&self.observer).checkpoint(&counters, &stats, &report);
         Ok(())

@@ -40,7 +40,7 @@ impl Runner<'_> {
                 if matches!(e, FetchError::Forbidden { .. }) {
                     self.refused_by_guard(url, e);
                 } else {
-                    self.core().counters.fetch_errors += 1;
+                    self.core().count(Count::FetchError);
                     self.fetch_failed(method, url, e);
                 }
                 return sent;
@@ -49,13 +49,12 @@ impl Runner<'_> {
         tally.requests += 1;
         {
             let mut core = self.core();
-            core.counters.requests += 1;
-            if method == Method::Head {
-                core.counters.heads += 1;
-            }
+            core.count(Count::Request {
+                head: method == Method::Head,
+            });
         }
         if let Err(e) = &sent {
-            self.core().counters.fetch_errors += 1;
+            self.core().count(Count::FetchError);
             self.fetch_failed(method, url, e);
         }
         sent
@@ -65,7 +64,7 @@ impl Runner<'_> {
     pub(super) fn refused_by_guard(&self, url: &Url, e: &FetchError) {
         {
             let mut core = self.core();
-            core.counters.fetch_errors += 1;
+            core.count(Count::FetchError);
             core.refused_private += 1;
         }
         warn!(job = %self.spec.name, url = %url, error = %e, "refused by the SSRF guard; pass --allow-private (or allow_private = true in the daemon config) to crawl private addresses");
@@ -93,7 +92,7 @@ impl Runner<'_> {
         cap: u64,
     ) -> Result<crate::fetch::Body, FetchError> {
         resp.read_capped(cap).await.inspect_err(|e| {
-            self.core().counters.fetch_errors += 1;
+            self.core().count(Count::FetchError);
             self.fetch_failed(Method::Get, url, e);
         })
     }
@@ -107,18 +106,18 @@ impl Runner<'_> {
         location: Option<&Url>,
     ) -> Option<Url> {
         let mut core = self.core();
-        core.counters.redirects += 1;
+        core.count(Count::Redirect);
         let mut next = location?.clone();
         extract::normalize(&mut next, &self.limits.url_rules);
         // A Location header obeys the same trap rules as a link on a page.
         if extract::check_limits(&next, &self.limits.url_rules).is_err() {
-            core.counters.rejected_links += 1;
+            core.count(Count::RejectedLink);
             drop(core);
             self.log_skip(&next, SkipReason::Limits);
             return None;
         }
         if !core.in_scope(&next) {
-            core.counters.out_of_scope += 1;
+            core.count(Count::OutOfScope);
             drop(core);
             self.log_skip(&next, SkipReason::Scope);
             return None;
@@ -172,7 +171,7 @@ impl Runner<'_> {
                 // Servers that do not implement HEAD still answer GET.
                 405 | 501 => return Ok(HeadAnswer::Unknown),
                 _ => {
-                    self.core().counters.http_errors += 1;
+                    self.core().count(Count::HttpError);
                     return Ok(HeadAnswer::Broken);
                 }
             }
@@ -226,7 +225,7 @@ impl Runner<'_> {
                     return result;
                 }
                 _ => {
-                    self.core().counters.http_errors += 1;
+                    self.core().count(Count::HttpError);
                     self.emit_unread(&url, &resp);
                     if status == 429 || (500..=599).contains(&status) {
                         // The host's back-off (Retry-After included) is already set.
@@ -298,12 +297,13 @@ impl Runner<'_> {
                     Ok(b) => b,
                     Err(e) => return Ok(Fetched::after_failed_read(link, &url, &e)),
                 };
-                self.core().counters.pages += 1;
-                self.core().counters.bytes += body.bytes.len() as u64;
+                self.core().count(Count::Page {
+                    bytes: body.bytes.len() as u64,
+                });
                 self.note_page(link, &url, fields, &body.bytes);
                 let body_cut = body.truncated;
                 if body_cut {
-                    self.core().counters.truncated += 1;
+                    self.core().count(Count::Truncated);
                     warn!(job = %self.spec.name, url = %url, cap = cap, "page cut at its size cap; links past it are lost");
                 }
                 self.emit(
@@ -340,7 +340,7 @@ impl Runner<'_> {
                         self.note_cut(&url, &links, body_cut);
                         let data = links.structured.take();
                         if let Some(data) = data.as_ref().filter(|d| d.over_bytes) {
-                            self.core().counters.truncated += 1;
+                            self.core().count(Count::Truncated);
                             let detail = format!(
                                 "structured data over targets.max_statement_bytes ({} statements, {} bytes kept){}",
                                 data.triples.len(),
@@ -383,7 +383,7 @@ impl Runner<'_> {
             Label::Target => self.save_target(link, url, resp, content_type, tally).await,
             Label::Neither => {
                 // Not read: a blocked or useless type costs no download.
-                self.core().counters.neither += 1;
+                self.core().count(Count::Neither);
                 self.emit(
                     RequestKind::Get,
                     &url,
@@ -405,7 +405,7 @@ impl Runner<'_> {
             return;
         };
         if !body_counted {
-            self.core().counters.truncated += 1;
+            self.core().count(Count::Truncated);
         }
         warn!(job = %self.spec.name, url = %url, kept = links.links.len(), reason = cut.as_str(), "page cut: some of its links are lost");
     }
@@ -422,8 +422,9 @@ impl Runner<'_> {
         let Ok(body) = self.read_body(&url, resp, MAX_PAGE_BYTES).await else {
             return Fetched::Nothing;
         };
-        self.core().counters.pages += 1;
-        self.core().counters.bytes += body.bytes.len() as u64;
+        self.core().count(Count::Page {
+            bytes: body.bytes.len() as u64,
+        });
         self.note_page(link, &url, fields, &body.bytes);
         self.emit(
             RequestKind::Get,

@@ -67,11 +67,11 @@ impl Runner<'_> {
             Ok(b) => b,
             Err(e) => return Ok(Fetched::after_failed_read(link, &url, &e)),
         };
-        self.core().counters.bytes += body.bytes.len() as u64;
+        self.core().count(Count::BodyBytes(body.bytes.len() as u64));
         let Some(syntax) = RdfSyntax::of_response(&mime, &url, &body.bytes) else {
             // Not RDF after all (a text file, say): neither.
             self.core().observe(link, Label::Neither, LabelSource::Get);
-            self.core().counters.neither += 1;
+            self.core().count(Count::Neither);
             self.emit(
                 RequestKind::Get,
                 &url,
@@ -116,7 +116,7 @@ impl Runner<'_> {
                 "RDF document with errors: its good statements are kept");
         }
         if body.truncated || doc.cut {
-            self.core().counters.truncated += 1;
+            self.core().count(Count::Truncated);
             let reason = doc
                 .cut_reason
                 .map_or("body over its size cap", |r| r.as_str());
@@ -134,7 +134,7 @@ impl Runner<'_> {
         }
         if doc.statements == 0 {
             self.core().observe(link, Label::Neither, LabelSource::Get);
-            self.core().counters.neither += 1;
+            self.core().count(Count::Neither);
             self.emit(
                 RequestKind::Get,
                 &url,
@@ -163,8 +163,7 @@ impl Runner<'_> {
             .map_err(out_err)?;
         {
             let mut core = self.core();
-            core.counters.target_bytes += saved.bytes;
-            core.counters.targets += 1;
+            core.count(Count::Target { bytes: saved.bytes });
         }
         let key = document_key(&saved.sha256, url.as_str());
         let row = ManifestRow {

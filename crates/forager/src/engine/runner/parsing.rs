@@ -233,7 +233,7 @@ impl Runner<'_> {
     /// `url` is on the poison list: its body is not read. Logged and
     /// counted (under `blocked`: a document never downloaded by rule).
     pub(super) fn skip_poisoned(&self, url: &Url, latency: Option<Duration>) -> Fetched {
-        self.core().counters.blocked += 1;
+        self.core().count(Count::Blocked);
         warn!(job = %self.spec.name, url = %url, "document on the poison list (it crashed the process or blew its budget before): not parsed");
         self.emit(RequestKind::Get, url, Some(200), 0, None, false, latency);
         Fetched::Nothing
@@ -299,7 +299,7 @@ impl Runner<'_> {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
                 Err(e) => {
-                    self.core().counters.fetch_errors += 1;
+                    self.core().count(Count::FetchError);
                     self.fetch_failed(Method::Get, url, &e);
                     return Err(e);
                 }

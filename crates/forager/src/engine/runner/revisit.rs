@@ -22,7 +22,7 @@ use crate::fetch::{Method, Response};
 use crate::output::warc::{PROFILE_IDENTICAL_PAYLOAD, PROFILE_NOT_MODIFIED};
 use crate::store::ChangeKind;
 use forager_core::extract::{self, sitemap, ExtractLimits};
-use forager_core::job::Readiness;
+use forager_core::job::{Count, Readiness};
 use forager_core::link::{Link, LinkId};
 use forager_core::mime::Label;
 use forager_core::revisit::{classify, conditional_headers, Change, Validators};
@@ -172,7 +172,7 @@ impl Runner<'_> {
                 // Gone, moved, broken, or no longer the same kind of thing:
                 // nothing learned about change; due again at its next time.
                 if !(200..=299).contains(&status) {
-                    self.core().counters.http_errors += 1;
+                    self.core().count(Count::HttpError);
                 }
                 self.emit_unread(&url, &resp);
                 self.core().revisit_found(step, Change::Unknown);
@@ -217,7 +217,7 @@ impl Runner<'_> {
         }
         let bytes = streamed.file.bytes();
         streamed.file.abandon();
-        self.core().counters.bytes += bytes;
+        self.core().count(Count::BodyBytes(bytes));
         self.emit(
             RequestKind::Get,
             &url,
@@ -264,8 +264,9 @@ impl Runner<'_> {
             self.core().revisit_found(step, Change::Unknown);
             return Ok(Fetched::Nothing);
         };
-        self.core().counters.pages += 1;
-        self.core().counters.bytes += body.bytes.len() as u64;
+        self.core().count(Count::Page {
+            bytes: body.bytes.len() as u64,
+        });
         self.emit(
             RequestKind::Get,
             &url,

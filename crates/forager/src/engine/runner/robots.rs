@@ -18,7 +18,8 @@ impl Runner<'_> {
             .await
         {
             Ok(verdict) => {
-                self.core().counters.robots_fetches += u64::from(verdict.requests);
+                self.core()
+                    .count(Count::RobotsFetches(u64::from(verdict.requests)));
                 self.admit_sitemaps(url, &verdict.rules);
                 if verdict.rules.status() == RobotsStatus::Unavailable {
                     // Cached as unavailable until it expires: ask nothing of
@@ -34,7 +35,7 @@ impl Runner<'_> {
                 if verdict.rules.allowed(url) {
                     Gate::Allowed
                 } else {
-                    self.core().counters.robots_disallowed += 1;
+                    self.core().count(Count::RobotsDisallowed);
                     debug!(job = %self.spec.name, url = %url, "disallowed by robots.txt");
                     self.log_skip(url, SkipReason::Robots);
                     Gate::Disallowed
@@ -47,7 +48,7 @@ impl Runner<'_> {
             }
             Err(e) => {
                 warn!(job = %self.spec.name, url = %url, error = %e, "robots.txt refused; not fetching");
-                self.core().counters.robots_disallowed += 1;
+                self.core().count(Count::RobotsDisallowed);
                 self.log_skip(url, SkipReason::Robots);
                 Gate::Disallowed
             }

@@ -58,8 +58,7 @@ impl Runner<'_> {
             .map_err(out_err)?;
         {
             let mut core = self.core();
-            core.counters.target_bytes += saved.bytes;
-            core.counters.targets += 1;
+            core.count(Count::Target { bytes: saved.bytes });
         }
         if data.cut {
             warn!(job = %self.spec.name, url = %url, kept = data.triples.len(),

@@ -65,9 +65,9 @@ impl Runner<'_> {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    self.core().counters.bytes += file.bytes();
+                    self.core().count(Count::BodyBytes(file.bytes()));
                     file.abandon();
-                    self.core().counters.fetch_errors += 1;
+                    self.core().count(Count::FetchError);
                     self.fetch_failed(Method::Get, url, &e);
                     return Ok(Err(if e.may_pass() {
                         Fetched::retry(link, url, PassingFault::Outage, e.to_string())
@@ -119,11 +119,13 @@ impl Runner<'_> {
         let saved = file.finish().map_err(out_err)?;
         self.archive(link, &url, exchange.as_ref(), &saved, truncated)
             .map_err(out_err)?;
-        self.core().counters.bytes += saved.bytes;
-        self.core().counters.target_bytes += saved.bytes;
-        self.core().counters.targets += 1;
+        {
+            let mut core = self.core();
+            core.count(Count::BodyBytes(saved.bytes));
+            core.count(Count::Target { bytes: saved.bytes });
+        }
         if truncated {
-            self.core().counters.truncated += 1;
+            self.core().count(Count::Truncated);
         }
         let row = ManifestRow {
             url: link.url.to_string(),
