@@ -122,8 +122,16 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
+    // An interrupted run is not judged: it resumes where it stopped.
+    if outcome.stop.is_some() && !outcome.warnings().is_empty() {
+        return Ok(ExitCode::from(EXIT_HARVESTED_NOTHING));
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Exit code of a job that finished, but a seed answered 4xx/5xx or no target
+/// was saved: a script must not take it for a harvest (docs/jobs.md, § Exit codes).
+pub const EXIT_HARVESTED_NOTHING: u8 = 3;
 
 fn print_summary(
     job: &str,
@@ -201,4 +209,7 @@ fn print_summary(
         "output     {}",
         state_dir.join("targets").join(job).display()
     );
+    for warning in o.warnings() {
+        outln!("warning    {warning}");
+    }
 }

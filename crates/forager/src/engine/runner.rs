@@ -83,6 +83,9 @@ pub struct JobOutcome {
     pub given_up: u64,
     /// Links refused in this run by the SSRF guard.
     pub refused_private: u64,
+    /// Seeds whose last answer in this run was an HTTP error: the seed's
+    /// URL and that status (a seed that failed, then answered, is not here).
+    pub failed_seeds: Vec<(Url, u16)>,
 }
 
 impl JobOutcome {
@@ -105,6 +108,25 @@ impl JobOutcome {
                 self.given_up
             )
         })
+    }
+
+    /// What a person should know about a run that ended without error but
+    /// may not have done what was meant: seeds that answered 4xx/5xx, and a
+    /// finished job that holds no target at all. A run cut short by a stop
+    /// signal, and an `unreachable` one (an error of its own), say nothing here.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .failed_seeds
+            .iter()
+            .map(|(url, status)| format!("seed {url} answered HTTP {status}"))
+            .collect();
+        let finished = self
+            .stop
+            .is_some_and(|r| r != StopReason::Unreachable);
+        if finished && self.counters.targets == 0 {
+            out.push("no target saved: the job finished with nothing harvested".to_string());
+        }
+        out
     }
 }
 
@@ -232,6 +254,9 @@ pub struct Runner<'a> {
     frontier_grew: Notify,
     /// Parses under way and the poison list (`parsing.rs`).
     parsing: parsing::Parsing,
+    /// Seeds whose last answer in this run was an HTTP error, and that
+    /// status (`JobOutcome::failed_seeds`). Bounded by the job's seeds.
+    failed_seeds: Mutex<std::collections::BTreeMap<Url, u16>>,
 }
 
 impl Drop for Runner<'_> {
@@ -296,6 +321,7 @@ impl<'a> Runner<'a> {
             crawl_log: Mutex::new(None),
             frontier_grew: Notify::new(),
             parsing: parsing::Parsing::open(engine, &spec.name),
+            failed_seeds: Mutex::new(std::collections::BTreeMap::new()),
         };
         if spec.output.crawl_log {
             match CrawlLog::open(runner.out.dir()) {
@@ -496,7 +522,10 @@ impl<'a> Runner<'a> {
             let core = self.core();
             (core.given_up, core.refused_private)
         };
-        Ok(JobOutcome {
+        let failed_seeds: Vec<(Url, u16)> = std::mem::take(&mut *lock(&self.failed_seeds))
+            .into_iter()
+            .collect();
+        let outcome = JobOutcome {
             stop: reason,
             counters,
             stats,
@@ -504,7 +533,18 @@ impl<'a> Runner<'a> {
             duration: started.elapsed(),
             given_up,
             refused_private,
-        })
+            failed_seeds,
+        };
+        // Logged here, so that `forager crawl` and the daemon both say it.
+        for (seed, status) in &outcome.failed_seeds {
+            warn!(job = %job, seed = %seed, status, "seed answered an HTTP error");
+        }
+        if outcome.stop.is_some_and(|r| r != StopReason::Unreachable)
+            && outcome.counters.targets == 0
+        {
+            warn!(job = %job, requests = outcome.counters.requests, pages = outcome.counters.pages, "job finished with no target saved");
+        }
+        Ok(outcome)
     }
 
     /// An empty frontier after nothing but failures means the origin never answered.

@@ -7,6 +7,11 @@
 use super::*;
 use crate::panics::panic_message;
 
+/// A job's seed (depth 0, found on no page); a redirect chain from it is still the seed.
+fn is_seed(link: &Link) -> bool {
+    link.depth == 0 && link.referrer.is_none()
+}
+
 impl Runner<'_> {
     /// Send one request, counting it; a failure is already logged and counted.
     async fn send(
@@ -216,6 +221,10 @@ impl Runner<'_> {
                     }
                 }
                 200..=299 => {
+                    // A seed that failed earlier in this run (a 503, retried) answered.
+                    if is_seed(link) {
+                        lock(&self.failed_seeds).remove(&link.url);
+                    }
                     let result = self.handle_response(link, url.clone(), resp, tally).await;
                     // A page settles once its links are admitted; a failed write
                     // leaves the link unsettled, to go back to the frontier.
@@ -227,6 +236,11 @@ impl Runner<'_> {
                 _ => {
                     self.core().count(Count::HttpError);
                     self.emit_unread(&url, &resp);
+                    // Named in the run's warnings (`JobOutcome::failed_seeds`):
+                    // a job whose seed is a 404 otherwise just ends `frontier_empty`.
+                    if is_seed(link) {
+                        lock(&self.failed_seeds).insert(link.url.clone(), status);
+                    }
                     if status == 429 || (500..=599).contains(&status) {
                         // The host's back-off (Retry-After included) is already set.
                         let fault = if crate::fetch::is_page_error(status) {
