@@ -131,6 +131,24 @@ async fn relevant_pages_are_saved_with_their_statements() {
             .map(|(p, n)| (format!("<http://{HOST}{p}>"), n))
             .collect();
         assert_eq!(per_graph, expect, "{strategy}");
+
+        // Issue 39, point 3: crawl.log shows each saved page as a saved
+        // target, and the home page (no statements) as a page.
+        let log = std::fs::read_to_string(targets.join("crawl.log")).expect("crawl.log");
+        let requests: BTreeMap<String, serde_json::Value> = log
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+            .filter(|v| v["event"] == "request" && v["method"] == "GET")
+            .map(|v| (v["url"].as_str().unwrap_or_default().to_string(), v))
+            .collect();
+        for path in ["/deep", "/product", "/recipe"] {
+            let line = &requests[&format!("http://{HOST}{path}")];
+            assert_eq!(line["label"], "target", "{path}: {line}");
+            assert_eq!(line["saved"], true, "{path}: {line}");
+        }
+        let home = &requests[&format!("http://{HOST}/")];
+        assert_eq!(home["label"], "page", "{home}");
+        assert!(home.get("saved").is_none(), "{home}");
     }
     let _ = server.shutdown().await;
 }

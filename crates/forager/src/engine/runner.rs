@@ -120,9 +120,7 @@ impl JobOutcome {
             .iter()
             .map(|(url, status)| format!("seed {url} answered HTTP {status}"))
             .collect();
-        let finished = self
-            .stop
-            .is_some_and(|r| r != StopReason::Unreachable);
+        let finished = self.stop.is_some_and(|r| r != StopReason::Unreachable);
         if finished && self.counters.targets == 0 {
             out.push("no target saved: the job finished with nothing harvested".to_string());
         }

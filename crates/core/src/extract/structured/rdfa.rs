@@ -537,7 +537,8 @@ pub(crate) fn on_element(
             // lexical form's (§ 3.1); `datatype=""` asks for a plain literal.
             let dt = match &datatype {
                 Some(_) => dt.clone(),
-                None => datetime_type(datetime).and_then(|local| NamedNode::new(format!("{XSD}{local}")).ok()),
+                None => datetime_type(datetime)
+                    .and_then(|local| NamedNode::new(format!("{XSD}{local}")).ok()),
             };
             Some(literal(datetime.clone(), dt, c.lang.as_deref()))
         } else if datatype.is_none() && !has_rel {
@@ -707,7 +708,10 @@ fn is_date(s: &str) -> bool {
     let Some((year, month)) = rest.rsplit_once('-') else {
         return false;
     };
-    tz && is_year(year) && is_month(month) && digits(day, 2) && matches!(day.parse::<u8>(), Ok(1..=31))
+    tz && is_year(year)
+        && is_month(month)
+        && digits(day, 2)
+        && matches!(day.parse::<u8>(), Ok(1..=31))
 }
 
 /// `hh:mm:ss` with optional fraction and zone (HTML also allows `hh:mm`).
@@ -755,7 +759,8 @@ fn is_duration(s: &str) -> bool {
             }
             let at = units[next_unit..].iter().position(|&u| u == b)? + next_unit;
             let fraction_ok = !number.contains('.') || fraction_on == Some(b);
-            if number.is_empty() || number.starts_with('.') || number.ends_with('.') || !fraction_ok {
+            if number.is_empty() || number.starts_with('.') || number.ends_with('.') || !fraction_ok
+            {
                 return None;
             }
             number.clear();

@@ -180,28 +180,67 @@ fn rdfa_time_datetime_is_the_attribute_not_the_text() {
     let s = "http://schema.org/";
     for (p, o) in [
         ("startDate", format!("\"2024-05-01{}", xsd("date"))),
-        ("endDate", format!("\"2024-05-01T20:00:00Z{}", xsd("dateTime"))),
+        (
+            "endDate",
+            format!("\"2024-05-01T20:00:00Z{}", xsd("dateTime")),
+        ),
         ("doorTime", format!("\"19:30{}", xsd("time"))),
         ("duration", format!("\"PT2H30M{}", xsd("duration"))),
         ("foundingDate", format!("\"1999{}", xsd("gYear"))),
-        ("previousStartDate", format!("\"2023-05{}", xsd("gYearMonth"))),
+        (
+            "previousStartDate",
+            format!("\"2023-05{}", xsd("gYearMonth")),
+        ),
     ] {
-        assert!(has(&data, "_:", &format!("{s}{p}"), &o), "{p}: {:#?}", data.triples);
+        assert!(
+            has(&data, "_:", &format!("{s}{p}"), &o),
+            "{p}: {:#?}",
+            data.triples
+        );
     }
     // Not a date: a plain literal of the attribute, still not the text.
     assert!(has(&data, "_:", &format!("{s}description"), "\"soon-ish\""));
     assert!(!has(&data, "_:", &format!("{s}description"), "\"soon\""));
     // `content` takes precedence over `datetime`.
-    assert!(has(&data, "_:", &format!("{s}dateCreated"), "\"2020-02-02\""));
+    assert!(has(
+        &data,
+        "_:",
+        &format!("{s}dateCreated"),
+        "\"2020-02-02\""
+    ));
     assert!(!has(&data, "_:", &format!("{s}dateCreated"), "2021"));
     // `datatype=""` asks for a plain literal.
-    assert!(has(&data, "_:", &format!("{s}dateModified"), "\"2022-03-04\""));
+    assert!(has(
+        &data,
+        "_:",
+        &format!("{s}dateModified"),
+        "\"2022-03-04\""
+    ));
     assert!(!has(&data, "_:", &format!("{s}dateModified"), "XMLSchema"));
     // Without `datetime`, the text is the value.
-    assert!(has(&data, "_:", &format!("{s}datePublished"), "\"Tuesday\""));
+    assert!(has(
+        &data,
+        "_:",
+        &format!("{s}datePublished"),
+        "\"Tuesday\""
+    ));
     // None of the texts of elements with `datetime` became a value.
-    for text in ["May 1st", "evening", "half past seven", "long ago", "last May", "4 March"] {
-        assert!(!has(&data, "", "", text) && !data.triples.iter().any(|t| t.object.to_string().contains(text)), "{text}");
+    for text in [
+        "May 1st",
+        "evening",
+        "half past seven",
+        "long ago",
+        "last May",
+        "4 March",
+    ] {
+        assert!(
+            !has(&data, "", "", text)
+                && !data
+                    .triples
+                    .iter()
+                    .any(|t| t.object.to_string().contains(text)),
+            "{text}"
+        );
     }
 }
 
