@@ -1093,3 +1093,61 @@ fn unix_now() -> u64 {
 fn rfc3339_now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(
+        stop: Option<StopReason>,
+        targets: u64,
+        failed_seeds: Vec<(Url, u16)>,
+    ) -> JobOutcome {
+        JobOutcome {
+            stop,
+            counters: JobCounters {
+                targets,
+                ..JobCounters::default()
+            },
+            stats: StrategyStats::default(),
+            frontier_left: 0,
+            duration: Duration::ZERO,
+            given_up: 0,
+            refused_private: 0,
+            failed_seeds,
+        }
+    }
+
+    /// Issue 39, point 2: what `forager crawl` and `/status` warn about.
+    #[test]
+    fn warnings_name_failed_seeds_and_an_empty_harvest_of_a_finished_run() {
+        let seed = Url::parse("http://a.test/missing").expect("test URL");
+        let o = outcome(
+            Some(StopReason::FrontierEmpty),
+            0,
+            vec![(seed.clone(), 404)],
+        );
+        assert_eq!(
+            o.warnings(),
+            [
+                "seed http://a.test/missing answered HTTP 404",
+                "no target saved: the job finished with nothing harvested"
+            ]
+        );
+        // A harvest with a failed seed among others still names it.
+        let o = outcome(Some(StopReason::FrontierEmpty), 3, vec![(seed, 503)]);
+        assert_eq!(
+            o.warnings(),
+            ["seed http://a.test/missing answered HTTP 503"]
+        );
+        // A normal harvest, an interrupted run, an unreachable one (an error
+        // of its own): nothing to warn about.
+        assert!(outcome(Some(StopReason::RequestBudget), 1, vec![])
+            .warnings()
+            .is_empty());
+        assert!(outcome(None, 0, vec![]).warnings().is_empty());
+        assert!(outcome(Some(StopReason::Unreachable), 0, vec![])
+            .warnings()
+            .is_empty());
+    }
+}
