@@ -327,7 +327,9 @@ fn help_documents_exit_codes_and_every_export_flag() {
     let lines: Vec<&str> = help.lines().collect();
     for (i, line) in lines.iter().enumerate() {
         let t = line.trim_start();
-        if t.starts_with("--") || (t.starts_with('-') && t.len() > 1 && t.as_bytes()[1] != b'-') {
+        if t.starts_with("--")
+            || (t.starts_with('-') && t.len() > 1 && t.as_bytes()[1].is_ascii_alphabetic())
+        {
             let described = t.split("  ").filter(|p| !p.trim().is_empty()).count() > 1
                 || lines.get(i + 1).is_some_and(|n| {
                     let n = n.trim_start();
