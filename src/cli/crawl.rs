@@ -130,7 +130,7 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Exit code of a job that finished, but a seed answered 4xx/5xx or no target
-/// was saved: a script must not take it for a harvest (docs/jobs.md, § Exit codes).
+/// was saved: a script must not take it for a harvest (docs/FAQ.md, "exit codes").
 pub const EXIT_HARVESTED_NOTHING: u8 = 3;
 
 fn print_summary(
