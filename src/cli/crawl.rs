@@ -122,8 +122,16 @@ pub fn run(args: CrawlArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
+    // An interrupted run is not judged: it resumes where it stopped.
+    if outcome.stop.is_some() && !outcome.warnings().is_empty() {
+        return Ok(ExitCode::from(EXIT_HARVESTED_NOTHING));
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Exit code of a job that finished, but a seed answered 4xx/5xx or no target
+/// was saved: a script must not take it for a harvest (docs/FAQ.md, "exit codes").
+pub const EXIT_HARVESTED_NOTHING: u8 = 3;
 
 fn print_summary(
     job: &str,
@@ -171,6 +179,12 @@ fn print_summary(
         c.trap_links,
         c.dropped
     );
+    // Counted per occurrence while crawl.log names each URL once: say so,
+    // or 1916 "out of scope" against 341 log lines looks like a bug.
+    outln!(
+        "           (links counted each time a page has them; rejected = malformed, not http(s), \
+         over max_url_len, repeated path segments, deeper than max_depth)"
+    );
     if crawl_log {
         outln!(
             "           every request and every link not followed, with why: {}",
@@ -201,4 +215,7 @@ fn print_summary(
         "output     {}",
         state_dir.join("targets").join(job).display()
     );
+    for warning in o.warnings() {
+        outln!("warning    {warning}");
+    }
 }

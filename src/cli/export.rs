@@ -42,6 +42,7 @@ pub struct ExportArgs {
     /// Where state lives (default: the daemon config's state_dir, else ./forager-state).
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Daemon config to take state_dir from (default: /etc/forager/forager.toml when installed).
     #[arg(long)]
     config: Option<PathBuf>,
 }

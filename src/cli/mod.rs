@@ -64,6 +64,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run one job in the foreground until it finishes (frontier empty, budget, early stop) or Ctrl-C.
+    #[command(after_help = "Exit codes:\n  \
+        0  the job finished and saved targets, or it was stopped by Ctrl-C/SIGTERM (run it again to resume)\n  \
+        1  an error, or the job stopped `unreachable`: nothing could be fetched\n  \
+        2  bad command-line arguments\n  \
+        3  the job finished, but a seed answered 4xx/5xx or no target was saved (see the summary's `warning` lines)")]
     Crawl(crawl::CrawlArgs),
     /// Validate job files (or a daemon config with --daemon); prints FILE:LINE: FIELD: REASON on errors.
     Check {

@@ -602,6 +602,63 @@ async fn the_daemon_runs_edits_reports_and_stops_cleanly() {
     let _ = f.server.shutdown().await;
 }
 
+/// Issue 39, point 2: a job whose seed answers 404 ends `done` like any
+/// other, but `/status` (and `forager status`) carry a warning naming the
+/// seed and its status; a job that harvested has none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_that_answers_404_is_a_warning_in_status() {
+    let f = Fixture::start(2).await;
+    f.wait_for("an empty daemon", |r| r.jobs.is_empty()).await;
+    let port = f.server.port();
+    let missing = JobFile::new("gone")
+        .seed(format!("http://site-a.test:{port}/nowhere"))
+        .strategy("bfs")
+        .delay("0s")
+        .toml();
+    std::fs::write(f.job_path("gone"), missing).unwrap();
+    std::fs::write(f.job_path("alpha"), f.job("alpha", "site-b.test", 0, "bfs")).unwrap();
+    let r = f
+        .wait_for("both jobs done", |r| {
+            is(r, "gone", Phase::Done, Some(StopReason::FrontierEmpty))
+                && is(r, "alpha", Phase::Done, Some(StopReason::FrontierEmpty))
+        })
+        .await;
+    let gone = job(&r, "gone").unwrap();
+    let warning = gone
+        .warning
+        .as_deref()
+        .unwrap_or_else(|| panic!("{gone:?}"));
+    assert!(
+        warning.contains(&format!(
+            "seed http://site-a.test:{port}/nowhere answered HTTP 404"
+        )),
+        "{warning}"
+    );
+    assert!(warning.contains("no target saved"), "{warning}");
+    let alpha = job(&r, "alpha").unwrap();
+    assert_eq!(alpha.counters.targets, PAGES as u64);
+    assert_eq!(alpha.warning, None, "{alpha:?}");
+    // The daemon's log says it too, with the seed and status as fields.
+    let log = f.daemon.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("seed answered an HTTP error") && l.contains("status=404")),
+        "{log}"
+    );
+    // `forager status` shows it in the job's row.
+    let out = crate::harness::bin::output_blocking(crate::harness::bin::std_command().args([
+        "status",
+        "--admin",
+        &f.admin.to_string(),
+    ]));
+    let table = String::from_utf8_lossy(&out.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("gone"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("warning: seed"), "{table}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_jobs_bounds_running_jobs_and_reloads_live() {
     let mut f = Fixture::start(1).await;

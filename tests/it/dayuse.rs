@@ -241,3 +241,105 @@ async fn status_prints_the_absolute_jobs_folder() {
     let expected = format!("jobs folder: {}", dir.join("jobs.d").display());
     assert!(text.contains(&expected), "{expected:?} in {text}");
 }
+
+/// Issue 39, point 2: a seed that answers 404 does not look like success.
+/// The summary names the seed and its status, the log has a structured
+/// warning, and `forager crawl` exits 3; a crawl that harvests exits 0 with
+/// no warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_that_answers_404_is_a_warning_and_exit_code_3() {
+    let server = SiteServer::start(FixtureSite::new().with_crawl_delay(None).sites())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let port = server.port();
+    let seed = format!("http://{FIXTURE_HOST}:{port}/missing.html");
+    // The fixture job without its root seed: the 404 is the only seed.
+    let job = crate::harness::JobFile::new("gone")
+        .seed(seed.clone())
+        .set("politeness", "robots", true)
+        .set("limits", "max_body", FIXTURE_MAX_BODY)
+        .strategy("bfs")
+        .delay("0s")
+        .write(tmp.path());
+    let state = tmp.path().join("state");
+    let out = crate::harness::Crawl::fixture(&job, &state, port)
+        .arg("--log")
+        .arg("warn")
+        .output()
+        .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains(&format!("warning    seed {seed} answered HTTP 404")),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("warning    no target saved"), "{stdout}");
+    assert!(stdout.contains("stopped    frontier empty"), "{stdout}");
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("seed answered an HTTP error")
+                && l.contains(&format!("seed={seed}"))
+                && l.contains("status=404")),
+        "{stderr}"
+    );
+
+    // A normal harvest of the same site: exit 0, no warning.
+    let job = job_file(tmp.path(), "fine", port);
+    let out = crate::harness::Crawl::fixture(&job, &state, port)
+        .output()
+        .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains("warning"), "{stdout}");
+    let _ = server.shutdown().await;
+}
+
+/// `forager crawl --help` documents the exit codes, and no flag of
+/// `forager export --help` is left without a description.
+#[test]
+fn help_documents_exit_codes_and_every_export_flag() {
+    let out = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command().args(["crawl", "--help"]),
+    );
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{help}");
+    assert!(help.contains("Exit codes:"), "{help}");
+    assert!(
+        help.contains("3  the job finished, but a seed answered 4xx/5xx"),
+        "{help}"
+    );
+    let out = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command().args(["export", "--help"]),
+    );
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{help}");
+    // clap prints `--flag <VALUE>` and its description on one line, or the
+    // description on the next line; a flag line alone, followed by another
+    // flag line or the end, has none.
+    let lines: Vec<&str> = help.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("--")
+            || (t.starts_with('-') && t.len() > 1 && t.as_bytes()[1].is_ascii_alphabetic())
+        {
+            let described = t.split("  ").filter(|p| !p.trim().is_empty()).count() > 1
+                || lines.get(i + 1).is_some_and(|n| {
+                    let n = n.trim_start();
+                    !n.is_empty() && !n.starts_with('-')
+                });
+            assert!(described, "no description for {t:?} in\n{help}");
+        }
+    }
+    assert!(
+        help.contains("Usage: forager export [OPTIONS] --to <TO> <JOB>"),
+        "{help}"
+    );
+}

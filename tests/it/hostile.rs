@@ -134,7 +134,21 @@ async fn ssrf_private_seeds_are_refused_unless_allowed() {
             },
         )
         .await;
-        allowed.assert_completed();
+        // Allowed, it finishes; its pages hold no target and one seed
+        // answers 421, so it ends with warnings and exit code 3 (issue 39).
+        assert!(allowed.stop.is_some(), "{}", allowed.stderr);
+        assert_eq!(
+            allowed.exit.and_then(|e| e.code()),
+            Some(3),
+            "{}\n{}",
+            allowed.stdout,
+            allowed.stderr
+        );
+        assert!(
+            allowed.stdout.contains("warning    no target saved"),
+            "{}",
+            allowed.stdout
+        );
         let paths: Vec<String> = private
             .log()
             .into_iter()

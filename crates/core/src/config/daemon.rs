@@ -74,7 +74,8 @@ pub struct DaemonConfig {
     pub state_dir: PathBuf,
     /// Admin HTTP API address; loopback unless `admin_public`.
     pub admin_listen: SocketAddr,
-    /// Allow a non-loopback `admin_listen` (the API has no authentication).
+    /// Allow a non-loopback `admin_listen` (its read routes, the dashboard
+    /// included, have no authentication; only purge needs the token).
     pub admin_public: bool,
     /// Jobs crawling at once; more wait their turn.
     pub max_jobs: usize,
@@ -366,7 +367,7 @@ fn read_admin_listen(r: &mut Reader<'_>, n: Node<'_>, public: bool) -> Option<So
             "admin_listen",
             n,
             format!(
-                "{addr} is not a loopback address and the admin API has no authentication; \
+                "{addr} is not a loopback address and the admin API's read routes (status, dashboard, metrics) have no authentication; \
                  set admin_public = true to expose it anyway"
             ),
         );

@@ -788,7 +788,7 @@ fn relative_dirs_follow_the_config_file() {
 fn admin_listen_stays_on_loopback_unless_told() {
     assert_eq!(
         daemon_err("admin_listen = \"0.0.0.0:7878\"\n"),
-        "forager.toml:1: admin_listen: 0.0.0.0:7878 is not a loopback address and the admin API has no authentication; set admin_public = true to expose it anyway"
+        "forager.toml:1: admin_listen: 0.0.0.0:7878 is not a loopback address and the admin API's read routes (status, dashboard, metrics) have no authentication; set admin_public = true to expose it anyway"
     );
     let d = daemon("admin_listen = \"0.0.0.0:7878\"\nadmin_public = true\n");
     assert_eq!(

@@ -115,6 +115,11 @@ fn row(o: &mut String, j: &JobStatus) {
         }
         _ => j.detail.clone().unwrap_or_default(),
     };
+    let detail = match &j.warning {
+        Some(w) if detail.is_empty() => format!("warning: {w}"),
+        Some(w) => format!("{detail}; warning: {w}"),
+        None => detail,
+    };
     let _ = write!(
         o,
         "<tr class=\"job\"><td>{}</td><td class=\"{state}\">{state}</td><td>{}</td><td>{}</td>\
@@ -173,6 +178,7 @@ mod tests {
             name: name.into(),
             state,
             stop_reason: None,
+            warning: None,
             detail: None,
             file: None,
             strategy: Some("sb".into()),

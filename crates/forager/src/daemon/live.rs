@@ -227,6 +227,9 @@ pub struct LiveStats {
     pub last_error_at: Option<SystemTime>,
     /// The stop reason the store or the last run recorded.
     pub stop: Option<StopReason>,
+    /// What the last run that ended left to know (seeds that answered
+    /// 4xx/5xx, no target saved), `; `-joined; cleared when a run starts.
+    pub warning: Option<String>,
     /// Targets against requests, for the dashboard.
     pub curve: Curve,
 }

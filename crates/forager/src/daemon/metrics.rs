@@ -367,6 +367,7 @@ mod tests {
             name: name.into(),
             state: Phase::Running,
             stop_reason: None,
+            warning: None,
             detail: None,
             file: None,
             strategy: Some("sb".into()),

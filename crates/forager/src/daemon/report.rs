@@ -52,6 +52,10 @@ pub struct JobStatus {
     pub stop_reason: Option<StopReason>,
     /// Why it is in this state, for a person (stop reason, failure, stop cause).
     pub detail: Option<String>,
+    /// What its last run left to know, though it ended without error: a
+    /// seed that answered 4xx/5xx, no target saved (`JobOutcome::warnings`).
+    #[serde(default)]
+    pub warning: Option<String>,
     pub file: Option<PathBuf>,
     pub strategy: Option<String>,
     pub counters: JobCounters,
@@ -234,6 +238,7 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         state,
         stop_reason,
         detail,
+        warning: live.warning.clone(),
         file: e.file.clone(),
         strategy: e.spec.as_ref().map(|s| s.strategy.name().to_string()),
         counters: live.counters.clone(),
@@ -346,6 +351,13 @@ pub fn format_status(r: &StatusReport) -> String {
                         detail.push_str("; ");
                     }
                     detail.push_str("job file invalid (see below), last valid version kept");
+                }
+                if let Some(w) = &j.warning {
+                    if !detail.is_empty() {
+                        detail.push_str("; ");
+                    }
+                    detail.push_str("warning: ");
+                    detail.push_str(w);
                 }
                 [
                     j.name.clone(),

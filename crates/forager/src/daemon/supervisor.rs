@@ -697,10 +697,14 @@ async fn run_job(
     stop: channel::Receiver<bool>,
 ) -> Result<Option<StopReason>, String> {
     let live = observer.live.clone();
+    // A running job does not show its previous run's warning.
+    live.lock().warning = None;
     let runner = open_runner(&engine, &spec, &mut observer).map_err(|e| error_chain(&e))?;
     let outcome = runner.run(stop).await.map_err(|e| error_chain(&e))?;
     let unreachable = outcome.unreachable_because();
+    let warnings = outcome.warnings();
     let mut l = live.lock();
+    l.warning = (!warnings.is_empty()).then(|| warnings.join("; "));
     l.counters = outcome.counters;
     l.stats = outcome.stats;
     l.frontier = Some(outcome.frontier_left as u64);

@@ -261,7 +261,10 @@ fn linked_data_sections(o: &mut String, s: &StrategyStats, top: usize) {
 }
 
 /// `anthelion`'s part: the hosts (its bandit's arms) that gave the most
-/// relevant pages, with the score the bandit ranks them by.
+/// relevant pages. The score it ranks hosts by is not printed: it depends on
+/// the share of all hosts and on the classifier's best queued link of each
+/// host at the moment of a choice, which the stored stats do not hold; the
+/// legend says how it is made (as docs/strategies.md does).
 fn structured_data_sections(o: &mut String, s: &StrategyStats, top: usize) {
     use std::fmt::Write as _;
     if s.top_actions.is_empty() {
@@ -276,26 +279,27 @@ fn structured_data_sections(o: &mut String, s: &StrategyStats, top: usize) {
     o.push_str(
         "  fetched   HTML pages fetched from the host\n\
          \x20 relevant  of those, pages with enough structured data to be saved\n\
-         \x20 score     (relevant + 1) / (fetched + 2): how the crawler ranks the host\n\
-         \x20           when it picks where to go next (an untried host scores 0.500)\n\
-         \x20 left      links of the host still waiting in the frontier\n",
+         \x20 share     relevant / fetched\n\
+         \x20 left      links of the host still waiting in the frontier\n\
+         The crawler ranks a host by its share smoothed towards the share of all\n\
+         hosts with the weight of 5 pages (an untried host scores what the average\n\
+         host gave), times the classifier's probability for the host's best queued\n\
+         link; now and then it tries a random host (docs/strategies.md, anthelion).\n",
     );
     let _ = writeln!(
         o,
-        "{:>8} {:>8} {:>7} {:>7} {:>7}  host",
-        "fetched", "relevant", "share", "score", "left"
+        "{:>8} {:>8} {:>7} {:>7}  host",
+        "fetched", "relevant", "share", "left"
     );
     for a in s.top_actions.iter().take(top) {
         // `anthelion` reports a host as an action: fetched as selections, the relevant share as its reward.
         let relevant = (a.mean_reward * a.selections as f64).round() as u64;
-        let score = (relevant as f64 + 1.0) / (a.selections as f64 + 2.0);
         let _ = writeln!(
             o,
-            "{:>8} {:>8} {:>6.1}% {:>7.3} {:>7}  {}",
+            "{:>8} {:>8} {:>6.1}% {:>7}  {}",
             a.selections,
             relevant,
             a.mean_reward * 100.0,
-            score,
             a.links_left,
             a.tag_path
         );
@@ -426,11 +430,17 @@ mod tests {
             text.contains("9 hosts; those that gave the most pages with structured data first"),
             "{text}"
         );
-        // 30 relevant of 38: share 78.9 %, score 31 / 40.
+        // 30 relevant of 38: share 78.9 %.
         assert!(
-            text.contains("      38       30   78.9%   0.775       2  shop.test"),
+            text.contains("      38       30   78.9%       2  shop.test"),
             "{text}"
         );
+        // The legend says how hosts are ranked as the strategy ranks them
+        // (smoothed towards all hosts' share, times the best link's
+        // probability), not the Laplace formula it once printed.
+        assert!(text.contains("weight of 5 pages"), "{text}");
+        assert!(text.contains("best queued"), "{text}");
+        assert!(!text.contains("(fetched + 2)"), "{text}");
         let at = |h: &str| text.lines().position(|l| l.ends_with(h)).unwrap();
         assert!(at("shop.test") < at("news.test"), "{text}");
         assert!(!text.contains("tag path"), "no tag-path table: {text}");

@@ -83,6 +83,9 @@ pub struct JobOutcome {
     pub given_up: u64,
     /// Links refused in this run by the SSRF guard.
     pub refused_private: u64,
+    /// Seeds whose last answer in this run was an HTTP error: the seed's
+    /// URL and that status (a seed that failed, then answered, is not here).
+    pub failed_seeds: Vec<(Url, u16)>,
 }
 
 impl JobOutcome {
@@ -105,6 +108,23 @@ impl JobOutcome {
                 self.given_up
             )
         })
+    }
+
+    /// What a person should know about a run that ended without error but
+    /// may not have done what was meant: seeds that answered 4xx/5xx, and a
+    /// finished job that holds no target at all. A run cut short by a stop
+    /// signal, and an `unreachable` one (an error of its own), say nothing here.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .failed_seeds
+            .iter()
+            .map(|(url, status)| format!("seed {url} answered HTTP {status}"))
+            .collect();
+        let finished = self.stop.is_some_and(|r| r != StopReason::Unreachable);
+        if finished && self.counters.targets == 0 {
+            out.push("no target saved: the job finished with nothing harvested".to_string());
+        }
+        out
     }
 }
 
@@ -232,6 +252,9 @@ pub struct Runner<'a> {
     frontier_grew: Notify,
     /// Parses under way and the poison list (`parsing.rs`).
     parsing: parsing::Parsing,
+    /// Seeds whose last answer in this run was an HTTP error, and that
+    /// status (`JobOutcome::failed_seeds`). Bounded by the job's seeds.
+    failed_seeds: Mutex<std::collections::BTreeMap<Url, u16>>,
 }
 
 impl Drop for Runner<'_> {
@@ -296,6 +319,7 @@ impl<'a> Runner<'a> {
             crawl_log: Mutex::new(None),
             frontier_grew: Notify::new(),
             parsing: parsing::Parsing::open(engine, &spec.name),
+            failed_seeds: Mutex::new(std::collections::BTreeMap::new()),
         };
         if spec.output.crawl_log {
             match CrawlLog::open(runner.out.dir()) {
@@ -496,7 +520,10 @@ impl<'a> Runner<'a> {
             let core = self.core();
             (core.given_up, core.refused_private)
         };
-        Ok(JobOutcome {
+        let failed_seeds: Vec<(Url, u16)> = std::mem::take(&mut *lock(&self.failed_seeds))
+            .into_iter()
+            .collect();
+        let outcome = JobOutcome {
             stop: reason,
             counters,
             stats,
@@ -504,7 +531,18 @@ impl<'a> Runner<'a> {
             duration: started.elapsed(),
             given_up,
             refused_private,
-        })
+            failed_seeds,
+        };
+        // Logged here, so that `forager crawl` and the daemon both say it.
+        for (seed, status) in &outcome.failed_seeds {
+            warn!(job = %job, seed = %seed, status, "seed answered an HTTP error");
+        }
+        if outcome.stop.is_some_and(|r| r != StopReason::Unreachable)
+            && outcome.counters.targets == 0
+        {
+            warn!(job = %job, requests = outcome.counters.requests, pages = outcome.counters.pages, "job finished with no target saved");
+        }
+        Ok(outcome)
     }
 
     /// An empty frontier after nothing but failures means the origin never answered.
@@ -1054,4 +1092,62 @@ fn unix_now() -> u64 {
 
 fn rfc3339_now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(
+        stop: Option<StopReason>,
+        targets: u64,
+        failed_seeds: Vec<(Url, u16)>,
+    ) -> JobOutcome {
+        JobOutcome {
+            stop,
+            counters: JobCounters {
+                targets,
+                ..JobCounters::default()
+            },
+            stats: StrategyStats::default(),
+            frontier_left: 0,
+            duration: Duration::ZERO,
+            given_up: 0,
+            refused_private: 0,
+            failed_seeds,
+        }
+    }
+
+    /// Issue 39, point 2: what `forager crawl` and `/status` warn about.
+    #[test]
+    fn warnings_name_failed_seeds_and_an_empty_harvest_of_a_finished_run() {
+        let seed = Url::parse("http://a.test/missing").expect("test URL");
+        let o = outcome(
+            Some(StopReason::FrontierEmpty),
+            0,
+            vec![(seed.clone(), 404)],
+        );
+        assert_eq!(
+            o.warnings(),
+            [
+                "seed http://a.test/missing answered HTTP 404",
+                "no target saved: the job finished with nothing harvested"
+            ]
+        );
+        // A harvest with a failed seed among others still names it.
+        let o = outcome(Some(StopReason::FrontierEmpty), 3, vec![(seed, 503)]);
+        assert_eq!(
+            o.warnings(),
+            ["seed http://a.test/missing answered HTTP 503"]
+        );
+        // A normal harvest, an interrupted run, an unreachable one (an error
+        // of its own): nothing to warn about.
+        assert!(outcome(Some(StopReason::RequestBudget), 1, vec![])
+            .warnings()
+            .is_empty());
+        assert!(outcome(None, 0, vec![]).warnings().is_empty());
+        assert!(outcome(Some(StopReason::Unreachable), 0, vec![])
+            .warnings()
+            .is_empty());
+    }
 }

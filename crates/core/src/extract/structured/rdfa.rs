@@ -373,6 +373,9 @@ pub(crate) fn on_element(
     let rev = attr(el, "rev");
     let typeof_ = attr(el, "typeof");
     let content = attr(el, "content");
+    // HTML+RDFa 1.1 § 3.1: a `datetime` attribute (`<time datetime=…>`) is
+    // the value, not the element's text; `content` still comes first.
+    let datetime = attr(el, "datetime");
     let datatype = attr(el, "datatype");
     let about = attr(el, "about").and_then(|v| ctx.resource(&v, &base, &mut c.rdfa.blanks));
     let resource = attr(el, "resource").and_then(|v| ctx.resource(&v, &base, &mut c.rdfa.blanks));
@@ -529,6 +532,15 @@ pub(crate) fn on_element(
             .and_then(|d| ctx.term_or_curie_or_iri(d));
         let value: Option<Term> = if let Some(content) = &content {
             Some(literal(content.clone(), dt.clone(), c.lang.as_deref()))
+        } else if let Some(datetime) = &datetime {
+            // Without a `datatype` attribute the type is the value's
+            // lexical form's (§ 3.1); `datatype=""` asks for a plain literal.
+            let dt = match &datatype {
+                Some(_) => dt.clone(),
+                None => datetime_type(datetime)
+                    .and_then(|local| NamedNode::new(format!("{XSD}{local}")).ok()),
+            };
+            Some(literal(datetime.clone(), dt, c.lang.as_deref()))
         } else if datatype.is_none() && !has_rel {
             match resource
                 .clone()
@@ -622,5 +634,185 @@ pub(crate) fn close(c: &mut Collector, ctx: &Context) {
             rest = node.into();
         }
         c.sink.push(Syntax::Rdfa, subject.clone(), predicate, rest);
+    }
+}
+
+/// The XML Schema datatypes namespace.
+const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
+
+/// The XML Schema type HTML+RDFa 1.1 § 3.1 gives a `datetime` value by its
+/// lexical form (`duration`, `dateTime`, `date`, `time`, `gYearMonth`,
+/// `gYear`), `None` for anything else (then a plain literal).
+fn datetime_type(value: &str) -> Option<&'static str> {
+    let v = value.trim_matches(super::is_html_whitespace);
+    if is_duration(v) {
+        return Some("duration");
+    }
+    if let Some((date, time)) = v.split_once('T') {
+        return (is_date(date) && is_time(time)).then_some("dateTime");
+    }
+    if is_date(v) {
+        return Some("date");
+    }
+    if is_time(v) {
+        return Some("time");
+    }
+    let (body, tz) = split_zone(v);
+    if !tz {
+        return None;
+    }
+    match body.split_once('-') {
+        Some((y, m)) if is_year(y) && is_month(m) => Some("gYearMonth"),
+        None if is_year(body) => Some("gYear"),
+        _ => None,
+    }
+}
+
+fn digits(s: &str, n: usize) -> bool {
+    s.len() == n && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Four digits or more (a year past 9999 has more), with an optional `-`.
+fn is_year(s: &str) -> bool {
+    let s = s.strip_prefix('-').unwrap_or(s);
+    s.len() >= 4 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn is_month(s: &str) -> bool {
+    digits(s, 2) && matches!(s.parse::<u8>(), Ok(1..=12))
+}
+
+/// Splits an optional time zone (`Z`, `+hh:mm`, `-hh:mm`) off the end; the
+/// flag is false when what looks like a zone is malformed.
+fn split_zone(s: &str) -> (&str, bool) {
+    if let Some(body) = s.strip_suffix('Z') {
+        return (body, true);
+    }
+    if s.len() > 6 {
+        let (body, zone) = s.split_at(s.len() - 6);
+        let b = zone.as_bytes();
+        // `-05:00` ends a zone; `-01-01` ends a date.
+        if matches!(b[0], b'+' | b'-') && b[3] == b':' {
+            return (body, digits(&zone[1..3], 2) && digits(&zone[4..], 2));
+        }
+    }
+    (s, true)
+}
+
+/// `YYYY-MM-DD`, with an optional zone.
+fn is_date(s: &str) -> bool {
+    let (body, tz) = split_zone(s);
+    let Some((rest, day)) = body.rsplit_once('-') else {
+        return false;
+    };
+    let Some((year, month)) = rest.rsplit_once('-') else {
+        return false;
+    };
+    tz && is_year(year)
+        && is_month(month)
+        && digits(day, 2)
+        && matches!(day.parse::<u8>(), Ok(1..=31))
+}
+
+/// `hh:mm:ss` with optional fraction and zone (HTML also allows `hh:mm`).
+fn is_time(s: &str) -> bool {
+    let (body, tz) = split_zone(s);
+    let mut parts = body.split(':');
+    let (Some(h), Some(m)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let sec_ok = match parts.next() {
+        None => true,
+        Some(sec) => {
+            let (whole, frac) = sec.split_once('.').unwrap_or((sec, "0"));
+            digits(whole, 2) && !frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit())
+        }
+    };
+    tz && parts.next().is_none()
+        && digits(h, 2)
+        && digits(m, 2)
+        && sec_ok
+        && matches!(h.parse::<u8>(), Ok(0..=24))
+        && matches!(m.parse::<u8>(), Ok(0..=59))
+}
+
+/// `PnYnMnDTnHnMnS`, each part optional but at least one, with `T` before
+/// any time part; seconds may have a fraction.
+fn is_duration(s: &str) -> bool {
+    let s = s.strip_prefix('-').unwrap_or(s);
+    let Some(rest) = s.strip_prefix('P') else {
+        return false;
+    };
+    let (date, time) = match rest.split_once('T') {
+        Some((_, "")) => return false,
+        Some((d, t)) => (d, Some(t)),
+        None => (rest, None),
+    };
+    fn parts(s: &str, units: &[u8], fraction_on: Option<u8>) -> Option<usize> {
+        let mut count = 0;
+        let mut next_unit = 0;
+        let mut number = String::new();
+        for b in s.bytes() {
+            if b.is_ascii_digit() || (b == b'.' && fraction_on.is_some()) {
+                number.push(b as char);
+                continue;
+            }
+            let at = units[next_unit..].iter().position(|&u| u == b)? + next_unit;
+            let fraction_ok = !number.contains('.') || fraction_on == Some(b);
+            if number.is_empty() || number.starts_with('.') || number.ends_with('.') || !fraction_ok
+            {
+                return None;
+            }
+            number.clear();
+            next_unit = at + 1;
+            count += 1;
+        }
+        number.is_empty().then_some(count)
+    }
+    let Some(d) = parts(date, b"YMD", None) else {
+        return false;
+    };
+    let t = match time {
+        Some(t) => match parts(t, b"HMS", Some(b'S')) {
+            Some(0) | None => return false,
+            Some(n) => n,
+        },
+        None => 0,
+    };
+    d + t > 0
+}
+
+#[cfg(test)]
+mod datetime_tests {
+    use super::datetime_type;
+
+    #[test]
+    fn lexical_forms_of_datetime_values() {
+        for (v, t) in [
+            ("2024-05-01", Some("date")),
+            ("2024-05-01Z", Some("date")),
+            ("2024-05-01-05:00", Some("date")),
+            ("2024-05-01T20:00:00Z", Some("dateTime")),
+            ("2024-05-01T20:00:00.5+02:00", Some("dateTime")),
+            ("20:00", Some("time")),
+            ("20:00:01.25", Some("time")),
+            ("P1Y2M", Some("duration")),
+            ("PT1.5S", Some("duration")),
+            ("-P3D", Some("duration")),
+            ("2023-05", Some("gYearMonth")),
+            ("1999", Some("gYear")),
+            ("P", None),
+            ("PT", None),
+            ("P1.5Y", None),
+            ("2024-13-01", None),
+            ("2024-5-1", None),
+            ("25:00", None),
+            ("99", None),
+            ("2024-05-01T", None),
+            ("soon", None),
+            ("", None),
+        ] {
+            assert_eq!(datetime_type(v), t, "{v:?}");
+        }
     }
 }

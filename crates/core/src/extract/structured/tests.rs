@@ -159,6 +159,91 @@ fn rdfa_lite_with_vocab_typeof_property() {
     assert!(has(&data, "_:", "http://schema.org/name", "\"Hall\""));
 }
 
+/// HTML+RDFa 1.1 § 3.1: `<time datetime>` gives the attribute, typed by its
+/// lexical form; `content` comes first; an explicit `datatype` wins.
+#[test]
+fn rdfa_time_datetime_is_the_attribute_not_the_text() {
+    let html = r#"<div vocab="http://schema.org/" typeof="Event">
+        <time property="startDate" datetime="2024-05-01">May 1st</time>
+        <time property="endDate" datetime="2024-05-01T20:00:00Z">evening</time>
+        <time property="doorTime" datetime="19:30">half past seven</time>
+        <time property="duration" datetime="PT2H30M">two and a half hours</time>
+        <time property="foundingDate" datetime="1999">long ago</time>
+        <time property="previousStartDate" datetime="2023-05">last May</time>
+        <time property="description" datetime="soon-ish">soon</time>
+        <time property="dateCreated" content="2020-02-02" datetime="2021-01-01">2021</time>
+        <time property="dateModified" datatype="" datetime="2022-03-04">4 March</time>
+        <time property="datePublished">Tuesday</time>
+      </div>"#;
+    let data = extract(html);
+    let xsd = |t: &str| format!("\"^^<http://www.w3.org/2001/XMLSchema#{t}>");
+    let s = "http://schema.org/";
+    for (p, o) in [
+        ("startDate", format!("\"2024-05-01{}", xsd("date"))),
+        (
+            "endDate",
+            format!("\"2024-05-01T20:00:00Z{}", xsd("dateTime")),
+        ),
+        ("doorTime", format!("\"19:30{}", xsd("time"))),
+        ("duration", format!("\"PT2H30M{}", xsd("duration"))),
+        ("foundingDate", format!("\"1999{}", xsd("gYear"))),
+        (
+            "previousStartDate",
+            format!("\"2023-05{}", xsd("gYearMonth")),
+        ),
+    ] {
+        assert!(
+            has(&data, "_:", &format!("{s}{p}"), &o),
+            "{p}: {:#?}",
+            data.triples
+        );
+    }
+    // Not a date: a plain literal of the attribute, still not the text.
+    assert!(has(&data, "_:", &format!("{s}description"), "\"soon-ish\""));
+    assert!(!has(&data, "_:", &format!("{s}description"), "\"soon\""));
+    // `content` takes precedence over `datetime`.
+    assert!(has(
+        &data,
+        "_:",
+        &format!("{s}dateCreated"),
+        "\"2020-02-02\""
+    ));
+    assert!(!has(&data, "_:", &format!("{s}dateCreated"), "2021"));
+    // `datatype=""` asks for a plain literal.
+    assert!(has(
+        &data,
+        "_:",
+        &format!("{s}dateModified"),
+        "\"2022-03-04\""
+    ));
+    assert!(!has(&data, "_:", &format!("{s}dateModified"), "XMLSchema"));
+    // Without `datetime`, the text is the value.
+    assert!(has(
+        &data,
+        "_:",
+        &format!("{s}datePublished"),
+        "\"Tuesday\""
+    ));
+    // None of the texts of elements with `datetime` became a value.
+    for text in [
+        "May 1st",
+        "evening",
+        "half past seven",
+        "long ago",
+        "last May",
+        "4 March",
+    ] {
+        assert!(
+            !has(&data, "", "", text)
+                && !data
+                    .triples
+                    .iter()
+                    .any(|t| t.object.to_string().contains(text)),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn rdfa_core_prefixes_about_rel_and_hanging_rels() {
     let html = r#"<div prefix="ex: http://ex.test/ns#" about="/me">

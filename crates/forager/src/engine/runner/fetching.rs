@@ -7,6 +7,11 @@
 use super::*;
 use crate::panics::panic_message;
 
+/// A job's seed (depth 0, found on no page); a redirect chain from it is still the seed.
+fn is_seed(link: &Link) -> bool {
+    link.depth == 0 && link.referrer.is_none()
+}
+
 impl Runner<'_> {
     /// Send one request, counting it; a failure is already logged and counted.
     async fn send(
@@ -216,6 +221,10 @@ impl Runner<'_> {
                     }
                 }
                 200..=299 => {
+                    // A seed that failed earlier in this run (a 503, retried) answered.
+                    if is_seed(link) {
+                        lock(&self.failed_seeds).remove(&link.url);
+                    }
                     let result = self.handle_response(link, url.clone(), resp, tally).await;
                     // A page settles once its links are admitted; a failed write
                     // leaves the link unsettled, to go back to the frontier.
@@ -227,6 +236,11 @@ impl Runner<'_> {
                 _ => {
                     self.core().count(Count::HttpError);
                     self.emit_unread(&url, &resp);
+                    // Named in the run's warnings (`JobOutcome::failed_seeds`):
+                    // a job whose seed is a 404 otherwise just ends `frontier_empty`.
+                    if is_seed(link) {
+                        lock(&self.failed_seeds).insert(link.url.clone(), status);
+                    }
                     if status == 429 || (500..=599).contains(&status) {
                         // The host's back-off (Retry-After included) is already set.
                         let fault = if crate::fetch::is_page_error(status) {
@@ -306,15 +320,25 @@ impl Runner<'_> {
                     self.core().count(Count::Truncated);
                     warn!(job = %self.spec.name, url = %url, cap = cap, "page cut at its size cap; links past it are lost");
                 }
-                self.emit(
-                    RequestKind::Get,
-                    &url,
-                    Some(200),
-                    body.bytes.len() as u64,
-                    Some(label),
-                    false,
-                    latency,
-                );
+                let page_bytes = body.bytes.len() as u64;
+                // A structured-data job's page may turn out a target: its
+                // request is reported once its extraction says so, so that
+                // crawl.log shows it as a saved target (issue 39, point 3).
+                let emit_page = |saved: bool| {
+                    let label = if saved { Label::Target } else { label };
+                    self.emit(
+                        RequestKind::Get,
+                        &url,
+                        Some(200),
+                        page_bytes,
+                        Some(label),
+                        saved,
+                        latency,
+                    );
+                };
+                if !structured {
+                    emit_page(false);
+                }
                 let limits = self.limits.clone();
                 let page_url = url.clone();
                 let mime = essence(content_type.as_deref().unwrap_or(""));
@@ -353,28 +377,38 @@ impl Runner<'_> {
                         if self.spec.targets.structured.is_some() {
                             self.core().page_relevance(link, &url, relevant);
                         }
+                        let mut saved = Ok(false);
                         if relevant {
                             if let Some(data) = &data {
-                                self.save_structured_page(
-                                    link,
-                                    &url,
-                                    structured::PageBody {
-                                        mime,
-                                        bytes: &body.bytes,
-                                        truncated: body_cut,
-                                        exchange: exchange.as_ref(),
-                                    },
-                                    data,
-                                    tally,
-                                )?;
+                                saved = self
+                                    .save_structured_page(
+                                        link,
+                                        &url,
+                                        structured::PageBody {
+                                            mime,
+                                            bytes: &body.bytes,
+                                            truncated: body_cut,
+                                            exchange: exchange.as_ref(),
+                                        },
+                                        data,
+                                        tally,
+                                    )
+                                    .map(|()| true);
                             }
                         }
+                        if structured {
+                            emit_page(matches!(saved, Ok(true)));
+                        }
+                        saved?;
                         Ok(Fetched::Page {
                             url,
                             links: Box::new(links),
                         })
                     }
                     Err(e) => {
+                        if structured {
+                            emit_page(false);
+                        }
                         warn!(job = %self.spec.name, url = %url, error = %e, "link extraction failed");
                         Ok(Fetched::Nothing)
                     }
