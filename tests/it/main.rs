@@ -29,4 +29,5 @@ mod resume;
 mod retries;
 mod store_faults;
 mod structured;
+mod tls;
 mod warc;

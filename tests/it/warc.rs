@@ -160,7 +160,7 @@ async fn live_exchanges_become_valid_warc() {
         delay: Duration::ZERO,
         robots: false,
         user_agent: "forager-warc-test/1".to_string(),
-        http: Default::default(),
+        ..Politeness::default()
     };
     let tmp = tempfile::tempdir().unwrap();
     let (mut w, _) = WarcWriter::open(WarcConfig {

@@ -4,7 +4,8 @@
 //! function of it: [`link`] (what a link is), [`mime`] (what a response is:
 //! HTML, target or neither), [`codec`] (how every stored value is encoded),
 //! [`hash`] (the fixed hash functions stored values rely on),
-//! [`http_options`] (what a job adds to its requests), [`config`] (job and
+//! [`http_options`] (what a job adds to its requests), [`politeness`] (the
+//! adaptive delay and the back-off of a failing origin), [`config`] (job and
 //! daemon files), [`extract`] (links and structured data out of a page),
 //! [`rdf`] (RDF documents), [`learn`] (the learning primitives),
 //! [`strategy`] (which link next), [`revisit`] (when to look again),
@@ -20,7 +21,7 @@
 //!
 //! Imports point down this list, no module imports one above it: `job` →
 //! `config` → `strategy`, `rdf`, `revisit` → `extract`, `learn`, `record` →
-//! `link` → `hash`, `mime`, `codec`, `http_options`.
+//! `link` → `hash`, `mime`, `codec`, `http_options`, `politeness`.
 
 pub mod codec;
 pub mod config;
@@ -31,6 +32,7 @@ pub mod job;
 pub mod learn;
 pub mod link;
 pub mod mime;
+pub mod politeness;
 pub mod rdf;
 pub mod record;
 pub mod revisit;

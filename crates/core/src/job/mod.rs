@@ -155,6 +155,9 @@ pub struct JobCore {
     /// Popped links handed to the driver to wait for their politeness key
     /// (`dispatch.rs`): in the frontier still, neither begun nor released.
     held: usize,
+    /// Of `held`, the links held aside: their origin is blocked
+    /// (`dispatch.rs`), they do not count against `look_ahead`.
+    held_aside: usize,
     /// What the job did, counted through [`JobCore::count`] (the drivers
     /// report; only the core adds up).
     counters: JobCounters,
@@ -330,6 +333,7 @@ impl JobCore {
             unsettled: HashMap::default(),
             in_flight: HashMap::default(),
             held: 0,
+            held_aside: 0,
             counters: JobCounters::default(),
             next_link_id: 0,
             next_manifest_row: 0,
@@ -672,6 +676,17 @@ impl JobCore {
             self.given_up += 1;
             RetryVerdict::GivenUp { tries }
         }
+    }
+
+    /// A link whose origin is given up (it failed more times in a row than
+    /// `[limits] retries` allows a link): done without another try,
+    /// counted in `given_up`.
+    pub fn give_up(&mut self, link: &Link) {
+        let h = crate::link::url_hash(&link.url);
+        self.retries.remove(&h);
+        self.unsettled.remove(&h);
+        self.given_up += 1;
+        self.debug_check();
     }
 
     /// A link was fetched: forget its failed tries.
