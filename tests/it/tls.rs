@@ -140,7 +140,10 @@ async fn a_seed_refusing_connections_ends_unreachable_within_a_minute_by_default
     // the seed and the last error.
     let tries = stderr.matches("robots.txt unavailable").count();
     assert!(tries >= 3, "{stderr}");
-    assert!(stderr.contains(&format!("http://{HOST}/robots.txt")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("http://{HOST}/robots.txt")),
+        "{stderr}"
+    );
     assert!(stderr.contains("Connection refused"), "{stderr}");
     assert!(
         stderr.contains(&format!("the last failed with: http://{HOST}/")),
@@ -169,7 +172,11 @@ async fn crawl_over_https(with_ca: bool) -> (std::process::Output, Vec<String>) 
         .set("limits", "retries", 1);
     if with_ca {
         let pem = ca.write_pem(tmp.path(), "ca.pem");
-        job = job.set("http", "ca_file", format!("{:?}", pem.display().to_string()));
+        job = job.set(
+            "http",
+            "ca_file",
+            format!("{:?}", pem.display().to_string()),
+        );
     }
     let job = job.write(tmp.path());
     let state = tmp.path().join("state");
@@ -191,7 +198,10 @@ async fn a_site_over_https_is_crawled_with_its_ca_in_ca_file() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(!saved.is_empty(), "{stdout}\n{stderr}");
-    assert!(saved.iter().all(|u| u.starts_with("https://secure.test:")), "{saved:?}");
+    assert!(
+        saved.iter().all(|u| u.starts_with("https://secure.test:")),
+        "{saved:?}"
+    );
     assert!(!stderr.contains("TLS handshake"), "{stderr}");
 }
 
@@ -204,7 +214,9 @@ async fn without_its_ca_file_an_https_site_fails_with_a_tls_error_naming_the_hos
     assert!(saved.is_empty());
     assert!(stdout.contains("unreachable"), "{stdout}");
     assert!(
-        stderr.contains("TLS handshake with secure.test failed: invalid peer certificate: UnknownIssuer"),
+        stderr.contains(
+            "TLS handshake with secure.test failed: invalid peer certificate: UnknownIssuer"
+        ),
         "{stderr}"
     );
     assert!(stderr.contains("[http] ca_file"), "{stderr}");
@@ -215,30 +227,52 @@ async fn without_its_ca_file_an_https_site_fails_with_a_tls_error_naming_the_hos
 async fn check_says_what_is_wrong_with_a_ca_file() {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("key.pem");
-    std::fs::write(&key, "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
-        .unwrap();
+    std::fs::write(
+        &key,
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
     let missing = tmp.path().join("missing.pem");
     for (file, reason) in [
-        (&key, "a PRIVATE KEY block; ca_file holds CERTIFICATE blocks only"),
+        (
+            &key,
+            "a PRIVATE KEY block; ca_file holds CERTIFICATE blocks only",
+        ),
         (&missing, "cannot read"),
     ] {
         let job = JobFile::new("check-ca")
             .seed("https://a.test/")
-            .set("http", "ca_file", format!("{:?}", file.display().to_string()))
+            .set(
+                "http",
+                "ca_file",
+                format!("{:?}", file.display().to_string()),
+            )
             .write(tmp.path());
-        let out = crate::harness::bin::output(crate::harness::bin::command().arg("check").arg(&job))
-            .await;
+        let out =
+            crate::harness::bin::output(crate::harness::bin::command().arg("check").arg(&job))
+                .await;
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(!out.status.success(), "{stdout}");
-        assert!(stdout.contains("check-ca.toml:5: http.ca_file:"), "{stdout}");
+        assert!(
+            stdout.contains("check-ca.toml:5: http.ca_file:"),
+            "{stdout}"
+        );
         assert!(stdout.contains(reason), "{stdout}");
     }
     let good = TestCa::new("check CA").write_pem(tmp.path(), "ca.pem");
     let job = JobFile::new("check-ca")
         .seed("https://a.test/")
-        .set("http", "ca_file", format!("{:?}", good.display().to_string()))
+        .set(
+            "http",
+            "ca_file",
+            format!("{:?}", good.display().to_string()),
+        )
         .write(tmp.path());
     let out =
         crate::harness::bin::output(crate::harness::bin::command().arg("check").arg(&job)).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

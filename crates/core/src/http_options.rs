@@ -86,7 +86,9 @@ impl CaFile {
                 .map_err(|e| format!("line {at}: the certificate is not valid base64 ({e})"))?;
             // A certificate is a DER SEQUENCE; anything else is not one.
             if der.len() < 16 || der[0] != 0x30 {
-                return Err(format!("line {at}: the block does not hold a DER certificate"));
+                return Err(format!(
+                    "line {at}: the block does not hold a DER certificate"
+                ));
             }
             certificates.push(der);
         }
@@ -364,27 +366,43 @@ mod tests {
     #[test]
     fn a_ca_file_holds_certificates_and_says_what_is_wrong_otherwise() {
         let der = "MIIBszCCAVmgAwIBAgIUQ0ZBQ0VDQUZFQ0FGRUNBRkVDQUZFMAoGCCqGSM49BAMC";
-        let pem = format!(
-            "a comment\n-----BEGIN CERTIFICATE-----\n{der}\n-----END CERTIFICATE-----\n"
-        );
+        let pem =
+            format!("a comment\n-----BEGIN CERTIFICATE-----\n{der}\n-----END CERTIFICATE-----\n");
         let ca = CaFile::parse_pem("ca.pem", &pem).unwrap();
         assert_eq!(ca.certificates.len(), 1);
         assert_eq!(ca.certificates[0][0], 0x30);
         let two = format!("{pem}{pem}");
-        assert_eq!(CaFile::parse_pem("ca.pem", &two).unwrap().certificates.len(), 2);
+        assert_eq!(
+            CaFile::parse_pem("ca.pem", &two)
+                .unwrap()
+                .certificates
+                .len(),
+            2
+        );
         let err = |text: &str| CaFile::parse_pem("ca.pem", text).unwrap_err();
         assert!(err("").contains("no certificate"), "{}", err(""));
         assert!(err("hello").contains("no certificate"));
         let key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
-        assert!(err(key).contains("line 1: a PRIVATE KEY block"), "{}", err(key));
+        assert!(
+            err(key).contains("line 1: a PRIVATE KEY block"),
+            "{}",
+            err(key)
+        );
         let open = "-----BEGIN CERTIFICATE-----\nMIIB\n";
         assert!(err(open).contains("no -----END CERTIFICATE----- line"));
         let bad = "\n-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n";
-        assert!(err(bad).contains("line 2: the certificate is not valid base64"), "{}", err(bad));
+        assert!(
+            err(bad).contains("line 2: the certificate is not valid base64"),
+            "{}",
+            err(bad)
+        );
         let not_der = "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQsIGhlbGxvIHdvcmxk\n-----END CERTIFICATE-----\n";
         assert!(err(not_der).contains("does not hold a DER certificate"));
         // Debug shows the file and a count, never the bytes.
-        assert_eq!(format!("{ca:?}"), "CaFile { path: \"ca.pem\", certificates: 1 }");
+        assert_eq!(
+            format!("{ca:?}"),
+            "CaFile { path: \"ca.pem\", certificates: 1 }"
+        );
     }
 
     #[test]

@@ -155,14 +155,21 @@ mod tests {
         // First answer: the delay is the response time, clamped.
         assert_eq!(a.next(None, 400 * MS, true), 400 * MS);
         assert_eq!(a.next(None, 10 * MS, true), 100 * MS, "never below min");
-        assert_eq!(a.next(None, 10_000 * MS, true), 2000 * MS, "never above max");
+        assert_eq!(
+            a.next(None, 10_000 * MS, true),
+            2000 * MS,
+            "never above max"
+        );
         // Then the mean of the old delay and what the answer asks for.
         assert_eq!(a.next(Some(400 * MS), 800 * MS, true), 600 * MS);
         let mut d = 100 * MS;
         for _ in 0..20 {
             d = a.next(Some(d), 1500 * MS, true);
         }
-        assert!(d > 1400 * MS && d <= 1500 * MS, "converges to the latency: {d:?}");
+        assert!(
+            d > 1400 * MS && d <= 1500 * MS,
+            "converges to the latency: {d:?}"
+        );
         for _ in 0..20 {
             d = a.next(Some(d), MS, true);
         }

@@ -91,7 +91,9 @@ impl TlsFront {
         let seen = connections.clone();
         let task = tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
-                seen.lock().unwrap_or_else(|p| p.into_inner()).push(Instant::now());
+                seen.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Instant::now());
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     // A failed handshake (the client distrusts the
@@ -99,7 +101,8 @@ impl TlsFront {
                     let Ok(mut tls) = acceptor.accept(tcp).await else {
                         return;
                     };
-                    let Ok(mut plain) = tokio::net::TcpStream::connect(("127.0.0.1", backend)).await
+                    let Ok(mut plain) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", backend)).await
                     else {
                         return;
                     };

@@ -1185,7 +1185,9 @@ fn read_politeness(r: &mut Reader<'_>, t: &Table<'_>) -> Option<PolitenessSpec> 
         r.u64_in(&t.child("look_ahead"), n, 1, MAX_LOOK_AHEAD)
             .map(|v| v as u32)
     });
-    let adaptive_delay = optional(t, "adaptive_delay", |n| r.bool(&t.child("adaptive_delay"), n));
+    let adaptive_delay = optional(t, "adaptive_delay", |n| {
+        r.bool(&t.child("adaptive_delay"), n)
+    });
     let max_delay = optional(t, "max_delay", |n| {
         r.duration_in(&t.child("max_delay"), n, Duration::ZERO, MAX_DELAY)
     });

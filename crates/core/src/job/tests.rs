@@ -593,7 +593,11 @@ fn links_of_a_blocked_origin_never_take_the_look_ahead() {
         Some("http://site.test/d")
     );
     assert_eq!(core.held(), 3);
-    assert_eq!(core.frontier_len(), frontier - 1, "held links are in the frontier");
+    assert_eq!(
+        core.frontier_len(),
+        frontier - 1,
+        "held links are in the frontier"
+    );
     // Nothing left to pop: the slot waits for the soonest block.
     assert!(matches!(
         core.next_step(&readiness, 1, &mut load),

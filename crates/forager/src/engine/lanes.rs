@@ -21,7 +21,7 @@
 use forager_core::job::{Held, Readiness};
 use forager_core::link::{Link, LinkId};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// Work waiting for its lane.
@@ -56,13 +56,24 @@ impl Parked {
 /// core left empty offered again, when no delay it looked at ends sooner).
 pub(super) const BUSY_RECHECK: Duration = Duration::from_millis(20);
 
+/// When `p` may go, as seen at `now`.
+fn ready_at(p: &Parked, now: Instant, readiness: &impl Fn(&Parked) -> Readiness) -> Instant {
+    match readiness(p) {
+        Readiness::Now => now,
+        Readiness::After(d) | Readiness::Blocked(d) => now + d,
+        Readiness::Busy => now + BUSY_RECHECK,
+    }
+}
+
 /// The lanes of one job. See the module documentation.
 #[derive(Default)]
 pub struct Lanes {
     queues: HashMap<String, VecDeque<Parked>>,
     /// Lanes with waiting links and no step of this job on them, by when they may be ready.
     timers: BinaryHeap<Reverse<(Instant, u64, String)>>,
-    scheduled: HashSet<String>,
+    /// The armed timer of each lane: when it fires. A timer in the heap
+    /// that is not a lane's armed one was superseded by a sooner one.
+    scheduled: HashMap<String, Instant>,
     /// Lanes with steps of this job under way, and how many.
     busy: HashMap<String, usize>,
     parked: usize,
@@ -114,12 +125,35 @@ impl Lanes {
             .or_default()
             .push_back(parked);
         self.parked += 1;
-        self.schedule(&lane, now, &readiness);
+        if self.is_busy(&lane) {
+            return; // armed when its step ends
+        }
+        // Only the new work can make the lane's timer sooner: no scan.
+        let at = self
+            .queues
+            .get(&lane)
+            .and_then(|q| q.back())
+            .map(|p| ready_at(p, now, &readiness));
+        if let Some(at) = at {
+            self.arm(&lane, at);
+        }
     }
 
-    /// Arm the lane's timer if it has waiting links and no step on it.
+    /// Arm the lane's timer for `at` unless it fires sooner already.
+    fn arm(&mut self, lane: &str, at: Instant) {
+        if self.scheduled.get(lane).is_some_and(|armed| *armed <= at) {
+            return;
+        }
+        self.sequence += 1;
+        self.timers
+            .push(Reverse((at, self.sequence, lane.to_string())));
+        self.scheduled.insert(lane.to_string(), at);
+    }
+
+    /// Arm the lane's timer for its soonest waiting work, if it has some
+    /// and no step on it.
     fn schedule(&mut self, lane: &str, now: Instant, readiness: &impl Fn(&Parked) -> Readiness) {
-        if self.is_busy(lane) || self.scheduled.contains(lane) {
+        if self.is_busy(lane) {
             return;
         }
         let Some(queue) = self.queues.get(lane) else {
@@ -127,24 +161,16 @@ impl Lanes {
         };
         let mut soonest: Option<Instant> = None;
         for p in queue {
-            let at = match readiness(p) {
-                Readiness::Now => now,
-                Readiness::After(d) | Readiness::Blocked(d) => now + d,
-                Readiness::Busy => now + BUSY_RECHECK,
-            };
+            let at = ready_at(p, now, readiness);
             soonest = Some(soonest.map_or(at, |s| s.min(at)));
             // Nothing is sooner than now: the common case costs one look.
             if at == now {
                 break;
             }
         }
-        let Some(at) = soonest else {
-            return;
-        };
-        self.sequence += 1;
-        self.timers
-            .push(Reverse((at, self.sequence, lane.to_string())));
-        self.scheduled.insert(lane.to_string());
+        if let Some(at) = soonest {
+            self.arm(lane, at);
+        }
     }
 
     /// The first waiting work of a lane that is ready now, taken out (the
@@ -158,7 +184,10 @@ impl Lanes {
             if *at > now {
                 return None;
             }
-            let Reverse((_, _, lane)) = self.timers.pop()?;
+            let Reverse((at, _, lane)) = self.timers.pop()?;
+            if self.scheduled.get(&lane) != Some(&at) {
+                continue; // superseded by a sooner timer
+            }
             self.scheduled.remove(&lane);
             if self.is_busy(&lane) {
                 continue; // armed again when its step ends
@@ -227,7 +256,7 @@ impl Lanes {
         now: Instant,
         readiness: impl Fn(&Parked) -> Readiness,
     ) -> Option<(url::Url, Duration)> {
-        let Reverse((at, _, lane)) = self.timers.peek()?;
+        let (lane, at) = self.scheduled.iter().min_by_key(|(_, at)| **at)?;
         let wait = at.saturating_duration_since(now);
         let queue = self.queues.get(lane)?;
         let soonest = queue.iter().min_by_key(|p| match readiness(p) {
@@ -341,6 +370,8 @@ mod tests {
         assert_eq!((url.as_str(), left), ("https://a/1", wait));
         lanes.park("a".into(), parked(2, "a"), now, readiness);
         lanes.park("a".into(), parked(3, "a"), now, readiness);
+        // Work parked behind the waiting origin makes the lane's timer sooner.
+        assert_eq!(lanes.next_wake(now), Some(Duration::ZERO));
         let (_, p) = lanes.take_ready(now, readiness).expect("http is ready");
         assert_eq!(p.id(), LinkId(2));
         lanes.start("a");
@@ -349,7 +380,10 @@ mod tests {
         assert_eq!(p.id(), LinkId(3));
         lanes.start("a");
         lanes.finish("a", now, readiness);
-        assert!(lanes.take_ready(now, readiness).is_none(), "https still waits");
+        assert!(
+            lanes.take_ready(now, readiness).is_none(),
+            "https still waits"
+        );
         assert_eq!(lanes.next_wake(now), Some(wait));
         let later = now + wait;
         let got = lanes.take_ready(later, |_: &Parked| Readiness::Now);

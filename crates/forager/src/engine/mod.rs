@@ -24,9 +24,7 @@ pub use explain::explain;
 pub use forager_core::job::{
     replay, Admitted, HeadAnswer, JobCore, PageAdmission, RetryVerdict, StepTally,
 };
-pub use observer::{
-    CrawlObserver, LiveStatus, NoObserver, OriginWait, RequestEvent, RequestKind,
-};
+pub use observer::{CrawlObserver, LiveStatus, NoObserver, OriginWait, RequestEvent, RequestKind};
 pub use parse_budget::{ParseBudget, ParseLease};
 pub use runner::{JobOutcome, Runner};
 

@@ -201,7 +201,10 @@ pub(crate) fn tls_failure<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a r
             return Some(found);
         }
         // hyper-rustls wraps tokio-rustls's io::Error in another one.
-        cur = match e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+        cur = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
             Some(inner) => Some(inner as &(dyn StdError + 'static)),
             None => e.source(),
         };

@@ -344,8 +344,9 @@ impl HostState {
 
     #[cfg(test)]
     pub(crate) fn failures(&self, origin: &str) -> u32 {
-        self.origin(origin)
-            .map_or(0, |o| o.failures.count(Instant::now(), &BackoffPolicy::default()))
+        self.origin(origin).map_or(0, |o| {
+            o.failures.count(Instant::now(), &BackoffPolicy::default())
+        })
     }
 }
 
@@ -416,7 +417,12 @@ impl HostSlot {
 
     /// When a request for `wanted` to `origin` could start: `None` while one
     /// is in flight on the key.
-    pub(crate) fn readiness(&self, wanted: Duration, origin: &str, now: Instant) -> Option<Duration> {
+    pub(crate) fn readiness(
+        &self,
+        wanted: Duration,
+        origin: &str,
+        now: Instant,
+    ) -> Option<Duration> {
         if self.gate.available_permits() == 0 {
             return None;
         }
@@ -551,7 +557,14 @@ mod tests {
         let wait = s.wait_for(100 * MS, O, now);
         assert!(wait > 90 * MS && wait <= 101 * MS, "{wait:?}");
         assert_eq!(s.wait_for(100 * MS, O, now + 200 * MS), Duration::ZERO);
-        s.record(Outcome::RetryAfter(Duration::from_secs(5)), O, now, Duration::from_secs(60), &policy(Duration::from_secs(60)), 0.0);
+        s.record(
+            Outcome::RetryAfter(Duration::from_secs(5)),
+            O,
+            now,
+            Duration::from_secs(60),
+            &policy(Duration::from_secs(60)),
+            0.0,
+        );
         assert!(s.wait_for(Duration::ZERO, O, now) >= Duration::from_secs(4));
     }
 
@@ -633,17 +646,56 @@ mod tests {
         let mut s = HostState::new(t0);
         s.adopt_period(1, 500 * MS, t0);
         let p = s.period();
-        s.record(Outcome::Failure, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(s.blocked_for(O, t0), Some(p * 2));
-        s.record(Outcome::Failure, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(s.blocked_for(O, t0), Some(p * 4));
-        s.record(Outcome::Failure, O, t0, Duration::from_millis(500), &policy(Duration::from_millis(500)), 0.0);
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_millis(500),
+            &policy(Duration::from_millis(500)),
+            0.0,
+        );
         assert_eq!(s.blocked_for(O, t0), Some(p * 4), "a block never shrinks");
         for _ in 0..100 {
-            s.record(Outcome::Failure, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+            s.record(
+                Outcome::Failure,
+                O,
+                t0,
+                Duration::from_secs(600),
+                &policy(Duration::from_secs(600)),
+                0.0,
+            );
         }
-        assert_eq!(s.blocked_for(O, t0), Some(Duration::from_secs(600)), "capped");
-        s.record(Outcome::Success, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+        assert_eq!(
+            s.blocked_for(O, t0),
+            Some(Duration::from_secs(600)),
+            "capped"
+        );
+        s.record(
+            Outcome::Success,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(s.failures(O), 0);
     }
 
@@ -651,7 +703,14 @@ mod tests {
     fn server_errors_back_off_less_than_outages() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.record(Outcome::ServerError, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+        s.record(
+            Outcome::ServerError,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(
             s.blocked_for(O, t0),
             None,
@@ -660,17 +719,38 @@ mod tests {
         let mut s = HostState::new(t0);
         s.adopt_period(1, 500 * MS, t0);
         let unit = s.period();
-        s.record(Outcome::ServerError, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+        s.record(
+            Outcome::ServerError,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(s.blocked_for(O, t0), Some(unit), "the first: the delay");
         for _ in 0..10 {
-            s.record(Outcome::ServerError, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+            s.record(
+                Outcome::ServerError,
+                O,
+                t0,
+                Duration::from_secs(600),
+                &policy(Duration::from_secs(600)),
+                0.0,
+            );
         }
         assert_eq!(
             s.blocked_for(O, t0),
             Some(unit * (1 << SERVER_ERROR_MAX_EXPONENT))
         );
         let t1 = t0 + Duration::from_secs(60);
-        s.record(Outcome::Failure, O, t1, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+        s.record(
+            Outcome::Failure,
+            O,
+            t1,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(
             s.blocked_for(O, t1),
             Some(Duration::from_secs(600)),
@@ -682,7 +762,14 @@ mod tests {
     fn retry_after_blocks_clamped() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.record(Outcome::RetryAfter(Duration::from_secs(3600)), O, t0, Duration::from_secs(5), &policy(Duration::from_secs(5)), 0.0);
+        s.record(
+            Outcome::RetryAfter(Duration::from_secs(3600)),
+            O,
+            t0,
+            Duration::from_secs(5),
+            &policy(Duration::from_secs(5)),
+            0.0,
+        );
         assert_eq!(s.blocked_for(O, t0), Some(Duration::from_secs(5)));
         let wait = s
             .try_start(1, Duration::ZERO, O, t0 + Duration::from_secs(1))
@@ -702,9 +789,18 @@ mod tests {
         let mut s = HostState::new(t0);
         let dead = "https://a.test:443";
         for _ in 0..6 {
-            s.record(Outcome::Failure, dead, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+            s.record(
+                Outcome::Failure,
+                dead,
+                t0,
+                Duration::from_secs(600),
+                &policy(Duration::from_secs(600)),
+                0.0,
+            );
         }
-        assert!(s.blocked_for(dead, t0).is_some_and(|d| d >= Duration::from_secs(16)));
+        assert!(s
+            .blocked_for(dead, t0)
+            .is_some_and(|d| d >= Duration::from_secs(16)));
         assert_eq!(s.blocked_for(O, t0), None);
         assert_eq!(s.wait_for(Duration::ZERO, O, t0), Duration::ZERO);
         assert_eq!(s.try_start(1, Duration::ZERO, O, t0), None);
@@ -723,7 +819,14 @@ mod tests {
         let mut s = HostState::new(t0);
         for i in 0..100 {
             let origin = format!("http://h{i}.a.test:80");
-            s.record(Outcome::Failure, &origin, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+            s.record(
+                Outcome::Failure,
+                &origin,
+                t0,
+                Duration::from_secs(600),
+                &policy(Duration::from_secs(600)),
+                0.0,
+            );
         }
         assert!(s.origins.len() <= MAX_ORIGINS_PER_KEY);
     }
@@ -745,10 +848,20 @@ mod tests {
         j.record(Outcome::Failure, O, t0, Duration::from_secs(600), &p, 0.99);
         let b = j.blocked_for(O, t0).unwrap();
         // The first block (0.5 s, no jitter) is shorter than the jittered second.
-        assert!(b < MIN_FAILURE_BACKOFF * 4 && b >= MIN_FAILURE_BACKOFF * 3, "{b:?}");
+        assert!(
+            b < MIN_FAILURE_BACKOFF * 4 && b >= MIN_FAILURE_BACKOFF * 3,
+            "{b:?}"
+        );
         // A minute without failure: the next one counts as the first.
         let later = t0 + Duration::from_secs(61);
-        s.record(Outcome::Failure, O, later, Duration::from_secs(600), &p, 0.0);
+        s.record(
+            Outcome::Failure,
+            O,
+            later,
+            Duration::from_secs(600),
+            &p,
+            0.0,
+        );
         assert_eq!(s.blocked_for(O, later), Some(MIN_FAILURE_BACKOFF * 2));
     }
 
@@ -779,9 +892,23 @@ mod tests {
     fn zero_period_failures_still_back_off() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.record(Outcome::Failure, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(s.blocked_for(O, t0), Some(MIN_FAILURE_BACKOFF * 2));
-        s.record(Outcome::Failure, O, t0, Duration::from_secs(600), &policy(Duration::from_secs(600)), 0.0);
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(s.blocked_for(O, t0), Some(MIN_FAILURE_BACKOFF * 4));
         assert_eq!(s.failures(O), 2);
     }

@@ -670,7 +670,11 @@ impl Fetcher {
         };
         // What made the origin unavailable, for the log.
         let down = |why: String, requests: u32| {
-            (record(RobotsStatus::Unavailable, Vec::new()), requests, Some(why))
+            (
+                record(RobotsStatus::Unavailable, Vec::new()),
+                requests,
+                Some(why),
+            )
         };
         let mut target = robots_url(page);
         let mut requests: u32 = 0;

@@ -625,7 +625,11 @@ mod tests {
         let mut rec = down(None);
         assert_eq!(rec.retry_in(), ROBOTS_FIRST_RETRY);
         assert_eq!(rec.failures, 1);
-        assert_eq!(down(Some(&down(Some(&rec)))).failures, 3, "counted in a row");
+        assert_eq!(
+            down(Some(&down(Some(&rec)))).failures,
+            3,
+            "counted in a row"
+        );
         let mut waits = vec![rec.retry_in()];
         for _ in 0..12 {
             rec = down(Some(&rec));

@@ -31,9 +31,7 @@ impl Runner<'_> {
                     // answer. Only this origin waits: the host's other
                     // origins (its http port when https fails) go on.
                     let until = verdict.rules.expires_at();
-                    let left = until
-                        .duration_since(SystemTime::now())
-                        .unwrap_or_default();
+                    let left = until.duration_since(SystemTime::now()).unwrap_or_default();
                     self.engine.fetcher.back_off(url, &key, left);
                     let origin = verdict.rules.origin().to_string();
                     let why = verdict.rules.error().unwrap_or("no answer");
