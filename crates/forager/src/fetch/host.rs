@@ -385,6 +385,15 @@ impl HostSlot {
         wanted: Duration,
         origin: &str,
     ) -> Result<OwnedSemaphorePermit, FetchError> {
+        // An origin held back waits before it takes the key's permit: held
+        // while it waits, the permit would hold the host's other origins.
+        loop {
+            let blocked = self.state().blocked_for(origin, Instant::now());
+            match blocked {
+                Some(d) => tokio::time::sleep(d).await,
+                None => break,
+            }
+        }
         let permit = self
             .gate
             .clone()
