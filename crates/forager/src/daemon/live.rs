@@ -195,6 +195,35 @@ impl Curve {
     pub fn points(&self) -> &[(u64, u64)] {
         &self.points
     }
+
+    /// A curve as stored; points out of order or beyond the bound are dropped
+    /// (the store's bytes are not trusted to keep the invariant).
+    pub fn from_points(points: &[(u64, u64)]) -> Curve {
+        let mut c = Curve::default();
+        for &(requests, targets) in points {
+            if c.points.last().is_none_or(|last| last.0 < requests) {
+                c.record(requests, targets);
+            }
+        }
+        c
+    }
+}
+
+/// Most kinds of error a job tallies; the rest count as `other`.
+pub const MAX_ERROR_KINDS: usize = 16;
+
+/// Failed requests by kind (`HTTP 404`, `HTTP 503`, `network`): what a
+/// finished job's errors were, for the dashboard and `/status`. Bounded, so
+/// a server answering every status code costs [`MAX_ERROR_KINDS`] entries.
+pub type ErrorKinds = std::collections::BTreeMap<String, u64>;
+
+fn tally(kinds: &mut ErrorKinds, kind: &str) {
+    let key = if kinds.contains_key(kind) || kinds.len() < MAX_ERROR_KINDS - 1 {
+        kind
+    } else {
+        "other"
+    };
+    *kinds.entry(key.to_string()).or_insert(0) += 1;
 }
 
 /// Why and since when a job is paused.
@@ -232,6 +261,11 @@ pub struct LiveStats {
     pub warning: Option<String>,
     /// Targets against requests, for the dashboard.
     pub curve: Curve,
+    /// Failed requests by kind, kept across daemon restarts with the curve.
+    pub errors: ErrorKinds,
+    /// Bumped by every change the daemon's stored history holds, so its
+    /// main loop saves only the jobs that changed.
+    pub history_version: u64,
 }
 
 impl LiveStats {
@@ -257,12 +291,17 @@ impl LiveStats {
         if let Some(latency) = latency {
             self.fetch_latency.add(latency);
         }
+        self.history_version += 1;
         let error = match status {
-            None => Some("request failed (network error, timeout or refused)".to_string()),
-            Some(s) if s >= 400 => Some(format!("HTTP {s}")),
+            None => Some((
+                "network".to_string(),
+                "request failed (network error, timeout or refused)".to_string(),
+            )),
+            Some(s) if s >= 400 => Some((format!("HTTP {s}"), format!("HTTP {s}"))),
             Some(_) => None,
         };
-        if let Some(what) = error {
+        if let Some((kind, what)) = error {
+            tally(&mut self.errors, &kind);
             self.last_error = Some(clip(&format!("{method} {url}: {what}")));
             self.last_error_at = Some(SystemTime::now());
         }
@@ -273,6 +312,7 @@ impl LiveStats {
         self.stats.clone_from(stats);
         self.checkpoints.add(took);
         self.last_checkpoint = Some(SystemTime::now());
+        self.history_version += 1;
     }
 
     /// The engine cannot write the job's state or targets and retries. The
@@ -301,6 +341,7 @@ impl LiveStats {
         self.stop = stop;
         self.paused = None;
         self.waiting_until = None;
+        self.history_version += 1;
     }
 
     /// A run could not start or crashed.
@@ -308,6 +349,7 @@ impl LiveStats {
         self.last_error = Some(clip(error));
         self.last_error_at = Some(SystemTime::now());
         self.paused = None;
+        self.history_version += 1;
     }
 }
 
@@ -472,6 +514,10 @@ mod tests {
         assert!((s.fetch_latency.mean_secs().unwrap() - 0.020).abs() < 1e-9);
         let e = s.last_error.as_deref().unwrap();
         assert!(e.starts_with("HEAD http://a.test/y: request failed"), "{e}");
+        assert_eq!(
+            s.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect::<Vec<_>>(),
+            [("HTTP 404", 1), ("network", 1)]
+        );
         s.on_failure(&"x".repeat(1000));
         assert_eq!(
             s.last_error.as_deref().unwrap().chars().count(),
@@ -503,6 +549,18 @@ mod tests {
         );
         s.on_finished(&JobCounters::default(), None);
         assert!(s.paused.is_none());
+    }
+
+    #[test]
+    fn error_kinds_stay_bounded() {
+        let mut kinds = ErrorKinds::new();
+        for status in 400..600 {
+            tally(&mut kinds, &format!("HTTP {status}"));
+        }
+        tally(&mut kinds, "HTTP 400");
+        assert_eq!(kinds.len(), MAX_ERROR_KINDS);
+        assert_eq!(kinds["HTTP 400"], 2);
+        assert_eq!(kinds["other"], 200 - (MAX_ERROR_KINDS as u64 - 1));
     }
 
     #[test]
