@@ -1275,7 +1275,11 @@ async fn the_dashboard_shows_every_job_and_its_plot() {
     };
     let r = press("wrong".into(), "pause:endless").await.unwrap();
     assert_eq!(r.status(), 401);
-    assert!(r.text().await.unwrap().contains("Wrong or missing admin token"));
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains("Wrong or missing admin token"));
     let r = press(token.clone(), "pause:catalogue").await.unwrap();
     assert_eq!(r.status(), 409);
     let page = r.text().await.unwrap();
@@ -1417,7 +1421,11 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
         .no_early_stop()
         .toml();
     std::fs::write(f.job_path("catalogue"), catalogue).unwrap();
-    std::fs::write(f.job_path("endless"), f.job("endless", "endless.test", 30, "bfs")).unwrap();
+    std::fs::write(
+        f.job_path("endless"),
+        f.job("endless", "endless.test", 30, "bfs"),
+    )
+    .unwrap();
     let r = f
         .wait_for("catalogue done, endless at its budget", |r| {
             is(r, "catalogue", Phase::Done, Some(StopReason::FrontierEmpty))
@@ -1433,11 +1441,14 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
     );
 
     // A bigger budget runs it again: while it runs, no stop reason of the run before.
-    std::fs::write(f.job_path("endless"), f.job("endless", "endless.test", 0, "bfs")).unwrap();
+    std::fs::write(
+        f.job_path("endless"),
+        f.job("endless", "endless.test", 0, "bfs"),
+    )
+    .unwrap();
     let r = f
         .wait_for("endless running past its old budget", |r| {
-            job(r, "endless")
-                .is_some_and(|j| j.state == Phase::Running && j.counters.requests > 40)
+            job(r, "endless").is_some_and(|j| j.state == Phase::Running && j.counters.requests > 40)
         })
         .await;
     assert_eq!(job(&r, "endless").unwrap().stop_reason, None);
@@ -1445,7 +1456,10 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
     // Refusals say why.
     let (ok, _, err) = cli(&f, &["pause", "nosuch"]);
     assert!(!ok);
-    assert!(err.contains("404") && err.contains("no job named \"nosuch\""), "{err}");
+    assert!(
+        err.contains("404") && err.contains("no job named \"nosuch\""),
+        "{err}"
+    );
     let (ok, _, err) = cli(&f, &["resume", "endless"]);
     assert!(!ok);
     assert!(err.contains("is running, not paused"), "{err}");
@@ -1465,14 +1479,17 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
     assert!(out.contains("job endless pauses"), "{out}");
     let r = f
         .wait_for("endless paused after its checkpoint", |r| {
-            job(r, "endless").is_some_and(|j| {
-                j.state == Phase::Paused && j.paused_by_user && j.checkpoints >= 1
-            })
+            job(r, "endless")
+                .is_some_and(|j| j.state == Phase::Paused && j.paused_by_user && j.checkpoints >= 1)
         })
         .await;
     let paused = job(&r, "endless").unwrap().clone();
     assert!(
-        paused.detail.as_deref().unwrap().contains("forager resume endless"),
+        paused
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("forager resume endless"),
         "{:?}",
         paused.detail
     );
@@ -1497,9 +1514,16 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
     let aside = std::fs::read_dir(&targets)
         .unwrap()
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("manifest.superseded-"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("manifest.superseded-")
+        })
         .count();
-    assert_eq!(aside, 1, "the first run's manifest is kept beside the new one");
+    assert_eq!(
+        aside, 1,
+        "the first run's manifest is kept beside the new one"
+    );
     // The catalogue's whole second run went by: the paused job fetched nothing meanwhile.
     assert_eq!(
         job(&r, "endless").unwrap().counters.requests,
@@ -1524,7 +1548,10 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
     assert_eq!(cat.errors_by_kind, again.errors_by_kind);
     assert_eq!(cat.last_error, again.last_error);
     assert!(
-        cat.last_error.as_deref().unwrap().contains("/missing: HTTP 404"),
+        cat.last_error
+            .as_deref()
+            .unwrap()
+            .contains("/missing: HTTP 404"),
         "{:?}",
         cat.last_error
     );
@@ -1534,7 +1561,10 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
         .text()
         .await
         .unwrap();
-    assert!(svg.contains("<polyline"), "the plot starts from its history: {svg}");
+    assert!(
+        svg.contains("<polyline"),
+        "the plot starts from its history: {svg}"
+    );
     let html = reqwest::get(format!("http://{}/", f.admin))
         .await
         .unwrap()
@@ -1543,7 +1573,10 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
         .unwrap();
     assert!(html.contains("(1 × HTTP 404)"), "{html}");
     assert!(html.contains("value=\"resume:endless\""), "{html}");
-    assert_eq!(job(&r, "endless").unwrap().counters.requests, paused.counters.requests);
+    assert_eq!(
+        job(&r, "endless").unwrap().counters.requests,
+        paused.counters.requests
+    );
 
     // Resume: on from its checkpoint, not from zero.
     let (ok, out, err) = cli(&f, &["resume", "endless"]);
@@ -1569,12 +1602,20 @@ async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
 async fn a_lower_max_jobs_sends_the_newest_jobs_back_to_wait() {
     let mut f = Fixture::start(2).await;
     f.wait_note("READY=1").await;
-    std::fs::write(f.job_path("first"), f.job("first", "endless.test", 0, "bfs")).unwrap();
+    std::fs::write(
+        f.job_path("first"),
+        f.job("first", "endless.test", 0, "bfs"),
+    )
+    .unwrap();
     f.wait_for("first running", |r| {
         job(r, "first").is_some_and(|j| j.state == Phase::Running && j.counters.requests > 0)
     })
     .await;
-    std::fs::write(f.job_path("second"), f.job("second", "endless.test", 0, "bfs")).unwrap();
+    std::fs::write(
+        f.job_path("second"),
+        f.job("second", "endless.test", 0, "bfs"),
+    )
+    .unwrap();
     f.wait_for("both fetching", |r| {
         r.running == 2 && r.jobs.iter().all(|j| j.counters.requests > 5)
     })
@@ -1588,7 +1629,11 @@ async fn a_lower_max_jobs_sends_the_newest_jobs_back_to_wait() {
         .await;
     let waiting = job(&r, "second").unwrap().clone();
     assert!(
-        waiting.detail.as_deref().unwrap().contains("max_jobs was lowered"),
+        waiting
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("max_jobs was lowered"),
         "{:?}",
         waiting.detail
     );

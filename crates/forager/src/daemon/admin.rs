@@ -128,6 +128,8 @@ pub enum DriveOutcome {
     /// The job is not in a state the action applies to.
     Conflict(String),
     Failed(String),
+    /// The daemon is shutting down and takes no more commands.
+    Stopping,
 }
 
 /// What `POST /jobs/NAME/{pause,resume,rerun}` answers.
@@ -334,11 +336,9 @@ async fn drive(shared: &Shared, job: String, action: DriveAction) -> DriveOutcom
         .send(Command::Drive { job, action, reply })
         .is_err()
     {
-        return DriveOutcome::Failed("the daemon is stopping".into());
+        return DriveOutcome::Stopping;
     }
-    answer
-        .await
-        .unwrap_or_else(|_| DriveOutcome::Failed("the daemon is stopping".into()))
+    answer.await.unwrap_or(DriveOutcome::Stopping)
 }
 
 async fn drive_route(
@@ -355,7 +355,8 @@ async fn drive_route(
         .into_response(),
         DriveOutcome::NotFound(m) => error(StatusCode::NOT_FOUND, m),
         DriveOutcome::Conflict(m) => error(StatusCode::CONFLICT, m),
-        DriveOutcome::Failed(m) => error(StatusCode::SERVICE_UNAVAILABLE, m),
+        DriveOutcome::Failed(m) => error(StatusCode::INTERNAL_SERVER_ERROR, m),
+        DriveOutcome::Stopping => error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"),
     }
 }
 
@@ -410,7 +411,8 @@ async fn dashboard_form(
             .into_response(),
         DriveOutcome::NotFound(m) => page(StatusCode::NOT_FOUND, &m),
         DriveOutcome::Conflict(m) => page(StatusCode::CONFLICT, &m),
-        DriveOutcome::Failed(m) => page(StatusCode::SERVICE_UNAVAILABLE, &m),
+        DriveOutcome::Failed(m) => page(StatusCode::INTERNAL_SERVER_ERROR, &m),
+        DriveOutcome::Stopping => page(StatusCode::SERVICE_UNAVAILABLE, "The daemon is stopping."),
     }
 }
 
@@ -931,6 +933,56 @@ mod tests {
             .to_string();
         assert!(e.contains("409") && e.contains("running"), "{e}");
         purge_via(api.addr, api.state.path(), "b").await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn pause_resume_and_rerun_go_through_the_main_loop() {
+        let mut api = start().await;
+        let mut rx = std::mem::replace(&mut api.rx, mpsc::unbounded_channel().1);
+        tokio::spawn(async move {
+            while let Some(command) = rx.recv().await {
+                if let Command::Drive { job, action, reply } = command {
+                    let _ = reply.send(match (job.as_str(), action) {
+                        ("a", DriveAction::Pause) => DriveOutcome::Done("job a pauses".into()),
+                        ("a", _) => {
+                            DriveOutcome::Conflict("job \"a\" is running, not paused".into())
+                        }
+                        _ => DriveOutcome::NotFound(format!("no job named {job:?}")),
+                    });
+                }
+            }
+        });
+        let reply = drive_via(api.addr, api.state.path(), "a", DriveAction::Pause)
+            .await
+            .unwrap();
+        assert_eq!(
+            (reply.job.as_str(), reply.action),
+            ("a", DriveAction::Pause)
+        );
+        assert_eq!(reply.message, "job a pauses");
+        let e = drive_via(api.addr, api.state.path(), "a", DriveAction::Resume)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("409") && e.contains("not paused"), "{e}");
+        let e = drive_via(api.addr, api.state.path(), "b c", DriveAction::Rerun)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("404") && e.contains("no job named \"b c\""),
+            "{e}"
+        );
+        // Without the token: refused before the main loop.
+        let r = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .post(format!("http://{}/jobs/a/pause", api.addr))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), reqwest::StatusCode::UNAUTHORIZED);
     }
 
     #[cfg(unix)]

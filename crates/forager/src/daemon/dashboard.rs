@@ -301,7 +301,10 @@ mod tests {
         assert!(html.contains("value=\"rerun:beta\""), "{html}");
         assert!(!html.contains("value=\"pause:beta\""), "{html}");
         // A finished job's last error stays in view.
-        assert!(html.contains("done; last error: GET http://a.test/&lt;script&gt;"), "{html}");
+        assert!(
+            html.contains("done; last error: GET http://a.test/&lt;script&gt;"),
+            "{html}"
+        );
     }
 
     #[test]

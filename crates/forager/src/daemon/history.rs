@@ -126,7 +126,11 @@ mod tests {
         assert_eq!(fresh.stats.classifier_accuracy(), Some(0.9));
         assert_eq!(fresh.errors.len(), 2);
         assert_eq!(fresh.responses.failed, 1);
-        assert!(fresh.last_error.as_deref().unwrap().contains("request failed"));
+        assert!(fresh
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("request failed"));
         // An older record (fewer fields) still reads.
         assert_eq!(JobNotes::decode(b"{}").unwrap(), JobNotes::default());
         assert!(JobNotes::decode(b"not json").is_err());

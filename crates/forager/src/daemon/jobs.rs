@@ -90,7 +90,9 @@ pub enum JobState {
     /// A person paused it (`forager pause`): its runner checkpointed and
     /// stopped, and it stays so — across daemon restarts too — until
     /// `forager resume` (or `rerun`, or `purge`).
-    Paused { since: SystemTime },
+    Paused {
+        since: SystemTime,
+    },
 }
 
 /// The name of a [`JobState`] without its payload, as the status API spells it.
@@ -750,26 +752,35 @@ mod tests {
         t.reconcile(vec![valid("j/a.toml", "a", 5), valid("j/b.toml", "b", 5)]);
         t.report("a", 1, RunReport::Started);
         let now = SystemTime::now();
-        assert_eq!(
-            t.pause("a", now),
-            Ok(Action::Stop { name: "a".into() })
-        );
+        assert_eq!(t.pause("a", now), Ok(Action::Stop { name: "a".into() }));
         assert_eq!(state(&t, "a"), JobState::Paused { since: now });
         // The stopped run's report does not unpause it; an edit does not restart it.
         t.report("a", 1, RunReport::Finished(Ok(None)));
         assert_eq!(state(&t, "a"), JobState::Paused { since: now });
-        assert!(t.reconcile(vec![valid("j/a.toml", "a", 9), valid("j/b.toml", "b", 5)]).is_empty());
+        assert!(t
+            .reconcile(vec![valid("j/a.toml", "a", 9), valid("j/b.toml", "b", 5)])
+            .is_empty());
         let e = t.pause("a", now).unwrap_err().to_string();
-        assert!(e.contains("already paused") && e.contains("forager resume a"), "{e}");
+        assert!(
+            e.contains("already paused") && e.contains("forager resume a"),
+            "{e}"
+        );
         assert_eq!(t.pause("zz", now), Err(DriveRefused::NotFound("zz".into())));
         let e = t.resume("b").unwrap_err().to_string();
         assert!(e.contains("is pending, not paused"), "{e}");
         let e = t.check_rerun("b").unwrap_err().to_string();
-        assert!(e.contains("is pending") && e.contains("forager pause b"), "{e}");
+        assert!(
+            e.contains("is pending") && e.contains("forager pause b"),
+            "{e}"
+        );
         // Resumed with the edited file, as a new run.
         assert_eq!(started(&[t.resume("a").unwrap()]), vec![("a", 9, 2)]);
         assert_eq!(state(&t, "a"), JobState::Pending);
-        t.report("a", 2, RunReport::Finished(Ok(Some(StopReason::FrontierEmpty))));
+        t.report(
+            "a",
+            2,
+            RunReport::Finished(Ok(Some(StopReason::FrontierEmpty))),
+        );
         let e = t.pause("a", now).unwrap_err().to_string();
         assert!(e.contains("is done, not running"), "{e}");
         assert_eq!(t.check_rerun("a"), Ok(()));

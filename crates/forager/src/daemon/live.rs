@@ -515,7 +515,10 @@ mod tests {
         let e = s.last_error.as_deref().unwrap();
         assert!(e.starts_with("HEAD http://a.test/y: request failed"), "{e}");
         assert_eq!(
-            s.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect::<Vec<_>>(),
+            s.errors
+                .iter()
+                .map(|(k, n)| (k.as_str(), *n))
+                .collect::<Vec<_>>(),
             [("HTTP 404", 1), ("network", 1)]
         );
         s.on_failure(&"x".repeat(1000));

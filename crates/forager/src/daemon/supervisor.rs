@@ -421,7 +421,10 @@ impl Daemon {
                     Ok(stop) => stop,
                     Err(e) => return refused(e),
                 };
-                info!(job, "job paused on request: it checkpoints and stops fetching until resumed");
+                info!(
+                    job,
+                    "job paused on request: it checkpoints and stops fetching until resumed"
+                );
                 self.apply([stop]);
                 let mut message = format!(
                     "job {job} pauses: it writes a checkpoint and stops fetching; `forager resume {job}` continues it"
@@ -438,7 +441,10 @@ impl Daemon {
                     Ok(start) => start,
                     Err(e) => return refused(e),
                 };
-                info!(job, "job resumed on request: it continues from its checkpoint");
+                info!(
+                    job,
+                    "job resumed on request: it continues from its checkpoint"
+                );
                 self.apply([start]);
                 let mut message =
                     format!("job {job} resumes from its checkpoint (once a slot is free)");
