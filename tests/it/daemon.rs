@@ -1338,19 +1338,6 @@ async fn the_dashboard_shows_every_job_and_its_plot_in_a_browser() {
         assert!(dom.contains("value=\"pause:endless\""), "{dom}");
         assert!(dom.contains("value=\"rerun:catalogue\""), "{dom}");
         assert!(dom.contains("action=\"/dashboard/drive\""), "{dom}");
-        // Paused (as the pause button does): the browser shows it with resume and rerun.
-        let token = std::fs::read_to_string(f.state_dir().join("admin.token")).unwrap();
-        let (status, body) = post_action(&f, "endless", "pause", token.trim()).await;
-        assert_eq!(status, 200, "{body}");
-        f.wait_for("endless paused", |r| {
-            job(r, "endless").is_some_and(|j| j.state == Phase::Paused && j.paused_by_user)
-        })
-        .await;
-        let dom = browse(&bin, &profile, &["--dump-dom"], &url);
-        assert!(dom.contains("<td class=\"paused\">paused</td>"), "{dom}");
-        assert!(dom.contains("value=\"resume:endless\""), "{dom}");
-        assert!(dom.contains("value=\"rerun:endless\""), "{dom}");
-        assert!(!dom.contains("value=\"pause:endless\""), "{dom}");
         let shot = f.dir.path().join("dashboard.png");
         browse(
             &bin,
@@ -1370,6 +1357,19 @@ async fn the_dashboard_shows_every_job_and_its_plot_in_a_browser() {
         if let Some(keep) = std::env::var_os("FORAGER_DASHBOARD_SCREENSHOT") {
             std::fs::write(keep, &png).unwrap();
         }
+        // Paused (as the pause button does): the browser shows it with resume and rerun.
+        let token = std::fs::read_to_string(f.state_dir().join("admin.token")).unwrap();
+        let (status, body) = post_action(&f, "endless", "pause", token.trim()).await;
+        assert_eq!(status, 200, "{body}");
+        f.wait_for("endless paused", |r| {
+            job(r, "endless").is_some_and(|j| j.state == Phase::Paused && j.paused_by_user)
+        })
+        .await;
+        let dom = browse(&bin, &profile, &["--dump-dom"], &url);
+        assert!(dom.contains("<td class=\"paused\">paused</td>"), "{dom}");
+        assert!(dom.contains("value=\"resume:endless\""), "{dom}");
+        assert!(dom.contains("value=\"rerun:endless\""), "{dom}");
+        assert!(!dom.contains("value=\"pause:endless\""), "{dom}");
     }
     let (status, _) = f.terminate();
     assert!(status.success(), "{}", f.daemon.log());
