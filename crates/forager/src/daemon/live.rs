@@ -30,7 +30,7 @@ impl LiveJob {
     }
 }
 
-/// Responses by HTTP status class, since the daemon started.
+/// Responses by HTTP status class, kept across daemon restarts (with the dashboard's history).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusClasses {
     pub informational: u64,
@@ -160,7 +160,8 @@ impl TimeTotal {
 /// Points kept per job curve; a full curve keeps every other point.
 pub const MAX_CURVE_POINTS: usize = 512;
 
-/// Targets harvested against requests made, since the daemon started: the
+/// Targets harvested against requests made, kept across daemon restarts
+/// ([`super::history`]): the
 /// dashboard's plot. Bounded: when full, every other point goes (the first
 /// and the newest stay), so a months-long job costs 8 KiB and keeps its shape.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -174,8 +175,10 @@ impl Curve {
         match self.points.last_mut() {
             Some(last) if last.0 == requests => last.1 = targets,
             Some(last) if last.0 > requests => {
-                // Counters went back (a purge): a new curve.
-                self.points.clear();
+                // Counters went back to the last checkpoint (a crash after the
+                // history was saved): the points past it never happened.
+                // (A purge or rerun starts a new curve with a fresh LiveJob.)
+                self.points.retain(|p| p.0 < requests);
                 self.points.push((requests, targets));
             }
             _ => self.points.push((requests, targets)),
@@ -419,9 +422,9 @@ mod tests {
         assert!(p.len() > MAX_CURVE_POINTS / 4);
         assert_eq!(p[0], (1, 1));
         assert_eq!(*p.last().unwrap(), (100_000, 10_001));
-        // A purge starts it again.
+        // Counters back to an earlier checkpoint: the points after it go.
         c.record(3, 0);
-        assert_eq!(c.points(), [(3, 0)]);
+        assert_eq!(c.points(), [(1, 1), (3, 0)]);
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub struct JobStatus {
     /// Links waiting in the frontier: as of the last request while the job
     /// runs, as its run left them after; `None` before its first request.
     pub frontier: Option<u64>,
-    /// Responses by status class since the daemon started.
+    /// Responses by status class, kept across daemon restarts (with the dashboard's history).
     pub responses: StatusClasses,
     /// Send → headers of the requests answered since the daemon started.
     #[serde(default)]
