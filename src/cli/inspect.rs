@@ -277,6 +277,15 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<ExitCode> {
             ""
         }
     );
+    println!(
+        "daemon notes (pauses, dashboard history): {} copied{}",
+        report.notes_rows,
+        if report.notes_incomplete {
+            ", the rest unreadable"
+        } else {
+            ""
+        }
+    );
     // A lost job's manifest would be followed by its fresh run's rows for the same URLs.
     let store = Store::open(&dir, 16 << 20)?;
     for job in forager::output::jobs_with_manifests(&dir)? {
