@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct BenchArgs {
     /// A site: `synthetic:PRESET[:SEED][:pages=N]` (small, medium, large, deep, sparse, dense,
-    /// variants; pages=N resizes the preset to N HTML pages, 100 to 100000000, e.g.
+    /// variants, rare, rare-blind; pages=N resizes the preset to N HTML pages, 100 to 100000000, e.g.
     /// synthetic:large:pages=1M),
     /// `dir:NAME=ROOT[:START_PAGE]`, or `linked[:HOSTS[:PER_HOST[:SEED]]]` (a web of
     /// linked data, default linked:100:30:1, measured with a linked-data job; also
