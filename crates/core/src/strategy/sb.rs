@@ -35,7 +35,7 @@
 //! [`LeadRanker`]): once a page has been learnt from, the member's links
 //! are scored by an FTRL model of where links lead (tokens of the link's
 //! path and query, anchor text and referring page; trained in
-//! [`Strategy::settled`], positive when the page yielded a target) and the
+//! [`Feedback::Reward`], which names the link, positive when the page yielded a target) and the
 //! best is taken, or a uniformly random one with ε = 0.1 (at most 2 048
 //! links scored per pick, sampled beyond). A reference section whose
 //! thousands of pages share one tag path, a few percent of them linking
@@ -2320,6 +2320,48 @@ mod tests {
         assert_eq!(back.bandit.stats(0), sb.bandit.stats(0));
         assert_eq!(back.member_bandits.len(), sb.member_bandits.len());
         assert_eq!(back.neither.probability(&link.url), None, "fresh patterns");
+    }
+
+    /// A state saved before links were ranked within an action (the layout
+    /// of every store written before it) resumes with its bandits, patterns
+    /// and suspects, and a fresh ranking.
+    #[test]
+    fn restores_the_layout_saved_before_the_ranking() {
+        let (_, sb) = plotting_pops_in_one_member(SbConfig::default(), 4);
+        assert!(sb.stats().lead_examples.0 > 0);
+        let old = codec::encode(&StoredWithoutLead {
+            actions: &sb.actions,
+            bandit: &sb.bandit,
+            classifier: &sb.classifier,
+            rng: &sb.rng,
+            member_bandits: &sb.member_bandits,
+            neither: &sb.neither,
+            suspects: &sb.suspects,
+        });
+        let mut back = SleepingBandit::new(4);
+        back.restore(&old).unwrap();
+        assert_eq!(back.bandit.stats(0), sb.bandit.stats(0));
+        assert_eq!(back.member_bandits.len(), sb.member_bandits.len());
+        assert_eq!(back.suspects.len(), sb.suspects.len());
+        let stats = back.stats();
+        assert_eq!(stats.lead_examples, (0, 0), "a fresh ranking");
+        assert!(!stats.lead_prior && !back.lead.is_ready());
+        // Saved again, it is in the current layout and restores to itself.
+        let saved = back.save();
+        let mut again = SleepingBandit::new(4);
+        again.restore(&saved).unwrap();
+        assert_eq!(again.save(), saved);
+    }
+
+    #[derive(Serialize)]
+    struct StoredWithoutLead<'a> {
+        actions: &'a ActionIndex,
+        bandit: &'a AuerBandit,
+        classifier: &'a UrlClassifier,
+        rng: &'a Xoshiro256PlusPlus,
+        member_bandits: &'a [AuerBandit],
+        neither: &'a NeitherPatterns,
+        suspects: &'a BTreeMap<LinkId, Suspect>,
     }
 
     #[derive(Serialize)]
