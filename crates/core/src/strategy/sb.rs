@@ -877,6 +877,12 @@ impl Strategy for SleepingBandit {
             if let Some(features) = pending_lead {
                 self.lead_features.entry(id).or_insert(features);
             }
+            // Triage computes features only below the cap, and each push adds one at most.
+            debug_assert!(
+                self.lead_features.len() <= MAX_LEAD_FEATURES,
+                "ranking features of {} links kept, past the cap",
+                self.lead_features.len()
+            );
             let member = member_of(key);
             self.queue(key.slot).push(id, member);
             self.bandit.wake(key.slot);
