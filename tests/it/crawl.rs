@@ -171,6 +171,39 @@ async fn check_strategy(strategy: &str) {
             text.contains("picks can exceed links"),
             "the columns explained: {text}"
         );
+        // The ranking within actions, learnt from this job alone.
+        assert!(
+            text.contains("links within an action ranked by where they lead")
+                && text.contains("started cold (no prior)"),
+            "{text}"
+        );
+        // A new job with the same target kinds in the same store starts from
+        // what this one learnt, unless it asks to start cold.
+        for (name, prior, expect) in [
+            ("fixture-sb-warm", true, "started from the prior"),
+            ("fixture-sb-cold", false, "started cold (no prior)"),
+        ] {
+            let next = crate::harness::sites::fixture_job(name, server.port())
+                .strategy(strategy)
+                .rng_seed(7)
+                .delay("20ms")
+                .set("targets", "prior", prior)
+                .write(tmp.path());
+            let out = crawl(&next, &state, server.port()).await;
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let explain = crate::harness::bin::output(
+                crate::harness::bin::command()
+                    .args(["explain", name, "--state-dir"])
+                    .arg(&state),
+            )
+            .await;
+            let text = String::from_utf8_lossy(&explain.stdout);
+            assert!(text.contains(expect), "{name}: {text}");
+        }
     } else {
         assert!(text.contains("does not group links"), "{text}");
     }

@@ -81,6 +81,7 @@ const TARGETS_FIELDS: &[&str] = &[
     "min_statements",
     "max_statements",
     "max_statement_bytes",
+    "prior",
 ];
 /// What `targets.structured_data` may list.
 const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microformats"];
@@ -325,6 +326,10 @@ pub struct TargetsSpec {
     /// Structured-data pages: an HTML page whose embedded statements (of the
     /// syntaxes listed) reach `min_statements` is a target.
     pub structured: Option<StructuredTargets>,
+    /// Start from what earlier jobs of the same target kinds learnt about
+    /// which link words lead to targets (sb), kept in the state store;
+    /// `false` starts cold.
+    pub prior: bool,
 }
 
 /// `structured_data`, `min_statements` and `max_statements` of `[targets]`.
@@ -347,6 +352,7 @@ impl Default for TargetsSpec {
             rdf: false,
             rdf_follow: Follow::default(),
             max_statement_bytes: DEFAULT_MAX_STATEMENT_BYTES,
+            prior: true,
             structured: None,
         }
     }
@@ -793,6 +799,10 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         None => Some(DEFAULT_MAX_STATEMENT_BYTES),
     };
     let structured = read_structured(r, t, preset, rdf, max_statement_bytes);
+    let prior = match t.get("prior") {
+        Some(n) => r.bool(&t.child("prior"), n),
+        None => Some(d.prior),
+    };
     let max_statement_bytes = max_statement_bytes?;
     let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
         preset?,
@@ -804,6 +814,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         rdf_follow?,
         structured?,
     );
+    let prior = prior?;
 
     // A target type that is also blocked would never be downloaded: say so now, not after a silent crawl.
     let mut ok = true;
@@ -866,6 +877,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         rdf_follow,
         max_statement_bytes,
         structured,
+        prior,
     })
 }
 

@@ -398,6 +398,10 @@ impl JobCore {
         Ok(())
     }
 
+    pub fn strategy(&self) -> &dyn Strategy {
+        self.strategy.as_ref()
+    }
+
     pub fn strategy_mut(&mut self) -> &mut dyn Strategy {
         &mut *self.strategy
     }
@@ -579,6 +583,8 @@ impl JobCore {
         }
         let reward = u32::try_from(tally.targets).unwrap_or(u32::MAX);
         self.strategy.learn(Feedback::Reward {
+            id: p.id,
+            link: &p.entry.link,
             key: p.key,
             targets: reward,
         });

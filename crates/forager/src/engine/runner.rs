@@ -351,7 +351,16 @@ impl<'a> Runner<'a> {
             // Statements and files written before a first checkpoint that never came.
             self.reconcile_data(&[])?;
             self.remove_orphans_of_a_first_run();
-            self.core().add_seeds(&self.spec.seeds);
+            let mut core = self.core();
+            // A fresh job only: a restored one has its own learnt state.
+            if crate::engine::prior::load(
+                &self.engine.store,
+                &self.spec.targets,
+                core.strategy_mut(),
+            )? {
+                info!(job = %job, "starting from the prior of earlier jobs of these target kinds");
+            }
+            core.add_seeds(&self.spec.seeds);
             return Ok(());
         };
         if record.strategy != self.spec.strategy.name() || record.seed != self.spec.seed {

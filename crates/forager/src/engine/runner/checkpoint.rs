@@ -109,6 +109,11 @@ impl Runner<'_> {
         }
         if self.engine.claim_shared_staging(last) {
             crate::engine::filters::stage(&mut lock(&self.engine.filters), &mut taken.delta);
+            crate::engine::prior::stage(
+                &self.spec.targets,
+                self.core().strategy(),
+                &mut taken.delta,
+            );
             self.engine
                 .robots
                 .stage(&self.engine.fetcher, &mut taken.delta);
