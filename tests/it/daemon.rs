@@ -1056,9 +1056,17 @@ fn the_packaged_unit_is_the_repositorys_with_the_binary_in_usr_bin() {
     let packaged = settings("debian/forager.service");
     let moved: Vec<String> = unit
         .iter()
-        .map(|l| l.replace("ExecStart=/usr/local/bin/forager ", "ExecStart=/usr/bin/forager "))
+        .map(|l| {
+            l.replace(
+                "ExecStart=/usr/local/bin/forager ",
+                "ExecStart=/usr/bin/forager ",
+            )
+        })
         .collect();
-    assert_ne!(moved, unit, "the unit's ExecStart names /usr/local/bin/forager");
+    assert_ne!(
+        moved, unit,
+        "the unit's ExecStart names /usr/local/bin/forager"
+    );
     assert_eq!(packaged, moved);
 }
 

@@ -56,7 +56,8 @@ impl Site for Nginx {
             if req.path == path {
                 let mut resp = SiteResponse::ok(OCTET, body);
                 if let Some(d) = disposition {
-                    resp = resp.with_header(header::CONTENT_DISPOSITION, HeaderValue::from_static(d));
+                    resp =
+                        resp.with_header(header::CONTENT_DISPOSITION, HeaderValue::from_static(d));
                 }
                 return resp;
             }

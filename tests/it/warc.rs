@@ -156,8 +156,8 @@ fn index_matches(path: &Path, warcio: Option<&[String]>) -> usize {
     let records = read::read_all(path).unwrap_or_else(|e| panic!("{e}"));
     let len = std::fs::metadata(path).unwrap().len();
     let index = warc::cdx::index_path(path);
-    let text = std::fs::read_to_string(&index)
-        .unwrap_or_else(|e| panic!("{}: {e}", index.display()));
+    let text =
+        std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{}: {e}", index.display()));
     let lines: Vec<&str> = text.lines().collect();
     let mut sorted = lines.clone();
     sorted.sort_unstable();
@@ -185,7 +185,10 @@ fn index_matches(path: &Path, warcio: Option<&[String]>) -> usize {
     for (i, r) in records.iter().enumerate() {
         let end = records.get(i + 1).map_or(len, |n| n.offset);
         if r.kind() == "warcinfo" {
-            assert!(!by_offset.contains_key(&r.offset), "a line for the warcinfo");
+            assert!(
+                !by_offset.contains_key(&r.offset),
+                "a line for the warcinfo"
+            );
             continue;
         }
         let (length, url, line) = by_offset
@@ -376,10 +379,16 @@ async fn live_exchanges_become_valid_warc() {
         assert_eq!(index.len(), records.len(), "{index:?}");
     }
     // Responses, requests, metadata and revisits: every record but the warcinfo.
-    assert_eq!(index_matches(w.path(), theirs.as_deref()), records.len() - 1);
+    assert_eq!(
+        index_matches(w.path(), theirs.as_deref()),
+        records.len() - 1
+    );
     let index = std::fs::read_to_string(warc::cdx::index_path(w.path())).unwrap();
     let revisit = index.lines().find(|l| l.contains("warc/revisit")).unwrap();
-    assert!(revisit.contains("/not-modified") || revisit.contains("/data.csv"), "{revisit}");
+    assert!(
+        revisit.contains("/not-modified") || revisit.contains("/data.csv"),
+        "{revisit}"
+    );
     let csv = index
         .lines()
         .find(|l| l.contains("\"mime\": \"text/csv\""))
@@ -400,10 +409,19 @@ fn every_file_of_a_rotated_series_has_its_index_and_a_lost_one_comes_back() {
         max_size: 4096,
         info: vec![],
     };
-    let write = |from: usize, to: usize| {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut write = |from: usize, to: usize| {
         let (mut w, _) = WarcWriter::open(cfg.clone()).unwrap();
         for i in from..to {
-            let body = format!("row,{i}\n").repeat(200);
+            // Digits that do not compress away: files fill up and rotate.
+            let body: String = (0..200)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    format!("{i},{x}\n")
+                })
+                .collect();
             let head = forager::exchange::HttpHead {
                 start_line: "HTTP/1.1 200 OK".into(),
                 headers: vec![("content-type".into(), b"text/csv".to_vec())],
@@ -550,7 +568,10 @@ fn a_writer_killed_inside_records_leaves_valid_warc() {
         assert_eq!(index.len(), records.len());
     }
     // Every kill left an index that lacked records; the last run rebuilt it.
-    assert_eq!(index_matches(&files[0].1, theirs.as_deref()), records.len() - 1);
+    assert_eq!(
+        index_matches(&files[0].1, theirs.as_deref()),
+        records.len() - 1
+    );
 }
 
 fn crawl_job(dir: &Path, port: u16) -> PathBuf {

@@ -215,13 +215,7 @@ impl TargetDir {
         Ok(self.target_file(mime, name, TempName::Partial(path), file))
     }
 
-    fn target_file(
-        &self,
-        mime: &str,
-        name: Option<&str>,
-        tmp: TempName,
-        file: File,
-    ) -> TargetFile {
+    fn target_file(&self, mime: &str, name: Option<&str>, tmp: TempName, file: File) -> TargetFile {
         let essence = forager_core::mime::essence(mime);
         let generic = essence.is_empty() || GENERIC_TYPES.contains(&essence.as_str());
         TargetFile {
@@ -264,6 +258,14 @@ impl TargetDir {
             Some(writer) => writer.sync(),
             None => Ok(()),
         }
+    }
+
+    /// Whether WARC records were written since the last [`TargetDir::sync`]
+    /// (their index lines wait for it).
+    pub fn warc_unsynced(&self) -> bool {
+        self.warc
+            .lock()
+            .is_ok_and(|slot| slot.as_ref().is_some_and(WarcWriter::has_unindexed))
     }
 
     /// Append a document's statements to `data.nq.gz`, then run `then` (which
@@ -542,7 +544,9 @@ impl TargetFile {
     pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
         if let Some(guess) = &mut self.guess {
             let room = SNIFF_BYTES.saturating_sub(guess.head.len());
-            guess.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            guess
+                .head
+                .extend_from_slice(&chunk[..chunk.len().min(room)]);
         }
         self.hasher.update(chunk);
         self.bytes += chunk.len() as u64;
@@ -570,9 +574,7 @@ impl TargetFile {
         };
         guess
             .named
-            .or_else(|| {
-                forager_core::mime::sniff_extension(&guess.head).and_then(|e| table_extension(e))
-            })
+            .or_else(|| forager_core::mime::sniff_extension(&guess.head).and_then(table_extension))
             .unwrap_or(self.ext)
     }
 
@@ -720,13 +722,76 @@ const TARGET_EXTENSIONS: &[&str] = &[
 /// harvest by name, RDF, source and notebooks. A fixed table, so that no
 /// server or URL ever chooses a file name's characters.
 const NAME_EXTENSIONS: &[&str] = &[
-    ".csv", ".tsv", ".tab", ".dat", ".json", ".ndjson", ".jsonl", ".geojson", ".xml", ".xls",
-    ".xlsx", ".xlsm", ".ods", ".parquet", ".feather", ".arrow", ".sav", ".zsav", ".por", ".dta",
-    ".sas7bdat", ".xpt", ".rds", ".rdata", ".rda", ".nc", ".netcdf", ".h5", ".hdf5", ".hdf",
-    ".sdmx", ".ipynb", ".yaml", ".yml", ".rdf", ".ttl", ".nt", ".nq", ".trig", ".owl", ".jsonld",
-    ".n3", ".sqlite", ".db", ".dbf", ".shp", ".gpkg", ".kml", ".kmz", ".pdf", ".doc", ".docx",
-    ".odt", ".rtf", ".ppt", ".pptx", ".odp", ".zip", ".gz", ".tgz", ".tar", ".7z", ".bz2", ".xz",
-    ".rar", ".zst", ".py", ".r", ".txt", ".md",
+    ".csv",
+    ".tsv",
+    ".tab",
+    ".dat",
+    ".json",
+    ".ndjson",
+    ".jsonl",
+    ".geojson",
+    ".xml",
+    ".xls",
+    ".xlsx",
+    ".xlsm",
+    ".ods",
+    ".parquet",
+    ".feather",
+    ".arrow",
+    ".sav",
+    ".zsav",
+    ".por",
+    ".dta",
+    ".sas7bdat",
+    ".xpt",
+    ".rds",
+    ".rdata",
+    ".rda",
+    ".nc",
+    ".netcdf",
+    ".h5",
+    ".hdf5",
+    ".hdf",
+    ".sdmx",
+    ".ipynb",
+    ".yaml",
+    ".yml",
+    ".rdf",
+    ".ttl",
+    ".nt",
+    ".nq",
+    ".trig",
+    ".owl",
+    ".jsonld",
+    ".n3",
+    ".sqlite",
+    ".db",
+    ".dbf",
+    ".shp",
+    ".gpkg",
+    ".kml",
+    ".kmz",
+    ".pdf",
+    ".doc",
+    ".docx",
+    ".odt",
+    ".rtf",
+    ".ppt",
+    ".pptx",
+    ".odp",
+    ".zip",
+    ".gz",
+    ".tgz",
+    ".tar",
+    ".7z",
+    ".bz2",
+    ".xz",
+    ".rar",
+    ".zst",
+    ".py",
+    ".r",
+    ".txt",
+    ".md",
 ];
 
 /// The table's entry for an extension (lower-case, no dot), if it has one.

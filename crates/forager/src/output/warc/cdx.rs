@@ -89,8 +89,7 @@ pub fn entry(prefix: &[u8], offset: u64, length: u64, filename: &str) -> Option<
         _ => None,
     };
     let digest = field("WARC-Payload-Digest").map(|d| d.strip_prefix("sha1:").unwrap_or(d));
-    let mut json = Vec::new();
-    json.push(("url", url.to_string()));
+    let mut json = vec![("url", url.to_string())];
     if let Some(m) = mime.filter(|m| !m.is_empty()) {
         json.push(("mime", m));
     }
@@ -279,9 +278,15 @@ mod tests {
         // Values from python's `surt.surt`, pywb's canonicaliser.
         let cases = [
             ("http://www.example.com/", "com,example)/"),
-            ("https://Example.COM/Data/Pop.CSV", "com,example)/data/pop.csv"),
+            (
+                "https://Example.COM/Data/Pop.CSV",
+                "com,example)/data/pop.csv",
+            ),
             ("http://www2.example.com/a/", "com,example)/a"),
-            ("http://example.com:8080/x?b=2&a=1#frag", "com,example:8080)/x?a=1&b=2"),
+            (
+                "http://example.com:8080/x?b=2&a=1#frag",
+                "com,example:8080)/x?a=1&b=2",
+            ),
             ("http://127.0.0.1:4000/d.csv", "1,0,0,127:4000)/d.csv"),
             ("http://example.com/?", "com,example)/"),
         ];
@@ -321,7 +326,11 @@ mod tests {
             "GET /d.csv HTTP/1.1\r\nhost: a.test\r\n\r\n",
         );
         let e = entry(&request, 30, 5, "f.warc.gz").unwrap();
-        assert!(!e.line.contains("status") && !e.line.contains("mime"), "{}", e.line);
+        assert!(
+            !e.line.contains("status") && !e.line.contains("mime"),
+            "{}",
+            e.line
+        );
         let revisit = record(
             "revisit",
             "Content-Type: application/http; msgtype=response\r\n",
@@ -329,9 +338,17 @@ mod tests {
         );
         let e = entry(&revisit, 35, 5, "f.warc.gz").unwrap();
         assert!(e.line.contains("\"mime\": \"warc/revisit\""), "{}", e.line);
-        let metadata = record("metadata", "Content-Type: application/warc-fields\r\n", "via: x\r\n");
+        let metadata = record(
+            "metadata",
+            "Content-Type: application/warc-fields\r\n",
+            "via: x\r\n",
+        );
         let e = entry(&metadata, 40, 5, "f.warc.gz").unwrap();
-        assert!(e.line.contains("\"mime\": \"application/warc-fields\""), "{}", e.line);
+        assert!(
+            e.line.contains("\"mime\": \"application/warc-fields\""),
+            "{}",
+            e.line
+        );
         assert_eq!(entry(&record("warcinfo", "", ""), 0, 5, "f"), None);
         assert_eq!(entry(b"WARC/1.1\r\nWARC-Type: resp", 0, 5, "f"), None);
     }
@@ -353,9 +370,15 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = index_path(&tmp.path().join("a-1-00000.warc.gz"));
         assert_eq!(path.file_name().unwrap(), "a-1-00000.cdxj");
-        replace(&path, vec!["b 2 {}".into(), "a 1 {}".into(), "b 2 {}".into()]).unwrap();
+        replace(
+            &path,
+            vec!["b 2 {}".into(), "a 1 {}".into(), "b 2 {}".into()],
+        )
+        .unwrap();
         assert_eq!(read_lines(&path).unwrap(), vec!["a 1 {}", "b 2 {}"]);
         assert!(!path.with_extension("cdxj.partial").exists());
-        assert!(read_lines(&tmp.path().join("none.cdxj")).unwrap().is_empty());
+        assert!(read_lines(&tmp.path().join("none.cdxj"))
+            .unwrap()
+            .is_empty());
     }
 }

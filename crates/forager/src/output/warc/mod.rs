@@ -237,6 +237,11 @@ impl WarcWriter {
         self.flush_index()
     }
 
+    /// Whether records were written since the last [`WarcWriter::sync`].
+    pub fn has_unindexed(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Replaces the current file's index with its lines and the pending
     /// ones. Call it only when the pending records are durable. On failure
     /// the pending lines are kept for the next try.
@@ -492,7 +497,9 @@ impl WarcWriter {
     }
 
     fn write_bytes_record(&mut self, header: Header, block: &[u8]) -> io::Result<()> {
-        self.write_record(header, block.len() as u64, block, |out| out.write_all(block))
+        self.write_record(header, block.len() as u64, block, |out| {
+            out.write_all(block)
+        })
     }
 
     /// Writes one record as one gzip member, and keeps its index line for
@@ -546,6 +553,20 @@ impl WarcWriter {
                 let _ = self.file.set_len(start);
                 let _ = self.file.seek(SeekFrom::Start(start));
                 Err(e)
+            }
+        }
+    }
+}
+
+/// A writer dropped with records its index lacks (a run that ended without
+/// a last sync) syncs them: the index is then whole without waiting for the
+/// series to be opened again. A failure costs nothing but that wait.
+impl Drop for WarcWriter {
+    fn drop(&mut self) {
+        if self.has_unindexed() {
+            if let Err(e) = self.sync() {
+                tracing::warn!(file = %self.path.display(), error = %e,
+                    "WARC index not updated at close; it is rebuilt when the series is opened again");
             }
         }
     }
