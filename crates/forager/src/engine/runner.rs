@@ -989,11 +989,7 @@ impl<'a> Runner<'a> {
     /// What a 2xx response is for this job: by its type, or by its file's
     /// name when the type is generic.
     fn label_of(&self, resp: &Response) -> Label {
-        let disposition = resp
-            .headers()
-            .get(reqwest::header::CONTENT_DISPOSITION)
-            .and_then(|v| v.to_str().ok());
-        let name = forager_core::mime::file_name(&resp.url, disposition);
+        let name = file_name_of(resp);
         self.targets
             .classify_file(resp.content_type.as_deref(), name.as_deref())
     }
@@ -1061,6 +1057,17 @@ impl<'a> Runner<'a> {
         };
         lock(&self.observer).request(&event);
     }
+}
+
+/// The name of the file a response carries (`Content-Disposition`, else the
+/// URL's last segment): it labels a file served under a generic type, and
+/// names its extension.
+fn file_name_of(resp: &Response) -> Option<String> {
+    let disposition = resp
+        .headers()
+        .get(reqwest::header::CONTENT_DISPOSITION)
+        .and_then(|v| v.to_str().ok());
+    forager_core::mime::file_name(&resp.url, disposition)
 }
 
 fn kind_of(method: Method) -> RequestKind {
