@@ -81,6 +81,7 @@ const TARGETS_FIELDS: &[&str] = &[
     "min_statements",
     "max_statements",
     "max_statement_bytes",
+    "catalogs",
 ];
 /// What `targets.structured_data` may list.
 const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microformats"];
@@ -325,6 +326,13 @@ pub struct TargetsSpec {
     /// Structured-data pages: an HTML page whose embedded statements (of the
     /// syntaxes listed) reach `min_statements` is a target.
     pub structured: Option<StructuredTargets>,
+    /// Read the data catalogs a site publishes (CKAN's Action API,
+    /// `data.json`, DCAT) as link sources (`forager_core::catalog`).
+    /// Default: on for jobs that harvest data files (presets `statistics`,
+    /// `documents`, `archives`, with no `rdf` and no `structured_data`):
+    /// at most three well-known requests per origin and a bounded number of
+    /// catalog pages, and the bandit stops asking a catalog that pays nothing.
+    pub catalogs: bool,
 }
 
 /// `structured_data`, `min_statements` and `max_statements` of `[targets]`.
@@ -348,8 +356,18 @@ impl Default for TargetsSpec {
             rdf_follow: Follow::default(),
             max_statement_bytes: DEFAULT_MAX_STATEMENT_BYTES,
             structured: None,
+            catalogs: true,
         }
     }
+}
+
+/// Whether a job harvests data files by default: the default of `catalogs`.
+fn data_file_job(preset: Preset, rdf: bool, structured: bool) -> bool {
+    matches!(
+        preset,
+        Preset::Statistics | Preset::Documents | Preset::Archives
+    ) && !rdf
+        && !structured
 }
 
 impl TargetsSpec {
@@ -793,7 +811,16 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         None => Some(DEFAULT_MAX_STATEMENT_BYTES),
     };
     let structured = read_structured(r, t, preset, rdf, max_statement_bytes);
+    let catalogs = match t.get("catalogs") {
+        Some(n) => r.bool(&t.child("catalogs"), n),
+        None => match (preset, rdf, &structured) {
+            (Some(p), Some(rdf), Some(s)) => Some(data_file_job(p, rdf, s.is_some())),
+            // The error is reported already.
+            _ => Some(false),
+        },
+    };
     let max_statement_bytes = max_statement_bytes?;
+    let catalogs = catalogs?;
     let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
         preset?,
         mime?,
@@ -866,6 +893,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         rdf_follow,
         max_statement_bytes,
         structured,
+        catalogs,
     })
 }
 

@@ -1477,3 +1477,40 @@ fn neither_links_skip_is_for_sb_only() {
     ));
     assert_eq!(bfs.budget.neither_links, NeitherLinks::Last);
 }
+
+// ---------------------------------------------------------------- catalogs
+
+#[test]
+fn catalogs_default_on_for_data_file_jobs_only() {
+    assert!(job(HEAD).targets.catalogs);
+    for preset in ["documents", "archives", "statistics"] {
+        let t = job(&format!("{HEAD}[targets]\npreset = \"{preset}\"\n")).targets;
+        assert!(t.catalogs, "{preset}");
+    }
+    for preset in ["linked-data", "structured"] {
+        let t = job(&format!("{HEAD}[targets]\npreset = \"{preset}\"\n")).targets;
+        assert!(!t.catalogs, "{preset}");
+    }
+    assert!(
+        !job(&format!("{HEAD}[targets]\nrdf = true\n"))
+            .targets
+            .catalogs
+    );
+    assert!(
+        !job(&format!("{HEAD}[targets]\ncatalogs = false\n"))
+            .targets
+            .catalogs
+    );
+    let on = job(&format!(
+        "{HEAD}[targets]\npreset = \"structured\"\ncatalogs = true\n"
+    ));
+    assert!(on.targets.catalogs);
+}
+
+#[test]
+fn catalogs_must_be_a_bool() {
+    assert_eq!(
+        job_err(&format!("{HEAD}[targets]\ncatalogs = \"yes\"\n")),
+        "jobs.d/x.toml:4: targets.catalogs: expected a boolean, found a string"
+    );
+}
