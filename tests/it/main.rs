@@ -24,6 +24,7 @@ mod linked;
 mod lv2;
 mod manifest;
 mod multihost;
+mod portal;
 mod rdf_oracle;
 mod resume;
 mod retries;
