@@ -243,7 +243,8 @@ pub struct Runner<'a> {
     observer: Mutex<&'a mut (dyn CrawlObserver + Send)>,
     /// Origins whose robots.txt sitemaps were queued in this run.
     sitemap_origins: Mutex<HashSet<String>>,
-    /// Origins whose well-known catalogs were queued in this run.
+    /// The seeds' origins whose well-known catalogs are still to be queued
+    /// in this run (empty when the job reads no catalogs).
     catalog_origins: Mutex<HashSet<String>>,
     driver: Mutex<Driver>,
     /// `targets/<job>/crawl.log`, unless `[output] crawl_log = false` (or it cannot be opened).
@@ -313,7 +314,7 @@ impl<'a> Runner<'a> {
             out,
             observer: Mutex::new(observer),
             sitemap_origins: Mutex::new(HashSet::new()),
-            catalog_origins: Mutex::new(HashSet::new()),
+            catalog_origins: Mutex::new(catalogs::seed_origins(spec)),
             driver: Mutex::new(Driver {
                 last_checkpoint: Instant::now(),
                 manifest_stale: false,

@@ -1,4 +1,4 @@
-//! Data catalogs as link sources (`forager_core::catalog`): queue an
+//! Data catalogs as link sources (`forager_core::catalog`): queue a seed
 //! origin's well-known catalogs the first time a job fetches from it, and
 //! read a catalog's body into links. Which paths are asked and what a body
 //! says are the core's; this file only fetches, caps and hands over. A
@@ -9,18 +9,36 @@
 use super::*;
 use forager_core::catalog::{CatalogKind, MAX_CATALOG_BYTES};
 
+/// The origins whose well-known catalogs a job asks for: its seeds' (none
+/// when it reads no catalogs). Only the seeds': a job pointed at a portal
+/// asks it, while a job that wanders over many hosts (scope `any`) pays
+/// three requests per seed, not per host it meets.
+pub(super) fn seed_origins(spec: &JobSpec) -> HashSet<String> {
+    if !spec.targets.catalogs {
+        return HashSet::new();
+    }
+    spec.seeds
+        .iter()
+        .map(|s| s.origin().ascii_serialization())
+        .collect()
+}
+
 impl Runner<'_> {
-    /// Queue the well-known catalogs of `url`'s origin, once per run (the
-    /// seen set keeps them from being queued again after a restart), when
-    /// the job reads catalogs.
+    /// Queue the well-known catalogs of `url`'s origin when it is a seed's
+    /// and they were not queued yet in this run (the seen set keeps them
+    /// from being queued again after a restart).
     pub(super) fn admit_catalogs(&self, url: &Url) {
-        if !self.spec.targets.catalogs {
-            return;
-        }
-        let origin = url.origin().ascii_serialization();
-        if !lock(&self.catalog_origins).insert(origin.clone()) {
-            return;
-        }
+        let origin = {
+            let mut pending = lock(&self.catalog_origins);
+            if pending.is_empty() {
+                return;
+            }
+            let origin = url.origin().ascii_serialization();
+            if !pending.remove(&origin) {
+                return;
+            }
+            origin
+        };
         let Ok(root) = Url::parse(&format!("{origin}/")) else {
             return;
         };
