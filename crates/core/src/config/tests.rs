@@ -460,7 +460,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes, catalogs)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
