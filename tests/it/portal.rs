@@ -1,10 +1,11 @@
 //! Catalogs as link sources, through the real binary, on loopback portals
 //! (`forager_bench::sites::portal`): a CKAN-shaped portal whose Action API
 //! lists datasets no HTML page links, a statistics site whose DCAT catalog
-//! does the same, and a portal whose catalogs lie. With catalogs on (the
-//! default of a data-file job) every file is harvested and the manifest
-//! says which came from a catalog; with `catalogs = false` exactly the
-//! catalog-only files are missing; a lying catalog costs bounded requests.
+//! does the same, and a portal whose catalogs lie. With `catalogs = true`
+//! every file is harvested and the manifest
+//! says which came from a catalog; with `catalogs = false` (the default)
+//! exactly the catalog-only files are missing; a lying catalog costs
+//! bounded requests.
 
 use crate::harness::sites::serve_host;
 use crate::harness::{manifest_by_final_url, Crawl, JobFile};
@@ -143,5 +144,24 @@ async fn a_lying_catalog_costs_bounded_requests() {
         (log.len() as u64) <= bound,
         "{} requests, bound {bound}",
         log.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_refuses_a_catalogs_switch_that_is_no_boolean() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\nseeds = [\"http://a.test/\"]\n\n[targets]\ncatalogs = \"yes\"\n",
+    )
+    .expect("write the job");
+    let out =
+        crate::harness::bin::output(crate::harness::bin::command().arg("check").arg(&bad)).await;
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("bad.toml:5: targets.catalogs: expected a boolean, found a string"),
+        "{stdout}"
     );
 }

@@ -117,6 +117,7 @@ fn statistics_example_names_every_field() {
         "mime =",
         "block_mime =",
         "block_ext =",
+        "catalogs =",
         "[budget]",
         "requests =",
         "bytes =",
@@ -1481,30 +1482,14 @@ fn neither_links_skip_is_for_sb_only() {
 // ---------------------------------------------------------------- catalogs
 
 #[test]
-fn catalogs_default_on_for_data_file_jobs_only() {
-    assert!(job(HEAD).targets.catalogs);
-    for preset in ["documents", "archives", "statistics"] {
-        let t = job(&format!("{HEAD}[targets]\npreset = \"{preset}\"\n")).targets;
-        assert!(t.catalogs, "{preset}");
+fn catalogs_are_off_unless_asked_for() {
+    assert!(!job(HEAD).targets.catalogs);
+    for preset in ["statistics", "documents", "archives", "structured"] {
+        let text = format!("{HEAD}[targets]\npreset = \"{preset}\"\ncatalogs = true\n");
+        assert!(job(&text).targets.catalogs, "{preset}");
     }
-    for preset in ["linked-data", "structured"] {
-        let t = job(&format!("{HEAD}[targets]\npreset = \"{preset}\"\n")).targets;
-        assert!(!t.catalogs, "{preset}");
-    }
-    assert!(
-        !job(&format!("{HEAD}[targets]\nrdf = true\n"))
-            .targets
-            .catalogs
-    );
-    assert!(
-        !job(&format!("{HEAD}[targets]\ncatalogs = false\n"))
-            .targets
-            .catalogs
-    );
-    let on = job(&format!(
-        "{HEAD}[targets]\npreset = \"structured\"\ncatalogs = true\n"
-    ));
-    assert!(on.targets.catalogs);
+    let off = format!("{HEAD}[targets]\ncatalogs = false\n");
+    assert!(!job(&off).targets.catalogs);
 }
 
 #[test]
