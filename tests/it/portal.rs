@@ -165,3 +165,25 @@ async fn check_refuses_a_catalogs_switch_that_is_no_boolean() {
         "{stdout}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn robots_txt_that_disallows_the_api_keeps_the_catalog_unread() {
+    let host = "closed.test";
+    let portal = Portal {
+        robots_disallow_api: true,
+        ..Portal::default()
+    };
+    let files = portal.files();
+    let server = serve_host(host, Arc::new(portal)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let on = crawl(dir.path(), host, server.port(), "sb", true, &[]).await;
+    let got: BTreeSet<String> = on.keys().cloned().collect();
+    assert_eq!(got, paths(host, &files, Some(false)));
+    assert!(
+        !server
+            .log()
+            .iter()
+            .any(|r| r.path_and_query.starts_with("/api/")),
+        "the API was asked despite robots.txt"
+    );
+}

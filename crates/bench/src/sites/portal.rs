@@ -30,6 +30,8 @@ pub struct Portal {
     pub files_per_dataset: usize,
     /// Every this many datasets is unlisted (reachable only through the API).
     pub api_only_every: usize,
+    /// robots.txt disallows the API (`/api/`).
+    pub robots_disallow_api: bool,
 }
 
 impl Default for Portal {
@@ -38,6 +40,7 @@ impl Default for Portal {
             datasets: 30,
             files_per_dataset: 2,
             api_only_every: 3,
+            robots_disallow_api: false,
         }
     }
 }
@@ -147,6 +150,9 @@ impl Site for Portal {
         let path = req.path.as_str();
         if path == "/" {
             return SiteResponse::html(self.home());
+        }
+        if path == "/robots.txt" && self.robots_disallow_api {
+            return SiteResponse::ok("text/plain", "User-agent: *\nDisallow: /api/\n");
         }
         if path == "/about" {
             return SiteResponse::html("<html><body><a href=\"/\">home</a> about us</body></html>");
