@@ -82,6 +82,7 @@ const TARGETS_FIELDS: &[&str] = &[
     "max_statements",
     "max_statement_bytes",
     "prior",
+    "catalogs",
 ];
 /// What `targets.structured_data` may list.
 const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microformats"];
@@ -330,6 +331,13 @@ pub struct TargetsSpec {
     /// which link words lead to targets (sb), kept in the state store;
     /// `false` starts cold.
     pub prior: bool,
+    /// Read the data catalogs a seed's site publishes (CKAN's Action API,
+    /// `data.json`, DCAT) as link sources (`forager_core::catalog`).
+    /// Off by default: the cost is bounded (three well-known requests per
+    /// seed origin, bounded catalog pages), but those requests change the
+    /// request count of every crawl, and the Efficiency sites' req@90 has
+    /// not been measured with them yet (docs/jobs.md, *Data catalogs*).
+    pub catalogs: bool,
 }
 
 /// `structured_data`, `min_statements` and `max_statements` of `[targets]`.
@@ -354,6 +362,7 @@ impl Default for TargetsSpec {
             max_statement_bytes: DEFAULT_MAX_STATEMENT_BYTES,
             prior: true,
             structured: None,
+            catalogs: false,
         }
     }
 }
@@ -802,8 +811,12 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
     let prior = match t.get("prior") {
         Some(n) => r.bool(&t.child("prior"), n),
         None => Some(d.prior),
+    let catalogs = match t.get("catalogs") {
+        Some(n) => r.bool(&t.child("catalogs"), n),
+        None => Some(d.catalogs),
     };
     let max_statement_bytes = max_statement_bytes?;
+    let catalogs = catalogs?;
     let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
         preset?,
         mime?,
@@ -878,6 +891,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         max_statement_bytes,
         structured,
         prior,
+        catalogs,
     })
 }
 

@@ -1903,6 +1903,31 @@ mod tests {
     }
 
     #[test]
+    fn catalog_links_get_actions_of_their_own() {
+        use crate::catalog::{CatalogKind, CKAN_ENTRY, DATA_JSON_DOWNLOAD, DCAT_DOWNLOAD};
+        let mut sb = SleepingBandit::new(1);
+        let mut slot = |url: &str, path: &str| {
+            let Triage::Enqueue(k) = sb.triage(&html_link(url, path), Some(Label::Html)) else {
+                panic!("html is enqueued");
+            };
+            k.slot
+        };
+        let page = slot("https://s.test/d/1", DATA);
+        let others = [
+            slot("https://s.test/api", CatalogKind::Ckan.tag_path()),
+            slot("https://s.test/f/1.csv", CKAN_ENTRY),
+            slot("https://s.test/f/2.csv", DATA_JSON_DOWNLOAD),
+            slot("https://s.test/f/3.csv", DCAT_DOWNLOAD),
+        ];
+        // Each catalog source is an arm the bandit judges apart from page
+        // links and from the other sources.
+        let mut all = vec![page];
+        all.extend(others);
+        let distinct: std::collections::BTreeSet<u32> = all.iter().copied().collect();
+        assert_eq!(distinct.len(), all.len(), "{all:?}");
+    }
+
+    #[test]
     fn member_keys_name_the_path_and_survive_a_restore() {
         let mut sb = SleepingBandit::new(1);
         let key = |sb: &mut SleepingBandit, url: &str, path: &str| {

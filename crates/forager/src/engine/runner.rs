@@ -34,6 +34,7 @@ use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules, Robots
 use crate::output::crawl_log::{CrawlLog, Event, LogLine, SkipReason};
 use crate::output::TargetDir;
 use crate::store::{ChangeKind, JobCounters, ManifestRow, StopReason};
+use forager_core::catalog;
 use forager_core::config::JobSpec;
 use forager_core::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use forager_core::extract::{self, ExtractLimits, PageLinks, UrlRules};
@@ -52,6 +53,7 @@ use tokio::sync::{watch, Notify};
 use tracing::{debug, info, warn};
 use url::Url;
 
+mod catalogs;
 mod checkpoint;
 mod fetching;
 mod linked;
@@ -241,6 +243,9 @@ pub struct Runner<'a> {
     observer: Mutex<&'a mut (dyn CrawlObserver + Send)>,
     /// Origins whose robots.txt sitemaps were queued in this run.
     sitemap_origins: Mutex<HashSet<String>>,
+    /// The seeds' origins whose well-known catalogs are still to be queued
+    /// in this run (empty when the job reads no catalogs).
+    catalog_origins: Mutex<HashSet<String>>,
     driver: Mutex<Driver>,
     /// `targets/<job>/crawl.log`, unless `[output] crawl_log = false` (or it cannot be opened).
     crawl_log: Mutex<Option<CrawlLog>>,
@@ -309,6 +314,7 @@ impl<'a> Runner<'a> {
             out,
             observer: Mutex::new(observer),
             sitemap_origins: Mutex::new(HashSet::new()),
+            catalog_origins: Mutex::new(catalogs::seed_origins(spec)),
             driver: Mutex::new(Driver {
                 last_checkpoint: Instant::now(),
                 manifest_stale: false,

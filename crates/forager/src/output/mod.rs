@@ -302,7 +302,7 @@ impl TargetDir {
             .map_err(|_| io::Error::other("data file writer poisoned by a panic"))
     }
 
-    /// Append committed rows to `manifest.jsonl`.
+    /// Append committed rows to `manifest.jsonl` (each with its `found_by`).
     pub fn append_manifest(&self, rows: &[ManifestRow]) -> io::Result<()> {
         if rows.is_empty() {
             return Ok(());
@@ -313,7 +313,7 @@ impl TargetDir {
             .open(self.manifest_path())?;
         let mut buf = Vec::new();
         for row in rows {
-            jsonl::push_line(&mut buf, row)?;
+            jsonl::push_line(&mut buf, &ManifestLine::of(row))?;
         }
         f.write_all(&buf)?;
         f.sync_data()
@@ -328,7 +328,7 @@ impl TargetDir {
             let mut f = File::create(&tmp)?;
             let mut buf = Vec::new();
             for row in rows {
-                jsonl::push_line(&mut buf, row)?;
+                jsonl::push_line(&mut buf, &ManifestLine::of(row))?;
             }
             f.write_all(&buf)?;
             f.sync_all()?;
@@ -1093,5 +1093,24 @@ mod tests {
     fn server_supplied_types_never_shape_file_names() {
         assert_eq!(extension_for("../../etc/passwd"), "");
         assert_eq!(extension_for("application/pdf; name=../x"), ".pdf");
+    }
+}
+
+/// A row of `manifest.jsonl`: the stored row and how its file was found
+/// (`found_by`: seed, page link, sitemap, rdf link, catalog:KIND), told by
+/// the tag path the row keeps, so the stored row needs no field of its own.
+#[derive(serde::Serialize)]
+struct ManifestLine<'a> {
+    #[serde(flatten)]
+    row: &'a ManifestRow,
+    found_by: &'static str,
+}
+
+impl<'a> ManifestLine<'a> {
+    fn of(row: &'a ManifestRow) -> Self {
+        ManifestLine {
+            row,
+            found_by: forager_core::catalog::found_by(&row.tag_path),
+        }
     }
 }
