@@ -811,6 +811,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
     let prior = match t.get("prior") {
         Some(n) => r.bool(&t.child("prior"), n),
         None => Some(d.prior),
+    };
     let catalogs = match t.get("catalogs") {
         Some(n) => r.bool(&t.child("catalogs"), n),
         None => Some(d.catalogs),
