@@ -24,6 +24,8 @@ mod linked;
 mod lv2;
 mod manifest;
 mod multihost;
+mod naming;
+mod portal;
 mod rdf_oracle;
 mod resume;
 mod retries;

@@ -23,6 +23,7 @@
 //! `config` → `strategy`, `rdf`, `revisit` → `extract`, `learn`, `record` →
 //! `link` → `hash`, `mime`, `codec`, `http_options`, `politeness`.
 
+pub mod catalog;
 pub mod codec;
 pub mod config;
 pub mod extract;

@@ -81,6 +81,8 @@ const TARGETS_FIELDS: &[&str] = &[
     "min_statements",
     "max_statements",
     "max_statement_bytes",
+    "prior",
+    "catalogs",
 ];
 /// What `targets.structured_data` may list.
 const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microformats"];
@@ -334,6 +336,17 @@ pub struct TargetsSpec {
     /// Structured-data pages: an HTML page whose embedded statements (of the
     /// syntaxes listed) reach `min_statements` is a target.
     pub structured: Option<StructuredTargets>,
+    /// Start from what earlier jobs of the same target kinds learnt about
+    /// which link words lead to targets (sb), kept in the state store;
+    /// `false` starts cold.
+    pub prior: bool,
+    /// Read the data catalogs a seed's site publishes (CKAN's Action API,
+    /// `data.json`, DCAT) as link sources (`forager_core::catalog`).
+    /// Off by default: the cost is bounded (three well-known requests per
+    /// seed origin, bounded catalog pages), but those requests change the
+    /// request count of every crawl, and the Efficiency sites' req@90 has
+    /// not been measured with them yet (docs/jobs.md, *Data catalogs*).
+    pub catalogs: bool,
 }
 
 /// `structured_data`, `min_statements` and `max_statements` of `[targets]`.
@@ -356,7 +369,9 @@ impl Default for TargetsSpec {
             rdf: false,
             rdf_follow: Follow::default(),
             max_statement_bytes: DEFAULT_MAX_STATEMENT_BYTES,
+            prior: true,
             structured: None,
+            catalogs: false,
         }
     }
 }
@@ -838,7 +853,16 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         None => Some(DEFAULT_MAX_STATEMENT_BYTES),
     };
     let structured = read_structured(r, t, preset, rdf, max_statement_bytes);
+    let prior = match t.get("prior") {
+        Some(n) => r.bool(&t.child("prior"), n),
+        None => Some(d.prior),
+    };
+    let catalogs = match t.get("catalogs") {
+        Some(n) => r.bool(&t.child("catalogs"), n),
+        None => Some(d.catalogs),
+    };
     let max_statement_bytes = max_statement_bytes?;
+    let catalogs = catalogs?;
     let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
         preset?,
         mime?,
@@ -849,6 +873,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         rdf_follow?,
         structured?,
     );
+    let prior = prior?;
 
     // A target type that is also blocked would never be downloaded: say so now, not after a silent crawl.
     let mut ok = true;
@@ -911,6 +936,8 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         rdf_follow,
         max_statement_bytes,
         structured,
+        prior,
+        catalogs,
     })
 }
 

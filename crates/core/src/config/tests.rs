@@ -117,6 +117,7 @@ fn statistics_example_names_every_field() {
         "mime =",
         "block_mime =",
         "block_ext =",
+        "catalogs =",
         "[budget]",
         "requests =",
         "bytes =",
@@ -460,7 +461,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes, prior, catalogs)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
@@ -1554,4 +1555,25 @@ fn http_ca_file_is_read_and_checked() {
         binary.display().to_string()
     ));
     assert!(err.contains("not a PEM text file"), "{err}");
+}
+
+// ---------------------------------------------------------------- catalogs
+
+#[test]
+fn catalogs_are_off_unless_asked_for() {
+    assert!(!job(HEAD).targets.catalogs);
+    for preset in ["statistics", "documents", "archives", "structured"] {
+        let text = format!("{HEAD}[targets]\npreset = \"{preset}\"\ncatalogs = true\n");
+        assert!(job(&text).targets.catalogs, "{preset}");
+    }
+    let off = format!("{HEAD}[targets]\ncatalogs = false\n");
+    assert!(!job(&off).targets.catalogs);
+}
+
+#[test]
+fn catalogs_must_be_a_bool() {
+    assert_eq!(
+        job_err(&format!("{HEAD}[targets]\ncatalogs = \"yes\"\n")),
+        "jobs.d/x.toml:4: targets.catalogs: expected a boolean, found a string"
+    );
 }

@@ -402,6 +402,10 @@ impl JobCore {
         Ok(())
     }
 
+    pub fn strategy(&self) -> &dyn Strategy {
+        self.strategy.as_ref()
+    }
+
     pub fn strategy_mut(&mut self) -> &mut dyn Strategy {
         &mut *self.strategy
     }
@@ -583,6 +587,8 @@ impl JobCore {
         }
         let reward = u32::try_from(tally.targets).unwrap_or(u32::MAX);
         self.strategy.learn(Feedback::Reward {
+            id: p.id,
+            link: &p.entry.link,
             key: p.key,
             targets: reward,
         });
@@ -837,8 +843,11 @@ impl JobCore {
                 referrer: Some(Arc::clone(page_url)),
                 pattern_run,
             };
-            let known = if extract::sitemap::is_sitemap(&link.tag_path) {
-                // A sitemap is read as a link source whatever its type says.
+            let known = if extract::sitemap::is_sitemap(&link.tag_path)
+                || crate::catalog::catalog_of(&link.tag_path).is_some()
+            {
+                // A sitemap or a catalog (a CKAN API's next page) is read as
+                // a link source whatever its type says.
                 Some(Label::Html)
             } else {
                 known_label(&link.url)
@@ -850,7 +859,8 @@ impl JobCore {
         None
     }
 
-    /// Queue a link found outside a page (a sitemap listed in robots.txt):
+    /// Queue a link found outside a page (a sitemap listed in robots.txt, a
+    /// catalog at a well-known path):
     /// `include` patterns do not apply to it (its links are checked as any),
     /// `exclude` patterns do.
     pub fn admit_listed(&mut self, link: Link) -> bool {

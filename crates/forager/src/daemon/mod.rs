@@ -47,6 +47,7 @@
 
 pub mod admin;
 pub mod dashboard;
+pub mod history;
 pub mod jobs;
 pub mod live;
 pub mod logging;
@@ -57,7 +58,10 @@ pub mod scan;
 pub mod signals;
 pub mod watch;
 
-pub use admin::{explain_of, job_of, metrics_of, purge_via, status_of as status, PurgeReply};
+pub use admin::{
+    drive_via, explain_of, job_of, metrics_of, purge_via, status_of as status, DriveAction,
+    DriveReply, PurgeReply,
+};
 pub use report::{format_status, JobStatus, StatusReport};
 
 use admin::Command;
@@ -105,13 +109,16 @@ impl Shared {
         use jobs::Phase;
         let table = self.table();
         let now = Instant::now();
-        let paused = table
+        // Running jobs waiting for a writable disk count as paused, beside
+        // the jobs a person paused (which are not running: subtracting
+        // those from the running ones would underflow).
+        let waiting = table
             .jobs()
             .filter(|e| e.state.phase() == Phase::Running && e.live.lock().paused.is_some())
             .count();
         notify::Summary {
-            running: table.count(Phase::Running) - paused,
-            paused,
+            running: table.count(Phase::Running) - waiting,
+            paused: waiting + table.count(Phase::Paused),
             pending: table.count(Phase::Pending),
             done: table.count(Phase::Done),
             failed: table.count(Phase::Failed),

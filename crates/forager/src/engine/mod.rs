@@ -17,6 +17,7 @@ pub mod filters;
 mod lanes;
 mod observer;
 pub mod parse_budget;
+pub mod prior;
 mod robots_cache;
 mod runner;
 

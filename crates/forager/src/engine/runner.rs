@@ -34,6 +34,7 @@ use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules, Robots
 use crate::output::crawl_log::{CrawlLog, Event, LogLine, SkipReason};
 use crate::output::TargetDir;
 use crate::store::{ChangeKind, JobCounters, ManifestRow, StopReason};
+use forager_core::catalog;
 use forager_core::config::JobSpec;
 use forager_core::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use forager_core::extract::{self, ExtractLimits, PageLinks, UrlRules};
@@ -52,6 +53,7 @@ use tokio::sync::{watch, Notify};
 use tracing::{debug, info, warn};
 use url::Url;
 
+mod catalogs;
 mod checkpoint;
 mod fetching;
 mod linked;
@@ -254,6 +256,9 @@ pub struct Runner<'a> {
     observer: Mutex<&'a mut (dyn CrawlObserver + Send)>,
     /// Origins whose robots.txt sitemaps were queued in this run.
     sitemap_origins: Mutex<HashSet<String>>,
+    /// The seeds' origins whose well-known catalogs are still to be queued
+    /// in this run (empty when the job reads no catalogs).
+    catalog_origins: Mutex<HashSet<String>>,
     driver: Mutex<Driver>,
     /// `targets/<job>/crawl.log`, unless `[output] crawl_log = false` (or it cannot be opened).
     crawl_log: Mutex<Option<CrawlLog>>,
@@ -326,6 +331,7 @@ impl<'a> Runner<'a> {
             out,
             observer: Mutex::new(observer),
             sitemap_origins: Mutex::new(HashSet::new()),
+            catalog_origins: Mutex::new(catalogs::seed_origins(spec)),
             driver: Mutex::new(Driver {
                 last_checkpoint: Instant::now(),
                 manifest_stale: false,
@@ -370,7 +376,16 @@ impl<'a> Runner<'a> {
             // Statements and files written before a first checkpoint that never came.
             self.reconcile_data(&[])?;
             self.remove_orphans_of_a_first_run();
-            self.core().add_seeds(&self.spec.seeds);
+            let mut core = self.core();
+            // A fresh job only: a restored one has its own learnt state.
+            if crate::engine::prior::load(
+                &self.engine.store,
+                &self.spec.targets,
+                core.strategy_mut(),
+            )? {
+                info!(job = %job, "starting from the prior of earlier jobs of these target kinds");
+            }
+            core.add_seeds(&self.spec.seeds);
             return Ok(());
         };
         if record.strategy != self.spec.strategy.name() || record.seed != self.spec.seed {
@@ -1069,11 +1084,7 @@ impl<'a> Runner<'a> {
     /// What a 2xx response is for this job: by its type, or by its file's
     /// name when the type is generic.
     fn label_of(&self, resp: &Response) -> Label {
-        let disposition = resp
-            .headers()
-            .get(reqwest::header::CONTENT_DISPOSITION)
-            .and_then(|v| v.to_str().ok());
-        let name = forager_core::mime::file_name(&resp.url, disposition);
+        let name = file_name_of(resp);
         self.targets
             .classify_file(resp.content_type.as_deref(), name.as_deref())
     }
@@ -1141,6 +1152,17 @@ impl<'a> Runner<'a> {
         };
         lock(&self.observer).request(&event);
     }
+}
+
+/// The name of the file a response carries (`Content-Disposition`, else the
+/// URL's last segment): it labels a file served under a generic type, and
+/// names its extension.
+fn file_name_of(resp: &Response) -> Option<String> {
+    let disposition = resp
+        .headers()
+        .get(reqwest::header::CONTENT_DISPOSITION)
+        .and_then(|v| v.to_str().ok());
+    forager_core::mime::file_name(&resp.url, disposition)
 }
 
 fn kind_of(method: Method) -> RequestKind {

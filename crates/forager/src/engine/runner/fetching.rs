@@ -1,7 +1,7 @@
 //! One request and what its answer means: sending it through the fetcher
 //! (redirects followed by hand, each hop re-checked), HEADs, GETs, and the
-//! body of a 2xx answer — a page's links, a sitemap's, or a target streamed
-//! to disk (`targets.rs`). Parsing runs through [`parse_body`]. Every
+//! body of a 2xx answer — a page's links, a sitemap's, a catalog's
+//! (`catalogs.rs`), or a target streamed to disk (`targets.rs`). Parsing runs through [`parse_body`]. Every
 //! decision about the links found is the core's.
 
 use super::*;
@@ -192,6 +192,7 @@ impl Runner<'_> {
         tally: &mut StepTally,
     ) -> Result<Fetched, EngineError> {
         let mut url = link.url.clone();
+        self.admit_catalogs(&url);
         for _ in 0..=MAX_REDIRECTS {
             let this = |fault, reason: String| Fetched::retry(link, &url, fault, reason);
             match self.robots_gate(&url).await {
@@ -272,6 +273,9 @@ impl Runner<'_> {
         let latency = Some(resp.latency);
         if sitemap::is_sitemap(&link.tag_path) {
             return Ok(self.handle_sitemap(link, url, resp, latency).await);
+        }
+        if let Some(kind) = catalog::catalog_of(&link.tag_path) {
+            return Ok(self.handle_catalog(kind, link, url, resp, latency).await);
         }
         let fields = self.validator_fields(&resp);
         let content_type = resp.content_type.clone();
