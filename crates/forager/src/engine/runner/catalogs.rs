@@ -6,6 +6,7 @@
 //! same robots gate, politeness slot, SSRF guard and budget, and its entries
 //! go through the same triage as a page's links.
 
+use super::fetching::LinkList;
 use super::*;
 use forager_core::catalog::{CatalogKind, MAX_CATALOG_BYTES};
 
@@ -74,45 +75,20 @@ impl Runner<'_> {
         resp: Response,
         latency: Option<Duration>,
     ) -> Fetched {
-        let fields = self.validator_fields(&resp);
         let content_type = essence(resp.content_type.as_deref().unwrap_or(""));
         let cap = self.spec.limits.max_body.min(MAX_CATALOG_BYTES);
-        let Ok(body) = self.read_body(&url, resp, cap).await else {
-            return Fetched::Nothing;
-        };
-        self.core().count(Count::Page {
-            bytes: body.bytes.len() as u64,
-        });
-        self.note_page(link, &url, fields, &body.bytes);
-        self.emit(
-            RequestKind::Get,
-            &url,
-            Some(200),
-            body.bytes.len() as u64,
-            None,
-            false,
-            latency,
-        );
         let limits = self.limits.clone();
-        let catalog_url = url.clone();
-        let body_cut = body.truncated;
-        let links = parse_body(move || {
-            catalog::catalog_links(kind, &body.bytes, &catalog_url, &content_type, &limits)
-        })
-        .await;
-        match links {
-            Ok(links) => {
-                info!(job = %self.spec.name, url = %url, kind = kind.as_str(), links = links.links.len(), "catalog read");
-                self.note_cut(&url, &links, body_cut);
-                Fetched::Page {
-                    url,
-                    links: Box::new(links),
-                }
-            }
-            Err(e) => {
-                warn!(job = %self.spec.name, url = %url, kind = kind.as_str(), error = %e, "catalog parsing failed");
-                Fetched::Nothing
-            }
-        }
+        self.handle_link_list(
+            LinkList {
+                source: kind.as_str(),
+                cap,
+            },
+            link,
+            url,
+            resp,
+            latency,
+            move |body, url| catalog::catalog_links(kind, body, url, &content_type, &limits),
+        )
+        .await
     }
 }

@@ -456,8 +456,35 @@ impl Runner<'_> {
         resp: Response,
         latency: Option<Duration>,
     ) -> Fetched {
+        let limits = self.limits.clone();
+        self.handle_link_list(
+            LinkList {
+                source: "sitemap",
+                cap: MAX_PAGE_BYTES,
+            },
+            link,
+            url,
+            resp,
+            latency,
+            move |body, url| sitemap::sitemap_links(body, url, &limits),
+        )
+        .await
+    }
+
+    /// A document that only lists links (a sitemap, a catalog): read up to
+    /// `cap`, counted and logged as a page, parsed off the async workers by
+    /// `parse`; a parser that panics costs this document only.
+    pub(super) async fn handle_link_list(
+        &self,
+        list: LinkList,
+        link: &Link,
+        url: Url,
+        resp: Response,
+        latency: Option<Duration>,
+        parse: impl FnOnce(&[u8], &Url) -> PageLinks + Send + 'static,
+    ) -> Fetched {
         let fields = self.validator_fields(&resp);
-        let Ok(body) = self.read_body(&url, resp, MAX_PAGE_BYTES).await else {
+        let Ok(body) = self.read_body(&url, resp, list.cap).await else {
             return Fetched::Nothing;
         };
         self.core().count(Count::Page {
@@ -473,14 +500,12 @@ impl Runner<'_> {
             false,
             latency,
         );
-        let limits = self.limits.clone();
-        let sitemap_url = url.clone();
+        let source = list.source;
+        let list_url = url.clone();
         let body_cut = body.truncated;
-        let links =
-            parse_body(move || sitemap::sitemap_links(&body.bytes, &sitemap_url, &limits)).await;
-        match links {
+        match parse_body(move || parse(&body.bytes, &list_url)).await {
             Ok(links) => {
-                info!(job = %self.spec.name, url = %url, links = links.links.len(), "sitemap read");
+                info!(job = %self.spec.name, url = %url, source, links = links.links.len(), "link list read");
                 self.note_cut(&url, &links, body_cut);
                 Fetched::Page {
                     url,
@@ -488,11 +513,19 @@ impl Runner<'_> {
                 }
             }
             Err(e) => {
-                warn!(job = %self.spec.name, url = %url, error = %e, "sitemap parsing failed");
+                warn!(job = %self.spec.name, url = %url, source, error = %e, "link list parsing failed");
                 Fetched::Nothing
             }
         }
     }
+}
+
+/// What kind of link list a document is, and how much of it is read.
+pub(super) struct LinkList {
+    /// Its kind in the log (`sitemap`, a catalog kind).
+    pub source: &'static str,
+    /// Bytes read at most; what lies past them is lost.
+    pub cap: u64,
 }
 
 /// Parsing a body panicked: that page is lost, never the job.
