@@ -25,6 +25,7 @@ mod lv2;
 mod manifest;
 mod multihost;
 mod naming;
+mod politeness;
 mod portal;
 mod rdf_oracle;
 mod resume;

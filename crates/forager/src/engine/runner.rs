@@ -826,11 +826,14 @@ impl<'a> Runner<'a> {
         loop {
             let next = {
                 let lanes = &driver.lanes;
+                // A taken lane makes a URL wait for its key, but never
+                // hides that its origin is held back (`on_taken_key`).
                 let lane_readiness = |url: &Url| {
+                    let own = self.readiness(url);
                     if lanes.is_free(&self.host_key(url)) {
-                        self.readiness(url)
+                        own
                     } else {
-                        Readiness::Busy
+                        own.on_taken_key()
                     }
                 };
                 let store = &self.engine.store;
