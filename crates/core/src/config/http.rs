@@ -299,7 +299,7 @@ fn read_basic_auth(r: &mut Reader<'_>, t: &Table<'_>) -> Option<Option<HeaderVal
 }
 
 /// A password file's first line (a trailing newline is not part of it).
-fn read_secret_file(path: &str) -> Result<String, String> {
+pub(crate) fn read_secret_file(path: &str) -> Result<String, String> {
     use std::io::Read as _;
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     let mut text = String::new();
