@@ -1,8 +1,8 @@
 //! The one harness of the integration tests: job files ([`job`]), every run
 //! of the real binary, under a deadline ([`bin`]), `forager crawl`'s
 //! arguments ([`crawl`]), loopback servers ([`sites`]), the conditions a
-//! test compiles with ([`env`]) and what `/proc` says of a process
-//! ([`procfs`]).
+//! test compiles with ([`env`]), what `/proc` says of a process
+//! ([`procfs`]) and a PostgreSQL server of a test's own ([`postgres`]).
 //!
 //! Each test module uses the part it needs (`crate::harness::…`).
 #![allow(dead_code, unused_imports)]
@@ -11,6 +11,7 @@ pub mod bin;
 pub mod crawl;
 pub mod daemon;
 pub mod job;
+pub mod postgres;
 pub mod procfs;
 pub mod sites;
 

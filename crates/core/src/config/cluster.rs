@@ -33,6 +33,10 @@ pub const MAX_NODE_LEN: usize = 64;
 pub struct DatabasePassword(String);
 
 impl DatabasePassword {
+    pub fn new(password: String) -> Self {
+        DatabasePassword(password)
+    }
+
     /// The password itself, for the connection only.
     pub fn reveal(&self) -> &str {
         &self.0

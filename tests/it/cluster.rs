@@ -1,0 +1,383 @@
+//! The cluster's foundation against a real PostgreSQL (issue 38): the job
+//! registry, leases with fencing epochs, checkpoints that move between
+//! nodes, pacing reservations across clients. Each test starts a server of
+//! its own (`harness::postgres`) and plays two nodes as two
+//! `forager_cluster::Cluster`s, each with its own connection pool.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use forager_cluster::{Cluster, ClusterError, LeaseSignal, Registration};
+
+use crate::harness::postgres::Postgres;
+
+async fn node(pg: &Postgres, name: &str, lease: Duration) -> Cluster {
+    let (cluster, probe) = Cluster::connect_as(&pg.cluster_config(lease), name)
+        .await
+        .unwrap_or_else(|e| panic!("{name} connects: {e}"));
+    assert_eq!(probe.schema.version, forager_cluster::schema::VERSION);
+    cluster
+}
+
+const JOB: &str = "name = \"j\"\nseeds = [\"http://site.test/\"]\n";
+
+/// Bytes shaped like a learner's state: repetitive, with scattered variety.
+fn state_blob(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 7 == 0 {
+                (x >> 24) as u8
+            } else {
+                (i % 251) as u8
+            }
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+async fn schema_is_created_once_and_registration_is_idempotent() {
+    let pg = Postgres::start();
+    let (_, first) = Cluster::connect_as(&pg.cluster_config(Duration::from_secs(30)), "a")
+        .await
+        .unwrap();
+    assert_eq!(first.schema.from, 0);
+    assert!(first.server_version.starts_with(char::is_numeric), "{first:?}");
+    let (b, again) = Cluster::connect_as(&pg.cluster_config(Duration::from_secs(30)), "b")
+        .await
+        .unwrap();
+    assert_eq!(again.schema.from, forager_cluster::schema::VERSION);
+    let a = node(&pg, "a", Duration::from_secs(30)).await;
+
+    assert_eq!(a.register("j", JOB).await.unwrap(), Registration::New);
+    assert_eq!(b.register("j", JOB).await.unwrap(), Registration::Unchanged);
+    assert_eq!(a.register("j", JOB).await.unwrap(), Registration::Unchanged);
+    let edited = format!("{JOB}strategy = \"bfs\"\n");
+    assert_eq!(b.register("j", &edited).await.unwrap(), Registration::Updated);
+    let jobs = a.jobs().await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].name, "j");
+    assert_eq!(jobs[0].owner, None);
+    assert_eq!(jobs[0].epoch, 0);
+
+    // A database at a newer schema is refused, naming the node and both versions.
+    pg.client()
+        .await
+        .execute("UPDATE forager_schema SET version = 99", &[])
+        .await
+        .unwrap();
+    let e = Cluster::connect_as(&pg.cluster_config(Duration::from_secs(30)), "c")
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(e, ClusterError::SchemaTooNew { found: 99, .. }), "{e}");
+    assert!(e.to_string().starts_with("node c: the cluster database has schema version 99"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+async fn two_nodes_compete_for_a_job_and_exactly_one_holds_it() {
+    let pg = Postgres::start();
+    let a = node(&pg, "node-a", Duration::from_secs(30)).await;
+    let b = node(&pg, "node-b", Duration::from_secs(30)).await;
+    for round in 0..30 {
+        let name = format!("job-{round}");
+        a.register(&name, JOB).await.unwrap();
+        b.register(&name, JOB).await.unwrap();
+        // Both ask at once, as two daemons would.
+        let (la, lb) = tokio::join!(a.acquire(4), b.acquire(4));
+        let (la, lb) = (la.unwrap(), lb.unwrap());
+        assert_eq!(la.len() + lb.len(), 1, "round {round}: {la:?} {lb:?}");
+        let (holder, lease, other) = if la.len() == 1 {
+            (&a, &la[0], &b)
+        } else {
+            (&b, &lb[0], &a)
+        };
+        assert_eq!(lease.job, name);
+        assert_eq!(lease.epoch, 1);
+        assert_eq!(lease.spec, JOB);
+        // The holder renews; the other cannot take it while the lease runs.
+        holder.renew(lease).await.unwrap();
+        assert!(other.acquire(4).await.unwrap().is_empty());
+        let row = a.jobs().await.unwrap().into_iter().find(|j| j.name == name).unwrap();
+        assert_eq!(row.owner.as_deref(), Some(holder.node()));
+        assert!(row.leased);
+        holder.finish(lease).await.unwrap();
+    }
+    // A finished job is not leased again; a released one is, under a new epoch.
+    assert!(a.acquire(100).await.unwrap().is_empty());
+    a.register("again", JOB).await.unwrap();
+    let l1 = a.acquire(1).await.unwrap().pop().unwrap();
+    assert!(a.release(&l1).await.unwrap());
+    let l2 = b.acquire(1).await.unwrap().pop().unwrap();
+    assert_eq!((l2.job.as_str(), l2.epoch), ("again", l1.epoch + 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+async fn a_node_whose_lease_expired_cannot_write() {
+    let pg = Postgres::start();
+    let lease = Duration::from_secs(1);
+    let a = node(&pg, "node-a", lease).await;
+    let b = node(&pg, "node-b", lease).await;
+    a.register("j", JOB).await.unwrap();
+    let la = a.acquire(1).await.unwrap().pop().unwrap();
+    let mine = state_blob(50_000, 1);
+    a.write_checkpoint(&la, &mine).await.unwrap();
+    assert_eq!(a.record_manifest(&la, &[(0, "{\"row\":0}")]).await.unwrap(), 1);
+
+    // A is paused past its lease (no renewal): its writes are refused even
+    // before anyone takes the job over.
+    tokio::time::sleep(lease + Duration::from_millis(300)).await;
+    let e = a.write_checkpoint(&la, &state_blob(50_000, 2)).await.err().unwrap();
+    assert!(matches!(&e, ClusterError::Fenced { epoch: 1, .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "node node-a: job j: lease of epoch 1 lost (lease expired or taken over); the job's writes are refused"
+    );
+
+    // B takes it over: epoch 2. A's renewal, checkpoint, manifest row and
+    // finish are all refused; B's go through.
+    let lb = b.acquire(1).await.unwrap().pop().unwrap();
+    assert_eq!(lb.epoch, 2);
+    assert!(matches!(a.renew(&la).await, Err(ClusterError::Fenced { .. })));
+    assert!(matches!(
+        a.write_checkpoint(&la, &state_blob(50_000, 3)).await,
+        Err(ClusterError::Fenced { .. })
+    ));
+    assert!(matches!(
+        a.record_manifest(&la, &[(1, "{\"row\":\"from a\"}")]).await,
+        Err(ClusterError::Fenced { .. })
+    ));
+    assert!(matches!(a.finish(&la).await, Err(ClusterError::Fenced { .. })));
+    assert!(!a.release(&la).await.unwrap(), "a lost lease has nothing to release");
+
+    // What B restores is what A wrote under its lease, and B writes on.
+    let restored = b.read_checkpoint("j").await.unwrap().unwrap();
+    assert_eq!((restored.epoch, restored.seq), (1, 1));
+    assert!(restored.bytes == mine);
+    let theirs = state_blob(50_000, 4);
+    b.write_checkpoint(&lb, &theirs).await.unwrap();
+    assert_eq!(b.record_manifest(&lb, &[(0, "{\"row\":\"dup\"}"), (1, "{\"row\":1}")]).await.unwrap(), 1);
+    let rows = a.manifest("j").await.unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            (0, "node-a".to_string(), "{\"row\":0}".to_string()),
+            (1, "node-b".to_string(), "{\"row\":1}".to_string())
+        ]
+    );
+    let now = b.read_checkpoint("j").await.unwrap().unwrap();
+    assert_eq!((now.epoch, now.seq), (2, 2));
+    assert!(now.bytes == theirs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+async fn the_lease_keeper_renews_and_says_stop_before_the_lease_can_lapse() {
+    let pg = Postgres::start();
+    let lease = Duration::from_millis(1500);
+    let a = node(&pg, "node-a", lease).await;
+    let b = node(&pg, "node-b", lease).await;
+    a.register("kept", JOB).await.unwrap();
+    a.register("taken", JOB).await.unwrap();
+    let mut held = a.acquire(2).await.unwrap();
+    let taken = held.pop().unwrap();
+    let kept = held.pop().unwrap();
+    assert_eq!((kept.job.as_str(), taken.job.as_str()), ("kept", "taken"));
+    let mut keeper = a.keep(&kept);
+    let mut lost = a.keep(&taken);
+
+    // Twice the lease later, renewals kept it.
+    tokio::time::sleep(lease * 2).await;
+    assert_eq!(keeper.now(), LeaseSignal::Held);
+    assert!(b.acquire(2).await.unwrap().is_empty());
+    a.write_checkpoint(&kept, b"still mine").await.unwrap();
+
+    // Another node holding a newer epoch (forced here by hand): the keeper
+    // notices at its next renewal and says stop.
+    pg.client()
+        .await
+        .execute(
+            "UPDATE forager_jobs SET epoch = epoch + 1, owner = 'node-b' WHERE name = 'taken'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let why = tokio::time::timeout(lease, lost.stopped()).await.unwrap();
+    assert!(why.contains("lease of epoch 1 lost"), "{why}");
+
+    // The database goes away: the keeper cannot renew and says stop within
+    // two thirds of the lease of its last renewal, so before the lease
+    // could lapse in the database.
+    let down = Instant::now();
+    pg.stop();
+    let why = tokio::time::timeout(lease, keeper.stopped()).await.unwrap();
+    let after = down.elapsed();
+    assert!(after < lease * 2 / 3 + Duration::from_millis(250), "{after:?}");
+    assert!(why.contains("could not be renewed"), "{why}");
+    assert!(why.contains("node node-a: job kept: lease of epoch 1"), "{why}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+async fn pacing_reservations_from_two_clients_are_never_closer_than_the_delay() {
+    let pg = Postgres::start();
+    let a = node(&pg, "node-a", Duration::from_secs(30)).await;
+    let b = node(&pg, "node-b", Duration::from_secs(30)).await;
+    let delay = Duration::from_millis(20);
+    let per_client = 25;
+    let run = |c: Cluster| async move {
+        let mut out = Vec::new();
+        for _ in 0..per_client {
+            let r = c.reserve("site.test", delay).await.unwrap();
+            tokio::time::sleep(r.wait).await;
+            out.push((r.slot, Instant::now()));
+        }
+        out
+    };
+    let (ra, rb) = tokio::join!(tokio::spawn(run(a.clone())), tokio::spawn(run(b.clone())));
+    let mut all: Vec<(SystemTime, Instant)> = ra.unwrap().into_iter().chain(rb.unwrap()).collect();
+    all.sort();
+    assert_eq!(all.len(), 2 * per_client);
+    let slot_gaps: Vec<Duration> = all
+        .windows(2)
+        .map(|w| w[1].0.duration_since(w[0].0).unwrap_or_default())
+        .collect();
+    let smallest = slot_gaps.iter().min().copied().unwrap_or_default();
+    // Slots are the database's microseconds: a gap may round 1 µs short of 20 ms, never more.
+    assert!(smallest + Duration::from_micros(1) >= delay, "smallest gap {smallest:?}");
+    // Two clients interleaved: the whole run took about 50 delays, not 25.
+    let span = all[all.len() - 1].0.duration_since(all[0].0).unwrap_or_default();
+    assert!(span + Duration::from_micros(50) >= delay * (2 * per_client as u32 - 1), "{span:?}");
+    // Another key is paced on its own.
+    assert_eq!(a.reserve("other.test", delay).await.unwrap().wait, Duration::ZERO);
+    let wakes: Vec<Duration> = all.windows(2).map(|w| w[1].1.duration_since(w[0].1)).collect();
+    eprintln!(
+        "pacing: smallest slot gap {smallest:?}, smallest wake-up gap {:?} (delay {delay:?})",
+        wakes.iter().min()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+async fn a_checkpoint_written_on_one_node_restores_byte_exactly_on_another() {
+    let pg = Postgres::start();
+    let a = node(&pg, "node-a", Duration::from_secs(30)).await;
+    let b = node(&pg, "node-b", Duration::from_secs(30)).await;
+    a.register("j", JOB).await.unwrap();
+    assert_eq!(b.read_checkpoint("j").await.unwrap(), None);
+    let la = a.acquire(1).await.unwrap().pop().unwrap();
+
+    let mut state = state_blob(400_000, 7);
+    let first = a.write_checkpoint(&la, &state).await.unwrap();
+    assert_eq!(first.seq, 1);
+    assert!(first.chunks > 50, "{first:?}");
+    assert_eq!(first.chunks_put, first.chunks);
+    // One edit in the middle: about one chunk written, the rest kept.
+    state[200_000..200_010].copy_from_slice(b"0123456789");
+    let second = a.write_checkpoint(&la, &state).await.unwrap();
+    assert_eq!(second.seq, 2);
+    assert!(second.chunks_put <= 3 && second.chunks_put >= 1, "{second:?}");
+    assert!(second.chunks_removed >= 1, "{second:?}");
+    // Writing the same state again writes no chunk.
+    assert_eq!(a.write_checkpoint(&la, &state).await.unwrap().chunks_put, 0);
+    a.release(&la).await.unwrap();
+
+    let lb = b.acquire(1).await.unwrap().pop().unwrap();
+    let restored = b.read_checkpoint("j").await.unwrap().unwrap();
+    assert_eq!(restored.epoch, la.epoch);
+    assert_eq!(restored.seq, 3);
+    assert!(restored.bytes == state, "restored state differs");
+
+    // An empty state and a large one round-trip too.
+    b.write_checkpoint(&lb, b"").await.unwrap();
+    assert_eq!(a.read_checkpoint("j").await.unwrap().unwrap().bytes, b"");
+    let big = state_blob(3 << 20, 9);
+    b.write_checkpoint(&lb, &big).await.unwrap();
+    assert!(a.read_checkpoint("j").await.unwrap().unwrap().bytes == big);
+
+    // A damaged chunk is an error naming node and job, never a wrong state.
+    pg.client()
+        .await
+        .execute(
+            "UPDATE forager_chunks SET bytes = 'x'::bytea
+             WHERE ctid = (SELECT ctid FROM forager_chunks LIMIT 1)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let e = a.read_checkpoint("j").await.err().unwrap();
+    assert!(
+        matches!(&e, ClusterError::Damaged { .. }) && e.to_string().starts_with("node node-a: job j: stored checkpoint is damaged"),
+        "{e}"
+    );
+}
+
+/// Figures for docs/bench (run by hand: `cargo test --test it cluster::measure -- --ignored --nocapture`):
+/// pacing reservations per second and lease round trips, on a server with
+/// PostgreSQL's default durability (every commit flushed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn measure_reservations_and_lease_round_trips() {
+    let pg = Postgres::start_durable();
+    let a = node(&pg, "node-a", Duration::from_secs(30)).await;
+    for clients in [1usize, 4] {
+        let n = 2000 / clients;
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..clients)
+            .map(|c| {
+                let a = a.clone();
+                tokio::spawn(async move {
+                    for i in 0..n {
+                        // Many keys, as many hosts: no wait, only the round trip and the commit.
+                        a.reserve(&format!("host-{c}-{}.test", i % 50), Duration::ZERO)
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let took = start.elapsed();
+        eprintln!(
+            "reservations: {clients} client(s), {} in {took:?}: {:.0}/s",
+            n * clients,
+            (n * clients) as f64 / took.as_secs_f64()
+        );
+    }
+    a.register("m", JOB).await.unwrap();
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    let l = a.acquire(1).await.unwrap().pop().unwrap();
+    eprintln!("acquire: {:?}", start.elapsed());
+    for _ in 0..500 {
+        let t = Instant::now();
+        a.renew(&l).await.unwrap();
+        samples.push(t.elapsed());
+    }
+    samples.sort();
+    eprintln!(
+        "renew round trip over 500: median {:?}, p99 {:?}, max {:?}",
+        samples[250],
+        samples[495],
+        samples[499]
+    );
+    let blob = state_blob(1 << 20, 3);
+    let t = Instant::now();
+    let w = a.write_checkpoint(&l, &blob).await.unwrap();
+    eprintln!("checkpoint of 1 MiB, first: {:?} ({} chunks)", t.elapsed(), w.chunks);
+    let mut edited = blob.clone();
+    edited[500_000] ^= 1;
+    let t = Instant::now();
+    let w = a.write_checkpoint(&l, &edited).await.unwrap();
+    eprintln!("checkpoint of 1 MiB, one edit: {:?} ({} chunks put)", t.elapsed(), w.chunks_put);
+    let t = Instant::now();
+    a.read_checkpoint("m").await.unwrap().unwrap();
+    eprintln!("checkpoint of 1 MiB, read: {:?}", t.elapsed());
+}
