@@ -230,36 +230,55 @@ async fn pacing_reservations_from_two_clients_are_never_closer_than_the_delay() 
     let b = node(&pg, "node-b", Duration::from_secs(30)).await;
     let delay = Duration::from_millis(20);
     let per_client = 25;
-    let run = |c: Cluster| async move {
+    // The raw reservations: slots by the database's clock.
+    let reserve = |c: Cluster| async move {
         let mut out = Vec::new();
         for _ in 0..per_client {
             let r = c.reserve("site.test", delay).await.unwrap();
             tokio::time::sleep(r.wait).await;
-            out.push((r.slot, Instant::now()));
+            out.push(r.slot);
         }
         out
     };
-    let (ra, rb) = tokio::join!(tokio::spawn(run(a.clone())), tokio::spawn(run(b.clone())));
-    let mut all: Vec<(SystemTime, Instant)> = ra.unwrap().into_iter().chain(rb.unwrap()).collect();
-    all.sort();
-    assert_eq!(all.len(), 2 * per_client);
-    let slot_gaps: Vec<Duration> = all
+    let (ra, rb) = tokio::join!(
+        tokio::spawn(reserve(a.clone())),
+        tokio::spawn(reserve(b.clone()))
+    );
+    let mut slots: Vec<SystemTime> = ra.unwrap().into_iter().chain(rb.unwrap()).collect();
+    slots.sort();
+    assert_eq!(slots.len(), 2 * per_client);
+    let smallest = slots
         .windows(2)
-        .map(|w| w[1].0.duration_since(w[0].0).unwrap_or_default())
-        .collect();
-    let smallest = slot_gaps.iter().min().copied().unwrap_or_default();
+        .map(|w| w[1].duration_since(w[0]).unwrap_or_default())
+        .min()
+        .unwrap_or_default();
     // Slots are the database's microseconds: a gap may round 1 µs short of 20 ms, never more.
-    assert!(smallest + Duration::from_micros(1) >= delay, "smallest gap {smallest:?}");
+    assert!(smallest + Duration::from_micros(1) >= delay, "smallest slot gap {smallest:?}");
     // Two clients interleaved: the whole run took about 50 delays, not 25.
-    let span = all[all.len() - 1].0.duration_since(all[0].0).unwrap_or_default();
+    let span = slots[slots.len() - 1].duration_since(slots[0]).unwrap_or_default();
     assert!(span + Duration::from_micros(50) >= delay * (2 * per_client as u32 - 1), "{span:?}");
     // Another key is paced on its own.
     assert_eq!(a.reserve("other.test", delay).await.unwrap().wait, Duration::ZERO);
-    let wakes: Vec<Duration> = all.windows(2).map(|w| w[1].1.duration_since(w[0].1)).collect();
-    eprintln!(
-        "pacing: smallest slot gap {smallest:?}, smallest wake-up gap {:?} (delay {delay:?})",
-        wakes.iter().min()
-    );
+
+    // What a request does: `pace` returns when it may start; the starts of
+    // both clients, on this machine's clock, are never closer than the delay.
+    let pace = |c: Cluster| async move {
+        let mut out = Vec::new();
+        for _ in 0..per_client {
+            out.push(c.pace("paced.test", delay).await.unwrap());
+        }
+        out
+    };
+    let (pa, pb) = tokio::join!(tokio::spawn(pace(a.clone())), tokio::spawn(pace(b.clone())));
+    let mut starts: Vec<Instant> = pa.unwrap().into_iter().chain(pb.unwrap()).collect();
+    starts.sort();
+    let smallest_start = starts
+        .windows(2)
+        .map(|w| w[1].duration_since(w[0]))
+        .min()
+        .unwrap_or_default();
+    assert!(smallest_start >= delay, "smallest start gap {smallest_start:?}");
+    eprintln!("pacing: smallest slot gap {smallest:?}, smallest start gap with pace() {smallest_start:?} (delay {delay:?})");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

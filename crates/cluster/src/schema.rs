@@ -72,8 +72,11 @@ CREATE TABLE forager_manifest (
 );
 
 -- Per politeness key (host or pay-level domain): the earliest time the
--- next request may start, cluster-wide.
-CREATE TABLE forager_pacing (
+-- next request may start, cluster-wide. Unlogged: a reservation matters
+-- for the next seconds only, so it need not survive a crash of the server
+-- (the table is then empty, and the nodes' own per-host limiters still
+-- hold), and its commits wait for no WAL flush.
+CREATE UNLOGGED TABLE forager_pacing (
     key     text PRIMARY KEY,
     next_at timestamptz NOT NULL
 );
