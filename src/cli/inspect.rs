@@ -15,7 +15,11 @@ pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
         let errors = match config::read_config_file(f) {
             Err(e) => vec![e],
             Ok(text) if daemon => match config::parse_daemon_all(&text, f) {
-                Ok(d) => daemon_folders(&d, &text, f),
+                Ok(d) => {
+                    let mut errors = daemon_folders(&d, &text, f);
+                    errors.extend(cluster_database(&d, &text, f));
+                    errors
+                }
                 Err(errors) => errors,
             },
             Ok(text) => config::parse_job_all(&text, f).err().unwrap_or_default(),
@@ -36,6 +40,69 @@ pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// With `[cluster]`: whether the database answers (connect, then check or
+/// create the schema, as a node's start would), said on a line of its own;
+/// then what the daemon refuses of a valid config ([`forager::daemon::not_offered_yet`]).
+fn cluster_database(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<config::ConfigError> {
+    let Some(cluster) = &d.cluster else {
+        return Vec::new();
+    };
+    let line = line_of_key(text, "database");
+    let mut errors = Vec::new();
+    let probe = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| {
+            rt.block_on(forager_cluster::Cluster::connect(cluster))
+                .map_err(|e| e.to_string())
+        });
+    match probe {
+        Ok((c, probe)) => {
+            let schema = if probe.schema.from == probe.schema.version {
+                format!("schema version {}", probe.schema.version)
+            } else {
+                format!(
+                    "schema version {} (created from {})",
+                    probe.schema.version, probe.schema.from
+                )
+            };
+            outln!(
+                "{}: cluster database answers: PostgreSQL {}, {schema}, this node is {:?}",
+                file.display(),
+                probe.server_version,
+                c.node()
+            );
+        }
+        Err(why) => errors.push(config::ConfigError::new(
+            file,
+            line,
+            "cluster.database",
+            why,
+        )),
+    }
+    if let Some(why) = forager::daemon::not_offered_yet(d) {
+        errors.push(config::ConfigError::new(
+            file,
+            line_of_key(text, "[cluster]"),
+            "cluster",
+            why,
+        ));
+    }
+    errors
+}
+
+/// The line (1-based) of the first line that starts with `key` (a key and its `=`, or a table header).
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.trim_start().strip_prefix(key).is_some_and(|rest| {
+                key.starts_with('[') || rest.trim_start().starts_with('=')
+            })
+        })
+        .map(|i| i + 1)
+}
+
 /// What the daemon checks at start-up beyond the file itself: its jobs
 /// folder must exist (it refuses to start otherwise), so `check --daemon`
 /// refuses it too.
@@ -44,14 +111,7 @@ fn daemon_folders(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<conf
         return Vec::new();
     }
     // The line of the `jobs_dir` key, when the file sets it (else the default is missing).
-    let line = text
-        .lines()
-        .position(|l| {
-            l.trim_start()
-                .strip_prefix("jobs_dir")
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|i| i + 1);
+    let line = line_of_key(text, "jobs_dir");
     vec![config::ConfigError::new(
         file,
         line,

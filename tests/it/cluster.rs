@@ -400,3 +400,68 @@ async fn measure_reservations_and_lease_round_trips() {
     a.read_checkpoint("m").await.unwrap().unwrap();
     eprintln!("checkpoint of 1 MiB, read: {:?}", t.elapsed());
 }
+
+#[test]
+#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cluster_yet() {
+    use crate::harness::bin;
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("jobs")).unwrap();
+    let config = dir.path().join("forager.toml");
+    let write = |database: &str| {
+        std::fs::write(
+            &config,
+            format!("jobs_dir = \"jobs\"\n[cluster]\ndatabase = \"{database}\"\nnode = \"n1\"\n"),
+        )
+        .unwrap()
+    };
+    let check = || {
+        let out = bin::output_blocking(
+            bin::std_command()
+                .arg("check")
+                .arg("--daemon")
+                .arg(&config),
+        );
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let refusal = format!(
+        "{}:2: cluster: this forager does not run jobs in a cluster yet (issue 38: the database side is ready, \
+         the daemon's is not); remove [cluster] to run this node alone",
+        config.display()
+    );
+
+    write(&pg.database());
+    let (code, out) = check();
+    assert_eq!(code, Some(1), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!("{}: cluster database answers: PostgreSQL ", config.display()))
+            && lines[0].ends_with("schema version 1 (created from 0), this node is \"n1\""),
+        "{out}"
+    );
+    assert_eq!(lines[1], refusal);
+    let (_, out) = check();
+    assert!(out.lines().next().unwrap_or("").ends_with(", schema version 1, this node is \"n1\""), "{out}");
+
+    // Nobody listens there: the reason, on the line of `database`.
+    let port = pg.port;
+    drop(pg);
+    write(&format!("host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=2"));
+    let (code, out) = check();
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(
+        out.lines().next().unwrap_or(""),
+        format!(
+            "{}:3: cluster.database: node n1: cannot reach the cluster database 127.0.0.1:{port}/postgres: \
+             error connecting to server: Connection refused (os error 111)",
+            config.display()
+        )
+    );
+
+    // The daemon refuses to start rather than run its jobs alone.
+    let out = bin::output_blocking(bin::std_command().arg("daemon").arg("--config").arg(&config));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[cluster]: this forager does not run jobs in a cluster yet"), "{err}");
+}

@@ -56,7 +56,7 @@ pub enum ClusterError {
         target: String,
         why: String,
     },
-    #[error("node {node}: {what}: {source}")]
+    #[error("node {node}: {what}: {}", with_causes(source))]
     Query {
         node: String,
         what: String,
@@ -108,6 +108,21 @@ pub struct Probe {
     /// `SHOW server_version`.
     pub server_version: String,
     pub schema: schema::Migrated,
+}
+
+/// An error and its causes on one line (`error connecting to server: Connection refused`).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }
 
 /// This node's name: `[cluster] node`, else the host name.
@@ -272,8 +287,8 @@ impl Cluster {
                 node: self.inner.node.clone(),
                 target: self.inner.target.clone(),
                 why: match e {
-                    deadpool_postgres::PoolError::Backend(e) => e.to_string(),
-                    other => other.to_string(),
+                    deadpool_postgres::PoolError::Backend(e) => with_causes(&e),
+                    other => with_causes(&other),
                 },
             })
     }

@@ -137,7 +137,7 @@ impl Shared {
 
 mod supervisor;
 
-pub use supervisor::run;
+pub use supervisor::{not_offered_yet, run};
 
 /// Where the daemon's admin API listens when the user does not say:
 /// `admin_listen` of the given daemon config, else of the installed one

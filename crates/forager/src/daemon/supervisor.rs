@@ -61,6 +61,9 @@ struct JobTask {
 /// Run the daemon with the config at `config_path` until SIGTERM or SIGINT.
 pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     let config = config::load_daemon(config_path).map_err(anyhow::Error::new)?;
+    if let Some(why) = not_offered_yet(&config) {
+        anyhow::bail!("{}: [cluster]: {why}", config_path.display());
+    }
     Daemon::start(config_path, config).await?.run().await
 }
 
@@ -437,6 +440,11 @@ impl Daemon {
                 error!("config reload refused, the running config stays: {e}");
                 self.shared.info().daemon_config_error = Some(e.to_string());
             }
+            Ok(new) if not_offered_yet(&new).is_some() => {
+                let why = format!("[cluster]: {}", not_offered_yet(&new).unwrap_or_default());
+                error!("config reload refused, the running config stays: {why}");
+                self.shared.info().daemon_config_error = Some(why);
+            }
             Ok(new) => {
                 // First, so that the rest of the reload logs at the new level.
                 if new.log_level != self.config.log_level {
@@ -587,6 +595,20 @@ impl Daemon {
 }
 
 /// The settings that differ between `running` and `new` and only apply at the next start.
+/// What a valid config asks that this daemon does not do yet, refused
+/// rather than ignored. `[cluster]`: the database's side of a cluster
+/// (crates/cluster) is in place and `forager check --daemon` reaches the
+/// database, but the daemon does not yet register, lease or restore jobs
+/// through it (issue 38), and a node that ran its jobs alone while the
+/// config says "cluster" would run them twice.
+pub fn not_offered_yet(config: &DaemonConfig) -> Option<String> {
+    config.cluster.as_ref().map(|_| {
+        "this forager does not run jobs in a cluster yet (issue 38: the database side is ready, \
+         the daemon's is not); remove [cluster] to run this node alone"
+            .to_string()
+    })
+}
+
 fn restart_required(running: &DaemonConfig, new: &DaemonConfig) -> Vec<String> {
     let mut out = Vec::new();
     let mut check = |name: &str, differs: bool| {
