@@ -96,9 +96,9 @@ fn cluster_database(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<co
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
     text.lines()
         .position(|l| {
-            l.trim_start().strip_prefix(key).is_some_and(|rest| {
-                key.starts_with('[') || rest.trim_start().starts_with('=')
-            })
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| key.starts_with('[') || rest.trim_start().starts_with('='))
         })
         .map(|i| i + 1)
 }

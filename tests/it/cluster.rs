@@ -38,14 +38,20 @@ fn state_blob(len: usize, seed: u64) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
 async fn schema_is_created_once_and_registration_is_idempotent() {
     let pg = Postgres::start();
     let (_, first) = Cluster::connect_as(&pg.cluster_config(Duration::from_secs(30)), "a")
         .await
         .unwrap();
     assert_eq!(first.schema.from, 0);
-    assert!(first.server_version.starts_with(char::is_numeric), "{first:?}");
+    assert!(
+        first.server_version.starts_with(char::is_numeric),
+        "{first:?}"
+    );
     let (b, again) = Cluster::connect_as(&pg.cluster_config(Duration::from_secs(30)), "b")
         .await
         .unwrap();
@@ -56,7 +62,10 @@ async fn schema_is_created_once_and_registration_is_idempotent() {
     assert_eq!(b.register("j", JOB).await.unwrap(), Registration::Unchanged);
     assert_eq!(a.register("j", JOB).await.unwrap(), Registration::Unchanged);
     let edited = format!("{JOB}strategy = \"bfs\"\n");
-    assert_eq!(b.register("j", &edited).await.unwrap(), Registration::Updated);
+    assert_eq!(
+        b.register("j", &edited).await.unwrap(),
+        Registration::Updated
+    );
     let jobs = a.jobs().await.unwrap();
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].name, "j");
@@ -73,12 +82,22 @@ async fn schema_is_created_once_and_registration_is_idempotent() {
         .await
         .err()
         .unwrap();
-    assert!(matches!(e, ClusterError::SchemaTooNew { found: 99, .. }), "{e}");
-    assert!(e.to_string().starts_with("node c: the cluster database has schema version 99"), "{e}");
+    assert!(
+        matches!(e, ClusterError::SchemaTooNew { found: 99, .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("node c: the cluster database has schema version 99"),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
 async fn two_nodes_compete_for_a_job_and_exactly_one_holds_it() {
     let pg = Postgres::start();
     let a = node(&pg, "node-a", Duration::from_secs(30)).await;
@@ -102,7 +121,13 @@ async fn two_nodes_compete_for_a_job_and_exactly_one_holds_it() {
         // The holder renews; the other cannot take it while the lease runs.
         holder.renew(lease).await.unwrap();
         assert!(other.acquire(4).await.unwrap().is_empty());
-        let row = a.jobs().await.unwrap().into_iter().find(|j| j.name == name).unwrap();
+        let row = a
+            .jobs()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|j| j.name == name)
+            .unwrap();
         assert_eq!(row.owner.as_deref(), Some(holder.node()));
         assert!(row.leased);
         holder.finish(lease).await.unwrap();
@@ -117,7 +142,10 @@ async fn two_nodes_compete_for_a_job_and_exactly_one_holds_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
 async fn a_node_whose_lease_expired_cannot_write() {
     let pg = Postgres::start();
     let lease = Duration::from_secs(1);
@@ -127,12 +155,19 @@ async fn a_node_whose_lease_expired_cannot_write() {
     let la = a.acquire(1).await.unwrap().pop().unwrap();
     let mine = state_blob(50_000, 1);
     a.write_checkpoint(&la, &mine).await.unwrap();
-    assert_eq!(a.record_manifest(&la, &[(0, "{\"row\":0}")]).await.unwrap(), 1);
+    assert_eq!(
+        a.record_manifest(&la, &[(0, "{\"row\":0}")]).await.unwrap(),
+        1
+    );
 
     // A is paused past its lease (no renewal): its writes are refused even
     // before anyone takes the job over.
     tokio::time::sleep(lease + Duration::from_millis(300)).await;
-    let e = a.write_checkpoint(&la, &state_blob(50_000, 2)).await.err().unwrap();
+    let e = a
+        .write_checkpoint(&la, &state_blob(50_000, 2))
+        .await
+        .err()
+        .unwrap();
     assert!(matches!(&e, ClusterError::Fenced { epoch: 1, .. }), "{e}");
     assert_eq!(
         e.to_string(),
@@ -143,7 +178,10 @@ async fn a_node_whose_lease_expired_cannot_write() {
     // finish are all refused; B's go through.
     let lb = b.acquire(1).await.unwrap().pop().unwrap();
     assert_eq!(lb.epoch, 2);
-    assert!(matches!(a.renew(&la).await, Err(ClusterError::Fenced { .. })));
+    assert!(matches!(
+        a.renew(&la).await,
+        Err(ClusterError::Fenced { .. })
+    ));
     assert!(matches!(
         a.write_checkpoint(&la, &state_blob(50_000, 3)).await,
         Err(ClusterError::Fenced { .. })
@@ -152,8 +190,14 @@ async fn a_node_whose_lease_expired_cannot_write() {
         a.record_manifest(&la, &[(1, "{\"row\":\"from a\"}")]).await,
         Err(ClusterError::Fenced { .. })
     ));
-    assert!(matches!(a.finish(&la).await, Err(ClusterError::Fenced { .. })));
-    assert!(!a.release(&la).await.unwrap(), "a lost lease has nothing to release");
+    assert!(matches!(
+        a.finish(&la).await,
+        Err(ClusterError::Fenced { .. })
+    ));
+    assert!(
+        !a.release(&la).await.unwrap(),
+        "a lost lease has nothing to release"
+    );
 
     // What B restores is what A wrote under its lease, and B writes on.
     let restored = b.read_checkpoint("j").await.unwrap().unwrap();
@@ -161,7 +205,12 @@ async fn a_node_whose_lease_expired_cannot_write() {
     assert!(restored.bytes == mine);
     let theirs = state_blob(50_000, 4);
     b.write_checkpoint(&lb, &theirs).await.unwrap();
-    assert_eq!(b.record_manifest(&lb, &[(0, "{\"row\":\"dup\"}"), (1, "{\"row\":1}")]).await.unwrap(), 1);
+    assert_eq!(
+        b.record_manifest(&lb, &[(0, "{\"row\":\"dup\"}"), (1, "{\"row\":1}")])
+            .await
+            .unwrap(),
+        1
+    );
     let rows = a.manifest("j").await.unwrap();
     assert_eq!(
         rows,
@@ -176,7 +225,10 @@ async fn a_node_whose_lease_expired_cannot_write() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
 async fn the_lease_keeper_renews_and_says_stop_before_the_lease_can_lapse() {
     let pg = Postgres::start();
     let lease = Duration::from_millis(1500);
@@ -217,13 +269,22 @@ async fn the_lease_keeper_renews_and_says_stop_before_the_lease_can_lapse() {
     pg.stop();
     let why = tokio::time::timeout(lease, keeper.stopped()).await.unwrap();
     let after = down.elapsed();
-    assert!(after < lease * 2 / 3 + Duration::from_millis(250), "{after:?}");
+    assert!(
+        after < lease * 2 / 3 + Duration::from_millis(250),
+        "{after:?}"
+    );
     assert!(why.contains("could not be renewed"), "{why}");
-    assert!(why.contains("node node-a: job kept: lease of epoch 1"), "{why}");
+    assert!(
+        why.contains("node node-a: job kept: lease of epoch 1"),
+        "{why}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
 async fn pacing_reservations_from_two_clients_are_never_closer_than_the_delay() {
     let pg = Postgres::start();
     let a = node(&pg, "node-a", Duration::from_secs(30)).await;
@@ -253,12 +314,23 @@ async fn pacing_reservations_from_two_clients_are_never_closer_than_the_delay() 
         .min()
         .unwrap_or_default();
     // Slots are the database's microseconds: a gap may round 1 µs short of 20 ms, never more.
-    assert!(smallest + Duration::from_micros(1) >= delay, "smallest slot gap {smallest:?}");
+    assert!(
+        smallest + Duration::from_micros(1) >= delay,
+        "smallest slot gap {smallest:?}"
+    );
     // Two clients interleaved: the whole run took about 50 delays, not 25.
-    let span = slots[slots.len() - 1].duration_since(slots[0]).unwrap_or_default();
-    assert!(span + Duration::from_micros(50) >= delay * (2 * per_client as u32 - 1), "{span:?}");
+    let span = slots[slots.len() - 1]
+        .duration_since(slots[0])
+        .unwrap_or_default();
+    assert!(
+        span + Duration::from_micros(50) >= delay * (2 * per_client as u32 - 1),
+        "{span:?}"
+    );
     // Another key is paced on its own.
-    assert_eq!(a.reserve("other.test", delay).await.unwrap().wait, Duration::ZERO);
+    assert_eq!(
+        a.reserve("other.test", delay).await.unwrap().wait,
+        Duration::ZERO
+    );
 
     // What a request does: `pace` returns when it may start; the starts of
     // both clients, on this machine's clock, are never closer than the delay.
@@ -277,12 +349,18 @@ async fn pacing_reservations_from_two_clients_are_never_closer_than_the_delay() 
         .map(|w| w[1].duration_since(w[0]))
         .min()
         .unwrap_or_default();
-    assert!(smallest_start >= delay, "smallest start gap {smallest_start:?}");
+    assert!(
+        smallest_start >= delay,
+        "smallest start gap {smallest_start:?}"
+    );
     eprintln!("pacing: smallest slot gap {smallest:?}, smallest start gap with pace() {smallest_start:?} (delay {delay:?})");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
 async fn a_checkpoint_written_on_one_node_restores_byte_exactly_on_another() {
     let pg = Postgres::start();
     let a = node(&pg, "node-a", Duration::from_secs(30)).await;
@@ -300,7 +378,10 @@ async fn a_checkpoint_written_on_one_node_restores_byte_exactly_on_another() {
     state[200_000..200_010].copy_from_slice(b"0123456789");
     let second = a.write_checkpoint(&la, &state).await.unwrap();
     assert_eq!(second.seq, 2);
-    assert!(second.chunks_put <= 3 && second.chunks_put >= 1, "{second:?}");
+    assert!(
+        second.chunks_put <= 3 && second.chunks_put >= 1,
+        "{second:?}"
+    );
     assert!(second.chunks_removed >= 1, "{second:?}");
     // Writing the same state again writes no chunk.
     assert_eq!(a.write_checkpoint(&la, &state).await.unwrap().chunks_put, 0);
@@ -331,7 +412,9 @@ async fn a_checkpoint_written_on_one_node_restores_byte_exactly_on_another() {
         .unwrap();
     let e = a.read_checkpoint("j").await.err().unwrap();
     assert!(
-        matches!(&e, ClusterError::Damaged { .. }) && e.to_string().starts_with("node node-a: job j: stored checkpoint is damaged"),
+        matches!(&e, ClusterError::Damaged { .. })
+            && e.to_string()
+                .starts_with("node node-a: job j: stored checkpoint is damaged"),
         "{e}"
     );
 }
@@ -383,26 +466,35 @@ async fn measure_reservations_and_lease_round_trips() {
     samples.sort();
     eprintln!(
         "renew round trip over 500: median {:?}, p99 {:?}, max {:?}",
-        samples[250],
-        samples[495],
-        samples[499]
+        samples[250], samples[495], samples[499]
     );
     let blob = state_blob(1 << 20, 3);
     let t = Instant::now();
     let w = a.write_checkpoint(&l, &blob).await.unwrap();
-    eprintln!("checkpoint of 1 MiB, first: {:?} ({} chunks)", t.elapsed(), w.chunks);
+    eprintln!(
+        "checkpoint of 1 MiB, first: {:?} ({} chunks)",
+        t.elapsed(),
+        w.chunks
+    );
     let mut edited = blob.clone();
     edited[500_000] ^= 1;
     let t = Instant::now();
     let w = a.write_checkpoint(&l, &edited).await.unwrap();
-    eprintln!("checkpoint of 1 MiB, one edit: {:?} ({} chunks put)", t.elapsed(), w.chunks_put);
+    eprintln!(
+        "checkpoint of 1 MiB, one edit: {:?} ({} chunks put)",
+        t.elapsed(),
+        w.chunks_put
+    );
     let t = Instant::now();
     a.read_checkpoint("m").await.unwrap().unwrap();
     eprintln!("checkpoint of 1 MiB, read: {:?}", t.elapsed());
 }
 
 #[test]
-#[cfg_attr(not(have_postgres), ignore = "needs PostgreSQL (apt-get install postgresql)")]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
 fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cluster_yet() {
     use crate::harness::bin;
     let pg = Postgres::start();
@@ -417,13 +509,12 @@ fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cl
         .unwrap()
     };
     let check = || {
-        let out = bin::output_blocking(
-            bin::std_command()
-                .arg("check")
-                .arg("--daemon")
-                .arg(&config),
-        );
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+        let out =
+            bin::output_blocking(bin::std_command().arg("check").arg("--daemon").arg(&config));
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
     };
     let refusal = format!(
         "{}:2: cluster: this forager does not run jobs in a cluster yet (issue 38: the database side is ready, \
@@ -436,18 +527,28 @@ fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cl
     assert_eq!(code, Some(1), "{out}");
     let lines: Vec<&str> = out.lines().collect();
     assert!(
-        lines[0].starts_with(&format!("{}: cluster database answers: PostgreSQL ", config.display()))
-            && lines[0].ends_with("schema version 1 (created from 0), this node is \"n1\""),
+        lines[0].starts_with(&format!(
+            "{}: cluster database answers: PostgreSQL ",
+            config.display()
+        )) && lines[0].ends_with("schema version 1 (created from 0), this node is \"n1\""),
         "{out}"
     );
     assert_eq!(lines[1], refusal);
     let (_, out) = check();
-    assert!(out.lines().next().unwrap_or("").ends_with(", schema version 1, this node is \"n1\""), "{out}");
+    assert!(
+        out.lines()
+            .next()
+            .unwrap_or("")
+            .ends_with(", schema version 1, this node is \"n1\""),
+        "{out}"
+    );
 
     // Nobody listens there: the reason, on the line of `database`.
     let port = pg.port;
     drop(pg);
-    write(&format!("host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=2"));
+    write(&format!(
+        "host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=2"
+    ));
     let (code, out) = check();
     assert_eq!(code, Some(1), "{out}");
     assert_eq!(
@@ -460,8 +561,16 @@ fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cl
     );
 
     // The daemon refuses to start rather than run its jobs alone.
-    let out = bin::output_blocking(bin::std_command().arg("daemon").arg("--config").arg(&config));
+    let out = bin::output_blocking(
+        bin::std_command()
+            .arg("daemon")
+            .arg("--config")
+            .arg(&config),
+    );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("[cluster]: this forager does not run jobs in a cluster yet"), "{err}");
+    assert!(
+        err.contains("[cluster]: this forager does not run jobs in a cluster yet"),
+        "{err}"
+    );
 }

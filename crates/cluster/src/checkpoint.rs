@@ -208,9 +208,7 @@ impl Cluster {
             let bytes = chunks
                 .get(name.as_slice())
                 .ok_or_else(|| damaged(format!("chunk {i} ({:032x}) is missing", c.key.0)))?;
-            if bytes.len() != c.len as usize
-                || forager_core::chunk::ChunkKey::of(bytes) != c.key
-            {
+            if bytes.len() != c.len as usize || forager_core::chunk::ChunkKey::of(bytes) != c.key {
                 return Err(damaged(format!(
                     "chunk {i} ({:032x}) does not match its name",
                     c.key.0

@@ -227,7 +227,9 @@ async fn keep(cluster: Cluster, lease: Lease, tx: watch::Sender<LeaseSignal>) {
         let sent = Instant::now();
         let stop_by = renewed_from + length * 2 / 3;
         // A renewal stuck on a dead connection must not outlive the deadline.
-        let budget = stop_by.saturating_duration_since(sent).max(Duration::from_millis(1));
+        let budget = stop_by
+            .saturating_duration_since(sent)
+            .max(Duration::from_millis(1));
         match tokio::time::timeout(budget, cluster.renew(&lease)).await {
             Ok(Ok(())) => {
                 renewed_from = sent;

@@ -65,7 +65,9 @@ pub enum ClusterError {
     },
     /// The job's lease is held under a newer epoch (or has expired): this
     /// node must stop the job and write nothing more for it.
-    #[error("node {node}: job {job}: lease of epoch {epoch} lost ({why}); the job's writes are refused")]
+    #[error(
+        "node {node}: job {job}: lease of epoch {epoch} lost ({why}); the job's writes are refused"
+    )]
     Fenced {
         node: String,
         job: String,
@@ -76,7 +78,11 @@ pub enum ClusterError {
         "node {node}: the cluster database has schema version {found}, this forager knows up to {known}: \
          upgrade forager on this node"
     )]
-    SchemaTooNew { node: String, found: i32, known: i32 },
+    SchemaTooNew {
+        node: String,
+        found: i32,
+        known: i32,
+    },
     #[error("node {node}: job {job}: stored checkpoint is damaged: {why}")]
     Damaged {
         node: String,
@@ -338,7 +344,11 @@ mod tests {
     #[test]
     fn a_bad_connection_string_is_a_config_error() {
         let e = pg_config(&config("host=db port=notaport")).err().unwrap();
-        assert!(e.to_string().starts_with("[cluster] database: invalid connection string"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("[cluster] database: invalid connection string"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -16,7 +16,10 @@ impl Cluster {
         if rows.is_empty() {
             return Ok(0);
         }
-        let what = format!("job {} (epoch {}): record manifest rows", lease.job, lease.epoch);
+        let what = format!(
+            "job {} (epoch {}): record manifest rows",
+            lease.job, lease.epoch
+        );
         let numbers: Vec<i64> = rows.iter().map(|(n, _)| *n).collect();
         let texts: Vec<&str> = rows.iter().map(|(_, t)| *t).collect();
         let mut client = self.client().await?;
@@ -34,9 +37,7 @@ impl Cluster {
             )
             .await
             .map_err(|e| self.query_error(&what, e))?;
-        txn.commit()
-            .await
-            .map_err(|e| self.query_error(&what, e))?;
+        txn.commit().await.map_err(|e| self.query_error(&what, e))?;
         Ok(n)
     }
 

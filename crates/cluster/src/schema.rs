@@ -13,7 +13,7 @@
 use crate::{Cluster, ClusterError, Result};
 
 /// The advisory lock key of migrations ("forager" in ASCII, as an i64).
-const MIGRATION_LOCK: i64 = 0x666f_7261_6765_72;
+const MIGRATION_LOCK: i64 = 0x0066_6f72_6167_6572;
 
 /// Version 1 (issue 38): registry, leases, checkpoints, manifest, pacing.
 const V1: &str = r#"
@@ -136,7 +136,11 @@ pub async fn migrate(cluster: &Cluster) -> Result<Migrated> {
         txn.batch_execute(step)
             .await
             .map_err(q("apply a schema migration step"))?;
-        tracing::info!(node = cluster.node(), version = i + 1, "cluster schema migrated");
+        tracing::info!(
+            node = cluster.node(),
+            version = i + 1,
+            "cluster schema migrated"
+        );
     }
     txn.execute(
         "INSERT INTO forager_schema (version) VALUES ($1)

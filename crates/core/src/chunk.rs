@@ -100,4 +100,3 @@ pub fn split(bytes: &[u8]) -> Chunked<'_> {
         pieces,
     }
 }
-

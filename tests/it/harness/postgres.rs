@@ -61,7 +61,14 @@ fn free_port() -> u16 {
 impl Postgres {
     /// A fresh server tuned for tests (no fsync: a crash of the test machine loses nothing of value).
     pub fn start() -> Postgres {
-        Self::start_with(&["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+        Self::start_with(&[
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ])
     }
 
     /// A fresh server with PostgreSQL's default durability (for measurements).
@@ -212,7 +219,14 @@ impl Postgres {
         let _ = self
             .command(
                 "pg_ctl",
-                &["stop", "-w", "-m", "immediate", "-D", data.to_str().unwrap_or("")],
+                &[
+                    "stop",
+                    "-w",
+                    "-m",
+                    "immediate",
+                    "-D",
+                    data.to_str().unwrap_or(""),
+                ],
             )
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -13,7 +13,6 @@ use std::time::Duration;
 use super::error::quote;
 use super::reader::{Node, Reader, Table};
 
-
 pub(crate) const CLUSTER_FIELDS: &[&str] =
     &["database", "password_env", "password_file", "node", "lease"];
 
@@ -188,7 +187,11 @@ fn read_password(r: &mut Reader<'_>, t: &Table<'_>) -> Option<Option<DatabasePas
         [] => return Some(None),
         [one] => *one,
         [_, (k, n), ..] => {
-            r.invalid(&t.child(k), *n, "give only one of password_env, password_file");
+            r.invalid(
+                &t.child(k),
+                *n,
+                "give only one of password_env, password_file",
+            );
             return None;
         }
     };
@@ -254,7 +257,6 @@ pub fn is_valid_node_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,11 +274,16 @@ mod tests {
 
     #[test]
     fn a_cluster_section_is_read_with_its_defaults() {
-        let c = parse("[cluster]\ndatabase = \"host=127.0.0.1 port=5433 dbname=forager user=forager\"\n")
-            .unwrap()
-            .cluster
-            .unwrap();
-        assert_eq!(c.database, "host=127.0.0.1 port=5433 dbname=forager user=forager");
+        let c = parse(
+            "[cluster]\ndatabase = \"host=127.0.0.1 port=5433 dbname=forager user=forager\"\n",
+        )
+        .unwrap()
+        .cluster
+        .unwrap();
+        assert_eq!(
+            c.database,
+            "host=127.0.0.1 port=5433 dbname=forager user=forager"
+        );
         assert_eq!(c.password, None);
         assert_eq!(c.node, None);
         assert_eq!(c.lease, DEFAULT_LEASE);
@@ -302,7 +309,10 @@ mod tests {
         );
         let config = parse(&text).unwrap();
         let c = config.cluster.as_ref().unwrap();
-        assert_eq!(c.password.as_ref().map(DatabasePassword::reveal), Some("s3cret-pw"));
+        assert_eq!(
+            c.password.as_ref().map(DatabasePassword::reveal),
+            Some("s3cret-pw")
+        );
         let shown = format!("{config:?}");
         assert!(!shown.contains("s3cret"), "{shown}");
         assert!(shown.contains("***"), "{shown}");
@@ -327,8 +337,12 @@ mod tests {
              give it with password_env or password_file, never in the config"
         );
         assert!(!e.contains("hunter2"));
-        let e = parse("[cluster]\ndatabase = \"postgresql://db/f?password=hunter2\"\n").unwrap_err();
-        assert!(e.contains("holds a password") && !e.contains("hunter2"), "{e}");
+        let e =
+            parse("[cluster]\ndatabase = \"postgresql://db/f?password=hunter2\"\n").unwrap_err();
+        assert!(
+            e.contains("holds a password") && !e.contains("hunter2"),
+            "{e}"
+        );
     }
 
     #[test]
