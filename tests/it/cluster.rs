@@ -224,6 +224,59 @@ async fn a_node_whose_lease_expired_cannot_write() {
     assert!(now.bytes == theirs);
 }
 
+/// The ordering fencing relies on (ARCHITECTURE.md § Cluster): a write in
+/// flight holds the job's row `FOR KEY SHARE`, which a renewal does not
+/// wait for and an acquisition skips; once the write commits, the
+/// acquisition goes through and the writer's next write is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_write_in_flight_and_a_take_over_are_ordered() {
+    let pg = Postgres::start();
+    let lease = Duration::from_secs(1);
+    let a = node(&pg, "node-a", lease).await;
+    let b = node(&pg, "node-b", lease).await;
+    a.register("j", JOB).await.unwrap();
+    let la = a.acquire(1).await.unwrap().pop().unwrap();
+
+    // A write of node-a's in flight, as `Lease::fence` starts it.
+    let mut raw = pg.client().await;
+    let txn = raw.transaction().await.unwrap();
+    let fenced = txn
+        .query(
+            "SELECT 1 FROM forager_jobs WHERE name = 'j' AND owner = 'node-a' AND epoch = $1
+             AND lease_until > now() FOR KEY SHARE",
+            &[&la.epoch],
+        )
+        .await
+        .unwrap();
+    assert_eq!(fenced.len(), 1);
+    // A renewal does not wait for it.
+    tokio::time::timeout(Duration::from_secs(2), a.renew(&la))
+        .await
+        .expect("a renewal does not wait for a write in flight")
+        .unwrap();
+    // The lease lapses while the write is still open: the job is locked, so skipped.
+    tokio::time::sleep(lease + Duration::from_millis(300)).await;
+    assert!(b.acquire(1).await.unwrap().is_empty());
+    txn.commit().await.unwrap();
+    // The write committed under epoch 1; now the take-over goes through, and
+    // node-a's next write is refused.
+    let lb = b.acquire(1).await.unwrap().pop().unwrap();
+    assert_eq!(lb.epoch, la.epoch + 1);
+    assert!(matches!(
+        a.write_checkpoint(&la, b"late").await,
+        Err(ClusterError::Fenced { .. })
+    ));
+    b.write_checkpoint(&lb, b"new owner").await.unwrap();
+    assert_eq!(
+        a.read_checkpoint("j").await.unwrap().unwrap().bytes,
+        b"new owner"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(have_postgres),
