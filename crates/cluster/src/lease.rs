@@ -243,7 +243,8 @@ async fn keep(cluster: Cluster, lease: Lease, tx: watch::Sender<LeaseSignal>) {
             }
             Ok(Err(e)) => {
                 tracing::warn!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, error = %e, "lease renewal failed; retrying");
-                next = Instant::now() + (length / 10).max(Duration::from_millis(50));
+                // Retry soon, but never past the moment to say stop.
+                next = (Instant::now() + (length / 10).max(Duration::from_millis(50))).min(stop_by);
             }
             Err(_) => {
                 tracing::warn!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, "lease renewal timed out");
