@@ -82,7 +82,7 @@ impl Postgres {
             .prefix("forager-pg-")
             .tempdir()
             .expect("temporary folder");
-        // SAFETY-free: geteuid has no preconditions.
+        // SAFETY: geteuid has no preconditions and cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
         let user = if root {
             let user = postgres_user().expect("a postgres user to run the server as root");
