@@ -1,4 +1,5 @@
-//! `forager check`, `forager explain`, `forager purge`, `forager repair`: look at files and stored state.
+//! `forager check`, `forager explain`, `forager purge`, `forager repair`: look at files and stored state;
+//! `forager pause`, `resume`, `rerun`: drive a running daemon's jobs.
 
 use anyhow::Context;
 use clap::Args;
@@ -150,6 +151,42 @@ pub struct PurgeArgs {
     config: Option<PathBuf>,
 }
 
+#[derive(Args)]
+pub struct DriveArgs {
+    /// Job name.
+    job: String,
+    /// The daemon's state folder, where its admin token is (default: the daemon config's state_dir).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Daemon config to take state_dir and the admin API address from (default: /etc/forager/forager.toml if present).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// `forager pause|resume|rerun JOB`: through the running daemon's admin API,
+/// with the token it wrote to its state folder (so only its user and root may).
+pub fn drive(args: DriveArgs, action: forager::daemon::DriveAction) -> anyhow::Result<ExitCode> {
+    let dir = match args.state_dir {
+        Some(d) => d,
+        None => super::default_state_dir(args.config.as_deref())?,
+    };
+    let admin = forager::daemon::admin_address(args.config.as_deref())?;
+    let reply = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(forager::daemon::drive_via(admin, &dir, &args.job, action))
+        .with_context(|| {
+            format!(
+                "{} {}: the daemon did not do it (`forager {}` drives a running daemon)",
+                action.as_str(),
+                args.job,
+                action.as_str()
+            )
+        })?;
+    outln!("{}", reply.message);
+    Ok(ExitCode::SUCCESS)
+}
+
 fn open_store(state_dir: Option<PathBuf>, config: Option<&Path>) -> anyhow::Result<Store> {
     let dir = match state_dir {
         Some(d) => d,
@@ -295,6 +332,15 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<ExitCode> {
         "shared rows (MIME filters, robots.txt copies): {} copied{}",
         report.shared_rows,
         if report.shared_incomplete {
+            ", the rest unreadable"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "daemon notes (pauses, dashboard history): {} copied{}",
+        report.notes_rows,
+        if report.notes_incomplete {
             ", the rest unreadable"
         } else {
             ""

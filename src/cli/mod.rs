@@ -85,6 +85,12 @@ enum Command {
     Export(export::ExportArgs),
     /// Delete everything stored for a job (frontier, learned state, manifest rows; target files stay).
     Purge(inspect::PurgeArgs),
+    /// Pause a daemon's job: it writes a checkpoint and stops fetching until resumed (also across daemon restarts).
+    Pause(inspect::DriveArgs),
+    /// Resume a paused daemon job exactly where it stopped.
+    Resume(inspect::DriveArgs),
+    /// Run a finished, stopped or paused daemon job again from its seeds, as a fresh harvest (its job file must be in the jobs folder).
+    Rerun(inspect::DriveArgs),
     /// Rebuild a damaged state database: move it aside and copy every job that still reads into a new one.
     Repair(inspect::RepairArgs),
     /// Run the harvesting service: watch the jobs folder, run jobs, serve the admin API.
@@ -136,6 +142,9 @@ pub fn main() -> ExitCode {
         Command::Explain(args) => inspect::explain(args),
         Command::Export(args) => export::run(args),
         Command::Purge(args) => inspect::purge(args),
+        Command::Pause(args) => inspect::drive(args, forager::daemon::DriveAction::Pause),
+        Command::Resume(args) => inspect::drive(args, forager::daemon::DriveAction::Resume),
+        Command::Rerun(args) => inspect::drive(args, forager::daemon::DriveAction::Rerun),
         Command::Repair(args) => inspect::repair(args),
         Command::Daemon { config } => forager::daemon::main(&config).map(|()| ExitCode::SUCCESS),
         Command::Status {

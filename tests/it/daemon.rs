@@ -710,7 +710,8 @@ async fn max_jobs_bounds_running_jobs_and_reloads_live() {
     assert!(!log.contains("max_jobs changed from=1 to=3"), "{log}");
     assert!(!log.contains('\u{1b}'), "no colours in a log file");
 
-    // Fewer slots: running jobs keep theirs; a restarted job waits for a free one.
+    // Fewer slots: the newest running job goes back to wait (see
+    // a_lower_max_jobs_sends_the_newest_jobs_back_to_wait); a restarted job waits for a free one.
     // log_level removed: RUST_LOG (info) again.
     f.write_config(2, "");
     f.daemon.signal("HUP");
@@ -1254,6 +1255,65 @@ async fn the_dashboard_shows_every_job_and_its_plot() {
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+
+    // The buttons: one form, posted as a browser posts it, with the token a person typed.
+    assert!(html.contains("value=\"pause:endless\""), "{html}");
+    assert!(html.contains("value=\"rerun:catalogue\""), "{html}");
+    assert!(html.contains("name=\"token\""), "{html}");
+    let token = std::fs::read_to_string(f.state_dir().join("admin.token")).unwrap();
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let press = |token: String, button: &'static str| {
+        http.post(format!("http://{}/dashboard/drive", f.admin))
+            .header("Origin", format!("http://{}", f.admin))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(format!("token={}&do={button}", token.trim()))
+            .send()
+    };
+    let r = press("wrong".into(), "pause:endless").await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains("Wrong or missing admin token"));
+    let r = press(token.clone(), "pause:catalogue").await.unwrap();
+    assert_eq!(r.status(), 409);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("is done, not running"), "{page}");
+    assert!(page.contains("href=\"/\""), "a way back: {page}");
+    // A cross-site form cannot press it, token or not.
+    let r = http
+        .post(format!("http://{}/dashboard/drive", f.admin))
+        .header("Origin", "http://evil.example")
+        .body(format!("token={}&do=pause:endless", token.trim()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = press(token.clone(), "pause:endless").await.unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/");
+    f.wait_for("endless paused", |r| {
+        job(r, "endless").is_some_and(|j| j.state == Phase::Paused && j.paused_by_user)
+    })
+    .await;
+    let html = reqwest::get(format!("http://{}/", f.admin))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("value=\"resume:endless\""), "{html}");
+    let r = press(token.clone(), "resume:endless").await.unwrap();
+    assert_eq!(r.status(), 303);
+    f.wait_for("endless running again", |r| {
+        job(r, "endless").is_some_and(|j| j.state == Phase::Running)
+    })
+    .await;
     let (status, _) = f.terminate();
     assert!(status.success(), "{}", f.daemon.log());
     let _ = f.server.shutdown().await;
@@ -1274,6 +1334,10 @@ async fn the_dashboard_shows_every_job_and_its_plot_in_a_browser() {
         assert!(dom.contains("<td class=\"done\">done</td>"), "{dom}");
         assert!(dom.contains("<td class=\"running\">running</td>"), "{dom}");
         assert!(dom.contains("src=\"/jobs/endless/plot.svg\""), "{dom}");
+        // A button per job, by state, in the form the browser would post.
+        assert!(dom.contains("value=\"pause:endless\""), "{dom}");
+        assert!(dom.contains("value=\"rerun:catalogue\""), "{dom}");
+        assert!(dom.contains("action=\"/dashboard/drive\""), "{dom}");
         let shot = f.dir.path().join("dashboard.png");
         browse(
             &bin,
@@ -1293,7 +1357,307 @@ async fn the_dashboard_shows_every_job_and_its_plot_in_a_browser() {
         if let Some(keep) = std::env::var_os("FORAGER_DASHBOARD_SCREENSHOT") {
             std::fs::write(keep, &png).unwrap();
         }
+        // Paused (as the pause button does): the browser shows it with resume and rerun.
+        let token = std::fs::read_to_string(f.state_dir().join("admin.token")).unwrap();
+        let (status, body) = post_action(&f, "endless", "pause", token.trim()).await;
+        assert_eq!(status, 200, "{body}");
+        f.wait_for("endless paused", |r| {
+            job(r, "endless").is_some_and(|j| j.state == Phase::Paused && j.paused_by_user)
+        })
+        .await;
+        let dom = browse(&bin, &profile, &["--dump-dom"], &url);
+        assert!(dom.contains("<td class=\"paused\">paused</td>"), "{dom}");
+        assert!(dom.contains("value=\"resume:endless\""), "{dom}");
+        assert!(dom.contains("value=\"rerun:endless\""), "{dom}");
+        assert!(!dom.contains("value=\"pause:endless\""), "{dom}");
     }
+    let (status, _) = f.terminate();
+    assert!(status.success(), "{}", f.daemon.log());
+    let _ = f.server.shutdown().await;
+}
+
+impl Fixture {
+    /// Start the daemon again on the same config and state (after [`Fixture::terminate`]);
+    /// its output goes to `log`.
+    fn restart(&mut self, log: &str) {
+        let mut command = crate::harness::bin::std_command();
+        command
+            .arg("daemon")
+            .arg("--config")
+            .arg(&self.config_path)
+            .env("RUST_LOG", "info");
+        self.daemon = DaemonProcess::start(&mut command, self.dir.path().join(log));
+    }
+}
+
+/// `POST /jobs/NAME/ACTION` with `token`; the status and the body.
+async fn post_action(f: &Fixture, name: &str, action: &str, token: &str) -> (u16, String) {
+    let r = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("http://{}/jobs/{name}/{action}", f.admin))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+/// Pause, resume and rerun through the real binary: clear refusals, a pause
+/// that stops fetching and holds across a daemon restart, the dashboard's
+/// history (plot, accuracy, errors by kind) kept in the store, and no stale
+/// stop reason on a job that runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_resume_and_rerun_drive_jobs_and_hold_across_restarts() {
+    let mut f = Fixture::start(3).await;
+    f.wait_note("READY=1").await;
+    let port = f.server.port();
+    // A catalogue with a dead seed beside the good one: one HTTP 404 to remember.
+    let catalogue = JobFile::new("catalogue")
+        .seed(format!("http://site-a.test:{port}/"))
+        .seed(format!("http://site-a.test:{port}/missing"))
+        .strategy("sb")
+        .no_early_stop()
+        .toml();
+    std::fs::write(f.job_path("catalogue"), catalogue).unwrap();
+    std::fs::write(
+        f.job_path("endless"),
+        f.job("endless", "endless.test", 30, "bfs"),
+    )
+    .unwrap();
+    let r = f
+        .wait_for("catalogue done, endless at its budget", |r| {
+            is(r, "catalogue", Phase::Done, Some(StopReason::FrontierEmpty))
+                && is(r, "endless", Phase::Done, Some(StopReason::RequestBudget))
+        })
+        .await;
+    let before = job(&r, "catalogue").unwrap().clone();
+    assert_eq!(
+        before.errors_by_kind.get("HTTP 404"),
+        Some(&1),
+        "{:?}",
+        before.errors_by_kind
+    );
+
+    // A bigger budget runs it again: while it runs, no stop reason of the run before.
+    std::fs::write(
+        f.job_path("endless"),
+        f.job("endless", "endless.test", 0, "bfs"),
+    )
+    .unwrap();
+    let r = f
+        .wait_for("endless running past its old budget", |r| {
+            job(r, "endless").is_some_and(|j| j.state == Phase::Running && j.counters.requests > 40)
+        })
+        .await;
+    assert_eq!(job(&r, "endless").unwrap().stop_reason, None);
+
+    // Refusals say why.
+    let (ok, _, err) = cli(&f, &["pause", "nosuch"]);
+    assert!(!ok);
+    assert!(
+        err.contains("404") && err.contains("no job named \"nosuch\""),
+        "{err}"
+    );
+    let (ok, _, err) = cli(&f, &["resume", "endless"]);
+    assert!(!ok);
+    assert!(err.contains("is running, not paused"), "{err}");
+    let (ok, _, err) = cli(&f, &["rerun", "endless"]);
+    assert!(!ok);
+    assert!(err.contains("pause it first"), "{err}");
+    let (ok, _, err) = cli(&f, &["pause", "catalogue"]);
+    assert!(!ok);
+    assert!(err.contains("is done, not running"), "{err}");
+    let (status, body) = post_action(&f, "endless", "pause", &"0".repeat(64)).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("admin.token"), "{body}");
+
+    // Pause: it checkpoints and stops fetching.
+    let (ok, out, err) = cli(&f, &["pause", "endless"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("job endless pauses"), "{out}");
+    let r = f
+        .wait_for("endless paused after its checkpoint", |r| {
+            job(r, "endless")
+                .is_some_and(|j| j.state == Phase::Paused && j.paused_by_user && j.checkpoints >= 1)
+        })
+        .await;
+    let paused = job(&r, "endless").unwrap().clone();
+    assert!(
+        paused
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("forager resume endless"),
+        "{:?}",
+        paused.detail
+    );
+    assert_eq!(paused.request_rate_per_min, 0.0);
+    let (ok, _, err) = cli(&f, &["pause", "endless"]);
+    assert!(!ok);
+    assert!(err.contains("already paused"), "{err}");
+
+    // Rerun the finished catalogue from its seeds: a fresh run, its old manifest kept aside.
+    let (ok, out, err) = cli(&f, &["rerun", "catalogue"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("runs again from its seeds"), "{out}");
+    let r = f
+        .wait_for("catalogue done again", |r| {
+            job(r, "catalogue").is_some_and(|j| j.checkpoints >= 1)
+                && is(r, "catalogue", Phase::Done, Some(StopReason::FrontierEmpty))
+        })
+        .await;
+    let again = job(&r, "catalogue").unwrap().clone();
+    assert_eq!(again.counters.targets, before.counters.targets);
+    let targets = f.state_dir().join("targets").join("catalogue");
+    let aside = std::fs::read_dir(&targets)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("manifest.superseded-")
+        })
+        .count();
+    assert_eq!(
+        aside, 1,
+        "the first run's manifest is kept beside the new one"
+    );
+    // The catalogue's whole second run went by: the paused job fetched nothing meanwhile.
+    assert_eq!(
+        job(&r, "endless").unwrap().counters.requests,
+        paused.counters.requests
+    );
+    let log = f.daemon.log();
+    assert!(log.contains("job paused on request"), "{log}");
+    assert!(log.contains("job run again on request"), "{log}");
+
+    // A restart: the pause holds, and the dashboard keeps its history.
+    let (status, _) = f.terminate();
+    assert!(status.success(), "{}", f.daemon.log());
+    f.restart("daemon2.log");
+    let r = f
+        .wait_for("both jobs back", |r| {
+            is(r, "catalogue", Phase::Done, Some(StopReason::FrontierEmpty))
+                && job(r, "endless").is_some_and(|j| j.state == Phase::Paused && j.paused_by_user)
+        })
+        .await;
+    let cat = job(&r, "catalogue").unwrap();
+    assert_eq!(cat.classifier_accuracy, again.classifier_accuracy);
+    assert_eq!(cat.errors_by_kind, again.errors_by_kind);
+    assert_eq!(cat.last_error, again.last_error);
+    assert!(
+        cat.last_error
+            .as_deref()
+            .unwrap()
+            .contains("/missing: HTTP 404"),
+        "{:?}",
+        cat.last_error
+    );
+    let svg = reqwest::get(format!("http://{}/jobs/catalogue/plot.svg", f.admin))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        svg.contains("<polyline"),
+        "the plot starts from its history: {svg}"
+    );
+    let html = reqwest::get(format!("http://{}/", f.admin))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("(1 × HTTP 404)"), "{html}");
+    assert!(html.contains("value=\"resume:endless\""), "{html}");
+    assert_eq!(
+        job(&r, "endless").unwrap().counters.requests,
+        paused.counters.requests
+    );
+
+    // Resume: on from its checkpoint, not from zero.
+    let (ok, out, err) = cli(&f, &["resume", "endless"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("resumes from its checkpoint"), "{out}");
+    f.wait_for("endless fetching on", |r| {
+        job(r, "endless").is_some_and(|j| {
+            j.state == Phase::Running && j.counters.requests > paused.counters.requests + 10
+        })
+    })
+    .await;
+    let log = f.daemon.log();
+    assert!(log.contains("job stays paused"), "{log}");
+    assert!(log.contains("job resumed on request"), "{log}");
+    let (status, _) = f.terminate();
+    assert!(status.success(), "{}", f.daemon.log());
+    let _ = f.server.shutdown().await;
+}
+
+/// SIGHUP lowering `max_jobs` below the running jobs: the newest go back to
+/// waiting from a checkpoint, say so, and resume there when slots come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lower_max_jobs_sends_the_newest_jobs_back_to_wait() {
+    let mut f = Fixture::start(2).await;
+    f.wait_note("READY=1").await;
+    std::fs::write(
+        f.job_path("first"),
+        f.job("first", "endless.test", 0, "bfs"),
+    )
+    .unwrap();
+    f.wait_for("first running", |r| {
+        job(r, "first").is_some_and(|j| j.state == Phase::Running && j.counters.requests > 0)
+    })
+    .await;
+    std::fs::write(
+        f.job_path("second"),
+        f.job("second", "endless.test", 0, "bfs"),
+    )
+    .unwrap();
+    f.wait_for("both fetching", |r| {
+        r.running == 2 && r.jobs.iter().all(|j| j.counters.requests > 5)
+    })
+    .await;
+    f.write_config(1, "");
+    f.daemon.signal("HUP");
+    let r = f
+        .wait_for("second back to waiting", |r| {
+            r.max_jobs == 1 && r.running == 1 && is(r, "second", Phase::Pending, None)
+        })
+        .await;
+    let waiting = job(&r, "second").unwrap().clone();
+    assert!(
+        waiting
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("max_jobs was lowered"),
+        "{:?}",
+        waiting.detail
+    );
+    assert_eq!(job(&r, "first").unwrap().state, Phase::Running);
+    wait_log(&f.daemon, "max_jobs is below the running jobs");
+    assert!(f.daemon.log().contains("job=second"), "{}", f.daemon.log());
+    // The running job goes on; the waiting one does not fetch.
+    let first = job(&r, "first").unwrap().counters.requests;
+    let r = f
+        .wait_for("first fetching on", |r| {
+            job(r, "first").is_some_and(|j| j.counters.requests > first + 20)
+        })
+        .await;
+    assert_eq!(job(&r, "second").unwrap().state, Phase::Pending);
+    let held = job(&r, "second").unwrap().counters.requests;
+    assert!(held >= waiting.counters.requests, "{held}");
+    // Slots back: it resumes from its checkpoint.
+    f.write_config(2, "");
+    f.daemon.signal("HUP");
+    f.wait_for("second fetching again", |r| {
+        job(r, "second")
+            .is_some_and(|j| j.state == Phase::Running && j.counters.requests > held + 5)
+    })
+    .await;
     let (status, _) = f.terminate();
     assert!(status.success(), "{}", f.daemon.log());
     let _ = f.server.shutdown().await;

@@ -9,6 +9,8 @@
 //! | `GET /jobs/{name}`         | [`JobStatus`] as JSON, with all its top actions     |
 //! | `GET /metrics`             | Prometheus text format                              |
 //! | `POST /jobs/{name}/purge`  | delete a stopped job's stored state (the daemon holds the store open, so `forager purge` goes through here while it runs) |
+//! | `POST /jobs/{name}/pause`, `/resume`, `/rerun` | what `forager pause|resume|rerun` send ([`DriveAction`]) |
+//! | `POST /dashboard/drive`    | the dashboard's buttons: the token comes in the form, typed by a person |
 //!
 //! # Who may ask
 //!
@@ -89,9 +91,65 @@ pub enum PurgeOutcome {
     Failed(String),
 }
 
+/// What a person asks of a job: `forager pause|resume|rerun NAME`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriveAction {
+    /// Checkpoint and stop fetching until resumed (held across daemon restarts).
+    Pause,
+    /// Continue a paused job from its checkpoint.
+    Resume,
+    /// Run a finished, stopped or paused job again from its seeds, as a new job.
+    Rerun,
+}
+
+impl DriveAction {
+    pub const ALL: [DriveAction; 3] = [DriveAction::Pause, DriveAction::Resume, DriveAction::Rerun];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriveAction::Pause => "pause",
+            DriveAction::Resume => "resume",
+            DriveAction::Rerun => "rerun",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<DriveAction> {
+        DriveAction::ALL.into_iter().find(|a| a.as_str() == word)
+    }
+}
+
+/// What the daemon's main loop answers to a pause, resume or rerun.
+#[derive(Debug)]
+pub enum DriveOutcome {
+    /// Done: what happens now, for a person.
+    Done(String),
+    NotFound(String),
+    /// The job is not in a state the action applies to.
+    Conflict(String),
+    Failed(String),
+    /// The daemon is shutting down and takes no more commands.
+    Stopping,
+}
+
+/// What `POST /jobs/NAME/{pause,resume,rerun}` answers.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DriveReply {
+    pub job: String,
+    pub action: DriveAction,
+    /// What happens now, for a person.
+    pub message: String,
+}
+
 /// A request from the API to the daemon's main loop.
 #[derive(Debug)]
 pub enum Command {
+    /// Pause, resume or rerun a job.
+    Drive {
+        job: String,
+        action: DriveAction,
+        reply: oneshot::Sender<DriveOutcome>,
+    },
     Purge {
         job: String,
         reply: oneshot::Sender<PurgeOutcome>,
@@ -166,7 +224,7 @@ impl Guard {
     }
 
     /// Why a request is refused, if it is.
-    fn check(&self, method: &Method, headers: &HeaderMap) -> Option<Response> {
+    fn check(&self, method: &Method, path: &str, headers: &HeaderMap) -> Option<Response> {
         // HTTP/1.0 clients may send no Host; a browser always sends one.
         if let Some(host) = headers.get(header::HOST) {
             let ok = host.to_str().is_ok_and(|h| self.names_listener(h));
@@ -194,7 +252,9 @@ impl Guard {
                 ));
             }
         }
-        if method != Method::GET && method != Method::HEAD {
+        // The dashboard's form carries the token in its body (a browser
+        // cannot add the header); its handler checks it.
+        if method != Method::GET && method != Method::HEAD && path != DASHBOARD_FORM {
             let given = headers
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
@@ -204,7 +264,7 @@ impl Guard {
                 return Some(error(
                     StatusCode::UNAUTHORIZED,
                     format!(
-                        "this route needs Authorization: Bearer <the content of {TOKEN_FILE} in the daemon's state_dir>; `forager purge` sends it"
+                        "this route needs Authorization: Bearer <the content of {TOKEN_FILE} in the daemon's state_dir>; `forager purge`, `pause`, `resume` and `rerun` send it"
                     ),
                 ));
             }
@@ -224,7 +284,7 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
 }
 
 async fn guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
-    if let Some(refused) = guard.check(req.method(), req.headers()) {
+    if let Some(refused) = guard.check(req.method(), req.uri().path(), req.headers()) {
         debug!(method = %req.method(), uri = %req.uri(), status = %refused.status(), "admin request refused");
         return refused;
     }
@@ -240,6 +300,19 @@ pub fn router(shared: Arc<Shared>, guard_: Guard) -> Router {
         .route("/metrics", get(metrics_text))
         .route("/jobs/{name}", get(job))
         .route("/jobs/{name}/purge", post(purge))
+        .route(
+            "/jobs/{name}/pause",
+            post(|s: State<Arc<Shared>>, n: Path<String>| drive_route(s, n, DriveAction::Pause)),
+        )
+        .route(
+            "/jobs/{name}/resume",
+            post(|s: State<Arc<Shared>>, n: Path<String>| drive_route(s, n, DriveAction::Resume)),
+        )
+        .route(
+            "/jobs/{name}/rerun",
+            post(|s: State<Arc<Shared>>, n: Path<String>| drive_route(s, n, DriveAction::Rerun)),
+        )
+        .route(DASHBOARD_FORM, post(dashboard_form))
         .route("/jobs/{name}/explain", get(explain))
         .fallback(|| async {
             error(
@@ -248,7 +321,99 @@ pub fn router(shared: Arc<Shared>, guard_: Guard) -> Router {
             )
         })
         .with_state(shared)
+        .layer(axum::Extension(Arc::new(guard_.clone())))
         .layer(middleware::from_fn_with_state(Arc::new(guard_), guard))
+}
+
+/// Where the dashboard's buttons post: `token=…&do=ACTION:JOB`, form-encoded.
+pub const DASHBOARD_FORM: &str = "/dashboard/drive";
+
+/// Ask the main loop to pause, resume or rerun `job`.
+async fn drive(shared: &Shared, job: String, action: DriveAction) -> DriveOutcome {
+    let (reply, answer) = oneshot::channel();
+    if shared
+        .commands
+        .send(Command::Drive { job, action, reply })
+        .is_err()
+    {
+        return DriveOutcome::Stopping;
+    }
+    answer.await.unwrap_or(DriveOutcome::Stopping)
+}
+
+async fn drive_route(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    action: DriveAction,
+) -> Response {
+    match drive(&shared, name.clone(), action).await {
+        DriveOutcome::Done(message) => Json(DriveReply {
+            job: name,
+            action,
+            message,
+        })
+        .into_response(),
+        DriveOutcome::NotFound(m) => error(StatusCode::NOT_FOUND, m),
+        DriveOutcome::Conflict(m) => error(StatusCode::CONFLICT, m),
+        DriveOutcome::Failed(m) => error(StatusCode::INTERNAL_SERVER_ERROR, m),
+        DriveOutcome::Stopping => error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"),
+    }
+}
+
+/// A dashboard button: the token typed into the page and `ACTION:JOB`.
+/// Success goes back to the dashboard (303); a refusal is a small page that says why.
+async fn dashboard_form(
+    State(shared): State<Arc<Shared>>,
+    axum::Extension(guard): axum::Extension<Arc<Guard>>,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut token = String::new();
+    let mut wanted = String::new();
+    for (key, value) in url::form_urlencoded::parse(&body) {
+        match key.as_ref() {
+            "token" => token = value.trim().to_string(),
+            "do" => wanted = value.into_owned(),
+            _ => {}
+        }
+    }
+    let page = |status: StatusCode, message: &str| {
+        (
+            status,
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    super::dashboard::CONTENT_SECURITY_POLICY,
+                ),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            super::dashboard::answer_page(message),
+        )
+            .into_response()
+    };
+    if !same_secret(token.as_bytes(), guard.token.as_bytes()) {
+        return page(
+            StatusCode::UNAUTHORIZED,
+            &format!("Wrong or missing admin token: paste the content of {TOKEN_FILE} in the daemon's state_dir into the token field."),
+        );
+    }
+    let Some((action, job)) = wanted
+        .split_once(':')
+        .and_then(|(a, j)| Some((DriveAction::parse(a)?, j.to_string())))
+    else {
+        return page(StatusCode::BAD_REQUEST, "The form named no action and job.");
+    };
+    match drive(&shared, job, action).await {
+        DriveOutcome::Done(_) => (
+            StatusCode::SEE_OTHER,
+            [(header::LOCATION, "/"), (header::CACHE_CONTROL, "no-store")],
+        )
+            .into_response(),
+        DriveOutcome::NotFound(m) => page(StatusCode::NOT_FOUND, &m),
+        DriveOutcome::Conflict(m) => page(StatusCode::CONFLICT, &m),
+        DriveOutcome::Failed(m) => page(StatusCode::INTERNAL_SERVER_ERROR, &m),
+        DriveOutcome::Stopping => page(StatusCode::SERVICE_UNAVAILABLE, "The daemon is stopping."),
+    }
 }
 
 async fn dashboard_page(State(shared): State<Arc<Shared>>) -> Response {
@@ -646,6 +811,25 @@ pub async fn purge_via(
     decode(admin, resp).await
 }
 
+/// Ask the daemon at `admin`, whose state is in `state_dir` (its token is
+/// there), to pause, resume or rerun a job.
+pub async fn drive_via(
+    admin: SocketAddr,
+    state_dir: &std::path::Path,
+    name: &str,
+    action: DriveAction,
+) -> anyhow::Result<DriveReply> {
+    let token = read_token(state_dir)?;
+    let seg = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
+    let resp = client()?
+        .post(format!("http://{admin}/jobs/{seg}/{}", action.as_str()))
+        .bearer_auth(token)
+        .send()
+        .await
+        .with_context(|| unreachable(admin))?;
+    decode(admin, resp).await
+}
+
 /// `GET /jobs/{name}/explain` of the daemon at `admin`: what `forager explain` prints.
 pub async fn explain_of(admin: SocketAddr, name: &str, top: usize) -> anyhow::Result<String> {
     let resp = client()?
@@ -749,6 +933,56 @@ mod tests {
             .to_string();
         assert!(e.contains("409") && e.contains("running"), "{e}");
         purge_via(api.addr, api.state.path(), "b").await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn pause_resume_and_rerun_go_through_the_main_loop() {
+        let mut api = start().await;
+        let mut rx = std::mem::replace(&mut api.rx, mpsc::unbounded_channel().1);
+        tokio::spawn(async move {
+            while let Some(command) = rx.recv().await {
+                if let Command::Drive { job, action, reply } = command {
+                    let _ = reply.send(match (job.as_str(), action) {
+                        ("a", DriveAction::Pause) => DriveOutcome::Done("job a pauses".into()),
+                        ("a", _) => {
+                            DriveOutcome::Conflict("job \"a\" is running, not paused".into())
+                        }
+                        _ => DriveOutcome::NotFound(format!("no job named {job:?}")),
+                    });
+                }
+            }
+        });
+        let reply = drive_via(api.addr, api.state.path(), "a", DriveAction::Pause)
+            .await
+            .unwrap();
+        assert_eq!(
+            (reply.job.as_str(), reply.action),
+            ("a", DriveAction::Pause)
+        );
+        assert_eq!(reply.message, "job a pauses");
+        let e = drive_via(api.addr, api.state.path(), "a", DriveAction::Resume)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("409") && e.contains("not paused"), "{e}");
+        let e = drive_via(api.addr, api.state.path(), "b c", DriveAction::Rerun)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("404") && e.contains("no job named \"b c\""),
+            "{e}"
+        );
+        // Without the token: refused before the main loop.
+        let r = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .post(format!("http://{}/jobs/a/pause", api.addr))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), reqwest::StatusCode::UNAUTHORIZED);
     }
 
     #[cfg(unix)]

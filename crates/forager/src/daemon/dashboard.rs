@@ -1,10 +1,16 @@
-//! `GET /`: a read-only HTML page of the daemon's jobs, and
-//! `GET /jobs/NAME/plot.svg`: a job's targets against its requests.
+//! `GET /`: an HTML page of the daemon's jobs with a pause, resume or rerun
+//! button for each, and `GET /jobs/NAME/plot.svg`: a job's targets against
+//! its requests.
 //!
 //! One self-contained page — no script, no external asset, no build step —
 //! rendered from the same [`StatusReport`] as `/status`, refreshed by the
 //! browser every [`REFRESH_SECS`]. Everything a job file or a server
 //! controls (job names, errors) is HTML-escaped.
+//!
+//! The buttons are one plain form posted to [`super::admin::DASHBOARD_FORM`]
+//! with the admin token a person types into the page: the page itself never
+//! holds the token (anyone who can read `/status` can read the page), and
+//! without script a browser cannot add an `Authorization` header.
 
 use super::jobs::Phase;
 use super::report::{human_bytes, JobStatus, StatusReport};
@@ -15,7 +21,7 @@ pub const REFRESH_SECS: u32 = 10;
 
 /// `Content-Security-Policy` of the page: its own images, its inline style, nothing else.
 pub const CONTENT_SECURITY_POLICY: &str =
-    "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+    "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// Text made safe for HTML element content and quoted attributes.
 fn escape(text: &str) -> String {
@@ -45,7 +51,8 @@ th,td{padding:.3em .7em;border-bottom:1px solid #ddd;text-align:right}\
 th:first-child,td:first-child,.text{text-align:left}\
 .running{color:#06c}.paused,.failed,.invalid{color:#b00}.done{color:#070}\
 .plots{display:flex;flex-wrap:wrap;gap:1em}figure{margin:0}\
-figcaption{font-weight:600}.muted{color:#777}";
+figcaption{font-weight:600}.muted{color:#777}\
+button{margin-right:.3em}.default{position:absolute;left:-9999px}";
 
 /// The whole page.
 pub fn page(r: &StatusReport) -> String {
@@ -68,15 +75,21 @@ pub fn page(r: &StatusReport) -> String {
     if r.jobs.is_empty() {
         o.push_str("<p class=\"muted\">No jobs: drop a job file into the jobs folder.</p>");
     } else {
-        o.push_str(
-            "<table id=\"jobs\"><thead><tr><th>job</th><th>state</th><th>requests</th>\
+        let _ = write!(
+            o,
+            "<form method=\"post\" action=\"{action}\">\
+             <p><label>admin token <input type=\"password\" name=\"token\" autocomplete=\"off\" size=\"32\"></label> \
+             <span class=\"muted\">the buttons need it: the content of <code>admin.token</code> in the daemon's state folder</span>\
+             <button class=\"default\" type=\"submit\" name=\"do\" value=\"\" tabindex=\"-1\" aria-hidden=\"true\">none</button></p>\
+             <table id=\"jobs\"><thead><tr><th>job</th><th>state</th><th>requests</th>\
              <th>targets</th><th>bytes</th><th>waiting</th><th>req/min</th>\
-             <th>accuracy</th><th>errors</th><th class=\"text\">detail</th></tr></thead><tbody>",
+             <th>accuracy</th><th>errors</th><th class=\"text\">detail</th><th class=\"text\">do</th></tr></thead><tbody>",
+            action = super::admin::DASHBOARD_FORM,
         );
         for j in &r.jobs {
             row(&mut o, j);
         }
-        o.push_str("</tbody></table><div class=\"plots\">");
+        o.push_str("</tbody></table></form><div class=\"plots\">");
         for j in r.jobs.iter().filter(|j| j.counters.requests > 0) {
             let _ = write!(
                 o,
@@ -97,10 +110,47 @@ pub fn page(r: &StatusReport) -> String {
         o.push_str("</ul>");
     }
     o.push_str(
-        "<p class=\"muted\">Read-only; the same as <a href=\"/status\">/status</a> \
-         and <a href=\"/metrics\">/metrics</a>.</p></body></html>",
+        "<p class=\"muted\">The same as <a href=\"/status\">/status</a> \
+         and <a href=\"/metrics\">/metrics</a>; pause keeps a job's place (also across \
+         daemon restarts), rerun starts a finished job again from its seeds.</p></body></html>",
     );
     o
+}
+
+/// What a refused button answers: the reason and the way back.
+pub fn answer_page(message: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>forager</title><style>{STYLE}</style></head><body>\
+         <p id=\"answer\">{}</p><p><a href=\"/\">back to the dashboard</a></p></body></html>",
+        escape(message)
+    )
+}
+
+/// The buttons a job's state allows.
+fn buttons(j: &JobStatus) -> Vec<&'static str> {
+    match j.state {
+        Phase::Running | Phase::Pending => vec!["pause"],
+        // Paused on a full disk: still running, it may be paused for good.
+        Phase::Paused if !j.paused_by_user => vec!["pause"],
+        Phase::Paused => vec!["resume", "rerun"],
+        Phase::Done | Phase::Stopped | Phase::Failed if j.file.is_some() => vec!["rerun"],
+        _ => vec![],
+    }
+}
+
+/// `4 (3 × HTTP 404, 1 × network)`.
+fn errors_cell(j: &JobStatus) -> String {
+    let total = j.counters.http_errors + j.counters.fetch_errors;
+    if total == 0 || j.errors_by_kind.is_empty() {
+        return total.to_string();
+    }
+    let kinds: Vec<String> = j
+        .errors_by_kind
+        .iter()
+        .map(|(kind, n)| format!("{n} × {kind}"))
+        .collect();
+    format!("{total} ({})", kinds.join(", "))
 }
 
 fn row(o: &mut String, j: &JobStatus) {
@@ -108,12 +158,12 @@ fn row(o: &mut String, j: &JobStatus) {
     let accuracy = j
         .classifier_accuracy
         .map_or_else(|| "-".to_string(), |a| format!("{:.0} %", a * 100.0));
-    let errors = j.counters.http_errors + j.counters.fetch_errors;
-    let detail = match (j.state, &j.last_error) {
-        (Phase::Running | Phase::Paused, Some(e)) if j.detail.is_none() => {
-            format!("last error: {e}")
-        }
-        _ => j.detail.clone().unwrap_or_default(),
+    let errors = errors_cell(j);
+    // A job's last error stays in view after it ends: what failed is what a person looks for.
+    let detail = match (&j.detail, &j.last_error) {
+        (None, Some(e)) => format!("last error: {e}"),
+        (Some(d), Some(e)) if !d.contains(e.as_str()) => format!("{d}; last error: {e}"),
+        (d, _) => d.clone().unwrap_or_default(),
     };
     let detail = match &j.warning {
         Some(w) if detail.is_empty() => format!("warning: {w}"),
@@ -123,8 +173,8 @@ fn row(o: &mut String, j: &JobStatus) {
     let _ = write!(
         o,
         "<tr class=\"job\"><td>{}</td><td class=\"{state}\">{state}</td><td>{}</td><td>{}</td>\
-         <td>{}</td><td>{}</td><td>{:.0}</td><td>{accuracy}</td><td>{errors}</td>\
-         <td class=\"text\">{}</td></tr>",
+         <td>{}</td><td>{}</td><td>{:.0}</td><td>{accuracy}</td><td>{}</td>\
+         <td class=\"text\">{}</td><td class=\"text\">",
         escape(&j.name),
         j.counters.requests,
         j.counters.targets,
@@ -132,8 +182,17 @@ fn row(o: &mut String, j: &JobStatus) {
         j.frontier
             .map_or_else(|| "-".to_string(), |f| f.to_string()),
         j.request_rate_per_min,
+        escape(&errors),
         escape(&detail),
     );
+    for b in buttons(j) {
+        let _ = write!(
+            o,
+            "<button type=\"submit\" name=\"do\" value=\"{b}:{}\">{b}</button>",
+            escape(&j.name)
+        );
+    }
+    o.push_str("</td></tr>");
 }
 
 /// A job's curve as an SVG image (480 × 300).
@@ -179,8 +238,8 @@ mod tests {
             state,
             stop_reason: None,
             warning: None,
-            detail: None,
-            file: None,
+            detail: (state == Phase::Done).then(|| "done".to_string()),
+            file: Some(format!("j/{name}.toml").into()),
             strategy: Some("sb".into()),
             counters: JobCounters {
                 requests: 120,
@@ -198,6 +257,8 @@ mod tests {
             checkpoint_time: TimeTotal::default(),
             last_checkpoint_at: None,
             paused_since: None,
+            paused_by_user: false,
+            errors_by_kind: Default::default(),
             next_revisit_at: None,
             last_error: Some("GET http://a.test/<script>: HTTP 500".into()),
             last_error_at: None,
@@ -234,6 +295,16 @@ mod tests {
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains("&lt;script&gt;"));
         assert!(!html.contains("src=\"http"), "no external asset");
+        // Buttons by state, in one form posted with the typed token.
+        assert!(html.contains("<form method=\"post\" action=\"/dashboard/drive\">"));
+        assert!(html.contains("value=\"pause:alpha\""), "{html}");
+        assert!(html.contains("value=\"rerun:beta\""), "{html}");
+        assert!(!html.contains("value=\"pause:beta\""), "{html}");
+        // A finished job's last error stays in view.
+        assert!(
+            html.contains("done; last error: GET http://a.test/&lt;script&gt;"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 /// One job file as the latest scan read it.
 #[derive(Clone, Debug)]
@@ -86,6 +87,12 @@ pub enum JobState {
     },
     /// Its file was never valid in this daemon's life, so there is nothing to run.
     Invalid,
+    /// A person paused it (`forager pause`): its runner checkpointed and
+    /// stopped, and it stays so — across daemon restarts too — until
+    /// `forager resume` (or `rerun`, or `purge`).
+    Paused {
+        since: SystemTime,
+    },
 }
 
 /// The name of a [`JobState`] without its payload, as the status API spells it.
@@ -94,9 +101,10 @@ pub enum JobState {
 pub enum Phase {
     Pending,
     Running,
-    /// Running, but its state or targets cannot be written (disk full) and
-    /// the engine retries. Reported by the job's runner, so the table never
-    /// holds it: [`super::report::job_status`] derives it from the live numbers.
+    /// Paused by a person (`forager pause`; the table's [`JobState::Paused`]),
+    /// or running but unable to write its state or targets (disk full) while
+    /// the engine retries: that one is reported by the job's runner, and
+    /// [`super::report::job_status`] derives it from the live numbers.
     Paused,
     Stopping,
     Done,
@@ -140,6 +148,7 @@ impl JobState {
             JobState::Done { .. } => Phase::Done,
             JobState::Failed { .. } => Phase::Failed,
             JobState::Stopped { .. } => Phase::Stopped,
+            JobState::Paused { .. } => Phase::Paused,
             JobState::Invalid => Phase::Invalid,
         }
     }
@@ -170,6 +179,10 @@ pub struct JobEntry {
     pub stored: bool,
     /// Counters and rates, updated by its runner.
     pub live: Arc<LiveJob>,
+    /// When its current run got a slot (picks the jobs a lowered `max_jobs` sends back to wait).
+    pub started: Option<Instant>,
+    /// Sent back to wait for a slot because `max_jobs` was lowered; cleared when it runs again.
+    pub requeued: bool,
 }
 
 impl JobEntry {
@@ -183,6 +196,8 @@ impl JobEntry {
             generation: 0,
             stored: false,
             live: Arc::new(LiveJob::default()),
+            started: None,
+            requeued: false,
         }
     }
 }
@@ -217,6 +232,16 @@ pub enum PurgeRefused {
     NotFound(String),
     #[error("job {name:?} is {phase}: remove its job file (or wait until it is done) before purging it", phase = .phase.as_str())]
     Active { name: String, phase: Phase },
+}
+
+/// Why `pause`, `resume` or `rerun` is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DriveRefused {
+    #[error("no job named {0:?}")]
+    NotFound(String),
+    /// The job is not in a state the command applies to; the text says why and what to do.
+    #[error("{0}")]
+    Conflict(String),
 }
 
 /// The job table.
@@ -386,6 +411,8 @@ impl JobTable {
                 let start = match e.state {
                     JobState::Pending | JobState::Running => changed,
                     JobState::Done { .. } | JobState::Failed { .. } => changed,
+                    // A person paused it: an edit applies when it is resumed.
+                    JobState::Paused { .. } => false,
                     // Stopping: its file came back before its runner exited.
                     JobState::Stopping | JobState::Stopped { .. } | JobState::Invalid => true,
                 };
@@ -423,7 +450,10 @@ impl JobTable {
                 self.jobs.remove(name);
                 None
             }
-            JobState::Done { .. } | JobState::Failed { .. } | JobState::Stopped { .. } => None,
+            JobState::Done { .. }
+            | JobState::Failed { .. }
+            | JobState::Stopped { .. }
+            | JobState::Paused { .. } => None,
         }
     }
 
@@ -448,9 +478,19 @@ impl JobTable {
         if e.generation != generation {
             return;
         }
+        if let JobState::Paused { .. } = e.state {
+            // The run a pause stopped: its last words do not unpause the job,
+            // unless it failed (then the failure is what a person must see).
+            if let RunReport::Finished(Err(error)) = report {
+                e.state = JobState::Failed { error };
+            }
+            return;
+        }
         match report {
             RunReport::Started => {
                 e.stored = true;
+                e.started = Some(Instant::now());
+                e.requeued = false;
                 if e.state == JobState::Pending {
                     e.state = JobState::Running;
                 }
@@ -468,6 +508,143 @@ impl JobTable {
             }
             RunReport::Finished(Err(error)) => e.state = JobState::Failed { error },
         }
+    }
+
+    /// Record a job a person paused before the daemon last stopped (call before the first reconcile).
+    pub fn add_paused(&mut self, name: &str, since: SystemTime) {
+        let e = self
+            .jobs
+            .entry(name.to_string())
+            .or_insert_with(|| JobEntry::new(name));
+        e.stored = true;
+        e.state = JobState::Paused { since };
+    }
+
+    /// `forager pause NAME`: a running or waiting job checkpoints and stops
+    /// until it is resumed. Returns what to stop.
+    pub fn pause(&mut self, name: &str, now: SystemTime) -> Result<Action, DriveRefused> {
+        let e = self
+            .jobs
+            .get_mut(name)
+            .ok_or_else(|| DriveRefused::NotFound(name.to_string()))?;
+        match e.state {
+            JobState::Running | JobState::Pending => {
+                e.state = JobState::Paused { since: now };
+                e.requeued = false;
+                Ok(Action::Stop {
+                    name: name.to_string(),
+                })
+            }
+            JobState::Paused { .. } => Err(DriveRefused::Conflict(format!(
+                "job {name:?} is already paused; `forager resume {name}` continues it"
+            ))),
+            ref other => Err(DriveRefused::Conflict(format!(
+                "job {name:?} is {}, not running: only a running or waiting job can be paused",
+                other.phase().as_str()
+            ))),
+        }
+    }
+
+    /// `forager resume NAME`: a paused job runs again from its checkpoint. Returns what to start.
+    pub fn resume(&mut self, name: &str) -> Result<Action, DriveRefused> {
+        let e = self
+            .jobs
+            .get(name)
+            .ok_or_else(|| DriveRefused::NotFound(name.to_string()))?;
+        match e.state {
+            JobState::Paused { .. } => {}
+            JobState::Running if e.live.lock().paused.is_some() => {
+                return Err(DriveRefused::Conflict(format!(
+                    "job {name:?} is paused because it cannot write its state or targets (disk full?);                      it resumes by itself as soon as it can"
+                )))
+            }
+            ref other => {
+                return Err(DriveRefused::Conflict(format!(
+                    "job {name:?} is {}, not paused: only a job paused with `forager pause` can be resumed",
+                    other.phase().as_str()
+                )))
+            }
+        }
+        self.runnable(name)?;
+        if self.shutting_down {
+            return Err(DriveRefused::Conflict("the daemon is stopping".into()));
+        }
+        self.start(name)
+            .ok_or_else(|| DriveRefused::NotFound(name.to_string()))
+    }
+
+    /// Whether a valid job file declares job `name`, so that it can run.
+    fn runnable(&self, name: &str) -> Result<(), DriveRefused> {
+        let e = self
+            .jobs
+            .get(name)
+            .ok_or_else(|| DriveRefused::NotFound(name.to_string()))?;
+        if e.file.is_none() {
+            return Err(DriveRefused::Conflict(format!(
+                "no job file declares job {name:?} any more: put its file back in the jobs folder to run it"
+            )));
+        }
+        if e.spec.is_none() {
+            return Err(DriveRefused::Conflict(format!(
+                "job {name:?}'s file is invalid: fix it first (see `forager status`)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether job `name` may be run again from its seeds (`forager rerun`):
+    /// it must have ended (done, stopped, failed) or be paused, and have a valid file.
+    pub fn check_rerun(&self, name: &str) -> Result<(), DriveRefused> {
+        let e = self
+            .jobs
+            .get(name)
+            .ok_or_else(|| DriveRefused::NotFound(name.to_string()))?;
+        match e.state {
+            JobState::Done { .. }
+            | JobState::Failed { .. }
+            | JobState::Stopped { .. }
+            | JobState::Paused { .. }
+            | JobState::Invalid => {}
+            ref other => {
+                return Err(DriveRefused::Conflict(format!(
+                    "job {name:?} is {}: pause it first (`forager pause {name}`) or wait until it is done",
+                    other.phase().as_str()
+                )))
+            }
+        }
+        self.runnable(name)
+    }
+
+    /// `max_jobs` became `max_jobs`: the jobs that got their slot last, beyond
+    /// that many, go back to waiting for one (each checkpoints first, and
+    /// resumes exactly there). Returns what to start: a new run of each, which
+    /// waits for its previous run to exit and then for a free slot.
+    pub fn shrink(&mut self, max_jobs: usize) -> Vec<(String, Action)> {
+        if self.shutting_down {
+            return Vec::new();
+        }
+        let mut running: Vec<(Option<Instant>, String)> = self
+            .jobs
+            .values()
+            .filter(|e| e.state == JobState::Running)
+            .map(|e| (e.started, e.name.clone()))
+            .collect();
+        if running.len() <= max_jobs {
+            return Vec::new();
+        }
+        // Newest first: the longest-running jobs keep their slots.
+        running.sort_by(|a, b| b.cmp(a));
+        let extra = running.len() - max_jobs;
+        let mut out = Vec::new();
+        for (_, name) in running.into_iter().take(extra) {
+            if let Some(action) = self.start(&name) {
+                if let Some(e) = self.jobs.get_mut(&name) {
+                    e.requeued = true;
+                }
+                out.push((name, action));
+            }
+        }
+        out
     }
 
     /// Stop everything for good: no job starts after this.
@@ -514,6 +691,7 @@ impl JobTable {
         let e = self.jobs.get_mut(name)?;
         e.stored = false;
         e.live = Arc::new(LiveJob::default());
+        e.requeued = false;
         if e.file.is_none() {
             self.jobs.remove(name);
             return None;
@@ -566,6 +744,82 @@ mod tests {
                 Action::Stop { .. } => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn pause_resume_and_rerun_follow_the_state_and_say_why_not() {
+        let mut t = JobTable::new();
+        t.reconcile(vec![valid("j/a.toml", "a", 5), valid("j/b.toml", "b", 5)]);
+        t.report("a", 1, RunReport::Started);
+        let now = SystemTime::now();
+        assert_eq!(t.pause("a", now), Ok(Action::Stop { name: "a".into() }));
+        assert_eq!(state(&t, "a"), JobState::Paused { since: now });
+        // The stopped run's report does not unpause it; an edit does not restart it.
+        t.report("a", 1, RunReport::Finished(Ok(None)));
+        assert_eq!(state(&t, "a"), JobState::Paused { since: now });
+        assert!(t
+            .reconcile(vec![valid("j/a.toml", "a", 9), valid("j/b.toml", "b", 5)])
+            .is_empty());
+        let e = t.pause("a", now).unwrap_err().to_string();
+        assert!(
+            e.contains("already paused") && e.contains("forager resume a"),
+            "{e}"
+        );
+        assert_eq!(t.pause("zz", now), Err(DriveRefused::NotFound("zz".into())));
+        let e = t.resume("b").unwrap_err().to_string();
+        assert!(e.contains("is pending, not paused"), "{e}");
+        let e = t.check_rerun("b").unwrap_err().to_string();
+        assert!(
+            e.contains("is pending") && e.contains("forager pause b"),
+            "{e}"
+        );
+        // Resumed with the edited file, as a new run.
+        assert_eq!(started(&[t.resume("a").unwrap()]), vec![("a", 9, 2)]);
+        assert_eq!(state(&t, "a"), JobState::Pending);
+        t.report(
+            "a",
+            2,
+            RunReport::Finished(Ok(Some(StopReason::FrontierEmpty))),
+        );
+        let e = t.pause("a", now).unwrap_err().to_string();
+        assert!(e.contains("is done, not running"), "{e}");
+        assert_eq!(t.check_rerun("a"), Ok(()));
+        // Without its file a job can be neither resumed nor rerun.
+        t.reconcile(vec![valid("j/b.toml", "b", 5)]);
+        let e = t.check_rerun("a").unwrap_err().to_string();
+        assert!(e.contains("no job file declares"), "{e}");
+        // A pause found in the store holds over the first scan.
+        let mut t = JobTable::new();
+        t.add_paused("a", now);
+        assert!(t.reconcile(vec![valid("j/a.toml", "a", 5)]).is_empty());
+        assert_eq!(state(&t, "a"), JobState::Paused { since: now });
+        assert_eq!(started(&[t.resume("a").unwrap()]), vec![("a", 5, 1)]);
+    }
+
+    #[test]
+    fn a_lower_max_jobs_sends_the_newest_runs_back_to_wait() {
+        let mut t = JobTable::new();
+        t.reconcile(vec![
+            valid("j/a.toml", "a", 5),
+            valid("j/b.toml", "b", 5),
+            valid("j/c.toml", "c", 5),
+        ]);
+        for name in ["a", "c", "b"] {
+            t.report(name, 1, RunReport::Started);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert!(t.shrink(3).is_empty());
+        let back = t.shrink(1);
+        let names: Vec<&str> = back.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["b", "c"], "the newest two");
+        assert_eq!(state(&t, "b"), JobState::Pending);
+        assert!(t.get("b").unwrap().requeued);
+        assert_eq!(state(&t, "a"), JobState::Running);
+        // The old run's report is stale; the new one runs when it gets its slot.
+        t.report("b", 1, RunReport::Finished(Ok(None)));
+        assert_eq!(state(&t, "b"), JobState::Pending);
+        t.report("b", 2, RunReport::Started);
+        assert!(!t.get("b").unwrap().requeued);
     }
 
     fn stopped(actions: &[Action]) -> Vec<&str> {

@@ -30,7 +30,7 @@ impl LiveJob {
     }
 }
 
-/// Responses by HTTP status class, since the daemon started.
+/// Responses by HTTP status class, kept across daemon restarts (with the dashboard's history).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusClasses {
     pub informational: u64,
@@ -160,7 +160,8 @@ impl TimeTotal {
 /// Points kept per job curve; a full curve keeps every other point.
 pub const MAX_CURVE_POINTS: usize = 512;
 
-/// Targets harvested against requests made, since the daemon started: the
+/// Targets harvested against requests made, kept across daemon restarts
+/// ([`super::history`]): the
 /// dashboard's plot. Bounded: when full, every other point goes (the first
 /// and the newest stay), so a months-long job costs 8 KiB and keeps its shape.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -174,8 +175,10 @@ impl Curve {
         match self.points.last_mut() {
             Some(last) if last.0 == requests => last.1 = targets,
             Some(last) if last.0 > requests => {
-                // Counters went back (a purge): a new curve.
-                self.points.clear();
+                // Counters went back to the last checkpoint (a crash after the
+                // history was saved): the points past it never happened.
+                // (A purge or rerun starts a new curve with a fresh LiveJob.)
+                self.points.retain(|p| p.0 < requests);
                 self.points.push((requests, targets));
             }
             _ => self.points.push((requests, targets)),
@@ -195,6 +198,35 @@ impl Curve {
     pub fn points(&self) -> &[(u64, u64)] {
         &self.points
     }
+
+    /// A curve as stored; points out of order or beyond the bound are dropped
+    /// (the store's bytes are not trusted to keep the invariant).
+    pub fn from_points(points: &[(u64, u64)]) -> Curve {
+        let mut c = Curve::default();
+        for &(requests, targets) in points {
+            if c.points.last().is_none_or(|last| last.0 < requests) {
+                c.record(requests, targets);
+            }
+        }
+        c
+    }
+}
+
+/// Most kinds of error a job tallies; the rest count as `other`.
+pub const MAX_ERROR_KINDS: usize = 16;
+
+/// Failed requests by kind (`HTTP 404`, `HTTP 503`, `network`): what a
+/// finished job's errors were, for the dashboard and `/status`. Bounded, so
+/// a server answering every status code costs [`MAX_ERROR_KINDS`] entries.
+pub type ErrorKinds = std::collections::BTreeMap<String, u64>;
+
+fn tally(kinds: &mut ErrorKinds, kind: &str) {
+    let key = if kinds.contains_key(kind) || kinds.len() < MAX_ERROR_KINDS - 1 {
+        kind
+    } else {
+        "other"
+    };
+    *kinds.entry(key.to_string()).or_insert(0) += 1;
 }
 
 /// Why and since when a job is paused.
@@ -232,6 +264,11 @@ pub struct LiveStats {
     pub warning: Option<String>,
     /// Targets against requests, for the dashboard.
     pub curve: Curve,
+    /// Failed requests by kind, kept across daemon restarts with the curve.
+    pub errors: ErrorKinds,
+    /// Bumped by every change the daemon's stored history holds, so its
+    /// main loop saves only the jobs that changed.
+    pub history_version: u64,
 }
 
 impl LiveStats {
@@ -257,12 +294,17 @@ impl LiveStats {
         if let Some(latency) = latency {
             self.fetch_latency.add(latency);
         }
+        self.history_version += 1;
         let error = match status {
-            None => Some("request failed (network error, timeout or refused)".to_string()),
-            Some(s) if s >= 400 => Some(format!("HTTP {s}")),
+            None => Some((
+                "network".to_string(),
+                "request failed (network error, timeout or refused)".to_string(),
+            )),
+            Some(s) if s >= 400 => Some((format!("HTTP {s}"), format!("HTTP {s}"))),
             Some(_) => None,
         };
-        if let Some(what) = error {
+        if let Some((kind, what)) = error {
+            tally(&mut self.errors, &kind);
             self.last_error = Some(clip(&format!("{method} {url}: {what}")));
             self.last_error_at = Some(SystemTime::now());
         }
@@ -273,6 +315,7 @@ impl LiveStats {
         self.stats.clone_from(stats);
         self.checkpoints.add(took);
         self.last_checkpoint = Some(SystemTime::now());
+        self.history_version += 1;
     }
 
     /// The engine cannot write the job's state or targets and retries. The
@@ -301,6 +344,7 @@ impl LiveStats {
         self.stop = stop;
         self.paused = None;
         self.waiting_until = None;
+        self.history_version += 1;
     }
 
     /// A run could not start or crashed.
@@ -308,6 +352,7 @@ impl LiveStats {
         self.last_error = Some(clip(error));
         self.last_error_at = Some(SystemTime::now());
         self.paused = None;
+        self.history_version += 1;
     }
 }
 
@@ -377,9 +422,9 @@ mod tests {
         assert!(p.len() > MAX_CURVE_POINTS / 4);
         assert_eq!(p[0], (1, 1));
         assert_eq!(*p.last().unwrap(), (100_000, 10_001));
-        // A purge starts it again.
+        // Counters back to an earlier checkpoint: the points after it go.
         c.record(3, 0);
-        assert_eq!(c.points(), [(3, 0)]);
+        assert_eq!(c.points(), [(1, 1), (3, 0)]);
     }
 
     #[test]
@@ -472,6 +517,13 @@ mod tests {
         assert!((s.fetch_latency.mean_secs().unwrap() - 0.020).abs() < 1e-9);
         let e = s.last_error.as_deref().unwrap();
         assert!(e.starts_with("HEAD http://a.test/y: request failed"), "{e}");
+        assert_eq!(
+            s.errors
+                .iter()
+                .map(|(k, n)| (k.as_str(), *n))
+                .collect::<Vec<_>>(),
+            [("HTTP 404", 1), ("network", 1)]
+        );
         s.on_failure(&"x".repeat(1000));
         assert_eq!(
             s.last_error.as_deref().unwrap().chars().count(),
@@ -503,6 +555,18 @@ mod tests {
         );
         s.on_finished(&JobCounters::default(), None);
         assert!(s.paused.is_none());
+    }
+
+    #[test]
+    fn error_kinds_stay_bounded() {
+        let mut kinds = ErrorKinds::new();
+        for status in 400..600 {
+            tally(&mut kinds, &format!("HTTP {status}"));
+        }
+        tally(&mut kinds, "HTTP 400");
+        assert_eq!(kinds.len(), MAX_ERROR_KINDS);
+        assert_eq!(kinds["HTTP 400"], 2);
+        assert_eq!(kinds["other"], 200 - (MAX_ERROR_KINDS as u64 - 1));
     }
 
     #[test]

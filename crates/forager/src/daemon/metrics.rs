@@ -395,6 +395,8 @@ mod tests {
             },
             last_checkpoint_at: Some(1_700_000_000),
             paused_since: None,
+            paused_by_user: false,
+            errors_by_kind: Default::default(),
             next_revisit_at: None,
             last_error: None,
             last_error_at: None,

@@ -47,6 +47,7 @@
 
 pub mod admin;
 pub mod dashboard;
+pub mod history;
 pub mod jobs;
 pub mod live;
 pub mod logging;
@@ -57,7 +58,10 @@ pub mod scan;
 pub mod signals;
 pub mod watch;
 
-pub use admin::{explain_of, job_of, metrics_of, purge_via, status_of as status, PurgeReply};
+pub use admin::{
+    drive_via, explain_of, job_of, metrics_of, purge_via, status_of as status, DriveAction,
+    DriveReply, PurgeReply,
+};
 pub use report::{format_status, JobStatus, StatusReport};
 
 use admin::Command;
@@ -108,7 +112,8 @@ impl Shared {
         let paused = table
             .jobs()
             .filter(|e| e.state.phase() == Phase::Running && e.live.lock().paused.is_some())
-            .count();
+            .count()
+            + table.count(Phase::Paused);
         notify::Summary {
             running: table.count(Phase::Running) - paused,
             paused,

@@ -67,7 +67,7 @@ pub struct JobStatus {
     /// Links waiting in the frontier: as of the last request while the job
     /// runs, as its run left them after; `None` before its first request.
     pub frontier: Option<u64>,
-    /// Responses by status class since the daemon started.
+    /// Responses by status class, kept across daemon restarts (with the dashboard's history).
     pub responses: StatusClasses,
     /// Send → headers of the requests answered since the daemon started.
     #[serde(default)]
@@ -82,6 +82,13 @@ pub struct JobStatus {
     /// Unix seconds; set while the job is `paused`.
     #[serde(default)]
     pub paused_since: Option<u64>,
+    /// `paused` because a person asked (`forager pause`), not because it
+    /// cannot write; it stays paused until `forager resume`.
+    #[serde(default)]
+    pub paused_by_user: bool,
+    /// Failed requests by kind (`HTTP 404`, `network`, …), kept across daemon restarts.
+    #[serde(default)]
+    pub errors_by_kind: std::collections::BTreeMap<String, u64>,
     /// Unix seconds; set while a continuous job waits: when its next revisit is due.
     #[serde(default)]
     pub next_revisit_at: Option<u64>,
@@ -193,8 +200,12 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         JobState::Running | JobState::Stopping => live.rate.per_minute(now),
         _ => 0.0,
     };
+    // A run under way (or waiting to run) has no stop reason: the store's is its previous run's.
     let stop_reason = match &e.state {
         JobState::Done { reason } => Some(*reason),
+        JobState::Pending | JobState::Running | JobState::Stopping | JobState::Paused { .. } => {
+            None
+        }
         _ => live.stop,
     };
     // Only a running job can be paused: the engine reports it, the table does not know.
@@ -203,9 +214,19 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         .as_ref()
         .filter(|_| matches!(e.state, JobState::Running | JobState::Stopping));
     let detail = match &e.state {
+        JobState::Pending if e.requeued => Some(
+            "waiting for a free slot: max_jobs was lowered below the running jobs, so this one \
+             checkpointed and resumes from there when a slot frees"
+                .to_string(),
+        ),
         JobState::Pending => {
             Some("waiting for a free slot (max_jobs) or for its previous run to stop".to_string())
         }
+        JobState::Paused { since } => Some(format!(
+            "paused by `forager pause` at {}; `forager resume {}` continues it",
+            humantime::format_rfc3339_seconds(*since),
+            e.name
+        )),
         JobState::Running => match (paused, live.waiting_until) {
             (Some(p), _) => Some(format!(
                 "paused, retrying: cannot write its state or targets: {}",
@@ -252,7 +273,12 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         checkpoints: live.checkpoints.count,
         checkpoint_time: live.checkpoints,
         last_checkpoint_at: live.last_checkpoint.map(unix_secs),
-        paused_since: paused.map(|p| unix_secs(p.since)),
+        paused_since: match &e.state {
+            JobState::Paused { since } => Some(unix_secs(*since)),
+            _ => paused.map(|p| unix_secs(p.since)),
+        },
+        paused_by_user: matches!(e.state, JobState::Paused { .. }),
+        errors_by_kind: live.errors.clone(),
         next_revisit_at: live
             .waiting_until
             .filter(|_| matches!(e.state, JobState::Running))

@@ -5,8 +5,9 @@
 //! Every change to the job table is made here or by a runner task reporting
 //! on itself; the admin API only reads it (a purge is a message to this loop).
 
-use super::admin::{self, Command, ExplainOutcome, PurgeOutcome};
-use super::jobs::{Action, JobTable, PurgeRefused, RunReport};
+use super::admin::{self, Command, DriveAction, DriveOutcome, ExplainOutcome, PurgeOutcome};
+use super::history::JobNotes;
+use super::jobs::{Action, DriveRefused, JobState, JobTable, PurgeRefused, RunReport};
 use super::live::{LiveJob, RequestFacts};
 use super::notify::{self, Heartbeat, Notifier};
 use super::report::DaemonInfo;
@@ -38,6 +39,8 @@ const ADMIN_GRACE: Duration = Duration::from_secs(5);
 const TICK: Duration = Duration::from_secs(1);
 /// STATUS= lines at most this often.
 const STATUS_EVERY_TICKS: u32 = 5;
+/// The dashboard's history is saved this often (ticks): a crash costs at most this much plot.
+const HISTORY_EVERY_TICKS: u32 = 60;
 
 /// A runner task of one job.
 struct RunnerTask {
@@ -95,6 +98,8 @@ struct Daemon {
     logged_file_errors: BTreeMap<PathBuf, String>,
     last_status: String,
     ticks: u32,
+    /// The `history_version` of each job's live numbers last saved to the store.
+    saved_history: HashMap<String, u64>,
 }
 
 impl Daemon {
@@ -122,6 +127,7 @@ impl Daemon {
         for name in &stored {
             table.add_stored(name);
         }
+        let saved_history = restore_notes(&engine, &mut table).await;
         let (commands_tx, commands) = mpsc::unbounded_channel();
         let info = DaemonInfo {
             started_at: SystemTime::now(),
@@ -176,6 +182,7 @@ impl Daemon {
             logged_file_errors: BTreeMap::new(),
             last_status: String::new(),
             ticks: 0,
+            saved_history,
         };
         daemon.rescan(true).await;
         info!(
@@ -210,7 +217,7 @@ impl Daemon {
                     self.rescan(full).await;
                 }
                 Some(command) = self.commands.recv() => self.command(command).await,
-                _ = tick.tick() => self.tick(),
+                _ = tick.tick() => self.tick().await,
             }
         }
         self.shutdown().await
@@ -378,6 +385,11 @@ impl Daemon {
 
     async fn command(&mut self, command: Command) {
         match command {
+            Command::Drive { job, action, reply } => {
+                let outcome = self.drive(&job, action).await;
+                // The client may have given up; the action happened anyway.
+                let _ = reply.send(outcome);
+            }
             Command::Purge { job, reply } => {
                 let outcome = self.purge(&job).await;
                 // The client may have given up; the purge happened anyway.
@@ -400,11 +412,137 @@ impl Daemon {
         }
     }
 
+    /// `forager pause|resume|rerun JOB`.
+    async fn drive(&mut self, job: &str, action: DriveAction) -> DriveOutcome {
+        let refused = |e: DriveRefused| match e {
+            DriveRefused::NotFound(_) => DriveOutcome::NotFound(e.to_string()),
+            DriveRefused::Conflict(_) => DriveOutcome::Conflict(e.to_string()),
+        };
+        match action {
+            DriveAction::Pause => {
+                let stop = match self.shared.table().pause(job, SystemTime::now()) {
+                    Ok(stop) => stop,
+                    Err(e) => return refused(e),
+                };
+                info!(
+                    job,
+                    "job paused on request: it checkpoints and stops fetching until resumed"
+                );
+                self.apply([stop]);
+                let mut message = format!(
+                    "job {job} pauses: it writes a checkpoint and stops fetching; `forager resume {job}` continues it"
+                );
+                if let Err(e) = self.save_notes(vec![job.to_string()]).await {
+                    message.push_str(&format!(
+                        " (the pause could not be stored, so a daemon restart would resume it: {e})"
+                    ));
+                }
+                DriveOutcome::Done(message)
+            }
+            DriveAction::Resume => {
+                let start = match self.shared.table().resume(job) {
+                    Ok(start) => start,
+                    Err(e) => return refused(e),
+                };
+                info!(
+                    job,
+                    "job resumed on request: it continues from its checkpoint"
+                );
+                self.apply([start]);
+                let mut message =
+                    format!("job {job} resumes from its checkpoint (once a slot is free)");
+                if let Err(e) = self.save_notes(vec![job.to_string()]).await {
+                    message.push_str(&format!(
+                        " (its stored pause could not be cleared, so a daemon restart would pause it again: {e})"
+                    ));
+                }
+                DriveOutcome::Done(message)
+            }
+            DriveAction::Rerun => {
+                if let Err(e) = self.shared.table().check_rerun(job) {
+                    return refused(e);
+                }
+                match self.purge(job).await {
+                    PurgeOutcome::Purged { .. } => {
+                        info!(job, "job run again on request: from its seeds, with a fresh frontier, seen set and learned state");
+                        DriveOutcome::Done(format!(
+                            "job {job} runs again from its seeds (its previous manifest is kept as manifest.superseded-*.jsonl)"
+                        ))
+                    }
+                    PurgeOutcome::NotFound(m) => DriveOutcome::NotFound(m),
+                    PurgeOutcome::Conflict(m) => DriveOutcome::Conflict(m),
+                    PurgeOutcome::Failed(m) => DriveOutcome::Failed(m),
+                }
+            }
+        }
+    }
+
+    /// Store the notes (pause, dashboard history) of `jobs` as their live numbers are now.
+    async fn save_notes(&mut self, jobs: Vec<String>) -> Result<(), String> {
+        let mut versions = Vec::new();
+        let notes: Vec<(String, Option<Vec<u8>>)> = {
+            let table = self.shared.table();
+            jobs.into_iter()
+                .filter_map(|name| {
+                    let e = table.get(&name)?;
+                    let paused_at = match e.state {
+                        JobState::Paused { since } => Some(since),
+                        _ => None,
+                    };
+                    let live = e.live.lock();
+                    versions.push((name.clone(), live.history_version));
+                    let bytes = JobNotes::of(&live, paused_at).encode();
+                    Some((name, Some(bytes)))
+                })
+                .collect()
+        };
+        if notes.is_empty() {
+            return Ok(());
+        }
+        let store = self.engine.store.clone();
+        let written = tokio::task::spawn_blocking(move || store.put_daemon_notes(&notes))
+            .await
+            .map_err(|e| format!("saving the dashboard history: {e}"))
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        match written {
+            Ok(()) => {
+                self.saved_history.extend(versions);
+                Ok(())
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot store the jobs' pause and dashboard history; retried later");
+                Err(e)
+            }
+        }
+    }
+
+    /// Store the history of every job whose numbers changed since it was last saved.
+    async fn save_changed_history(&mut self) {
+        let changed: Vec<String> = self
+            .shared
+            .table()
+            .jobs()
+            .filter(|e| {
+                let version = e.live.lock().history_version;
+                self.saved_history.get(&e.name).copied().unwrap_or(0) != version
+            })
+            .map(|e| e.name.clone())
+            .collect();
+        // A failure is logged there and the jobs stay changed: the next round tries again.
+        let _ = self.save_notes(changed).await;
+    }
+
     async fn purge(&mut self, job: &str) -> PurgeOutcome {
         match self.shared.table().check_purge(job) {
             Ok(()) => {}
             Err(e @ PurgeRefused::NotFound(_)) => return PurgeOutcome::NotFound(e.to_string()),
             Err(e @ PurgeRefused::Active { .. }) => return PurgeOutcome::Conflict(e.to_string()),
+        }
+        // A job just paused may still be writing its last checkpoint, which would land after the purge.
+        if self.tasks.get(job).is_some_and(|t| !t.join.is_finished()) {
+            return PurgeOutcome::Conflict(format!(
+                "job {job:?} is still writing its last checkpoint; try again in a moment"
+            ));
         }
         if let Err(e) = self.engine.store.purge(job).await {
             error!(job, error = %e, "purge failed");
@@ -424,6 +562,7 @@ impl Daemon {
             (table.restarts_after_purge(job), table.purged(job))
         };
         self.seeded.remove(job);
+        self.saved_history.remove(job);
         // A finished task of the job may still be listed; its state is gone now.
         if let Some(t) = self.tasks.remove(job) {
             let _ = t.stop.send(true);
@@ -461,6 +600,16 @@ impl Daemon {
                         "max_jobs changed"
                     );
                     self.resize_slots(new.max_jobs);
+                    // Fewer slots than running jobs: the newest go back to wait, from
+                    // a checkpoint, rather than run on above the limit until they end.
+                    let back = self.shared.table().shrink(new.max_jobs);
+                    let mut actions = Vec::new();
+                    for (job, action) in back {
+                        warn!(job = %job, max_jobs = new.max_jobs,
+                            "max_jobs is below the running jobs: this job checkpoints and waits for a free slot, then resumes there");
+                        actions.push(action);
+                    }
+                    self.apply(actions);
                 }
                 if new.checkpoint_interval != self.config.checkpoint_interval {
                     info!(every = ?new.checkpoint_interval, "checkpoint_interval changed (runs started from now on)");
@@ -513,9 +662,12 @@ impl Daemon {
         self.slots_total = to;
     }
 
-    fn tick(&mut self) {
+    async fn tick(&mut self) {
         self.tasks.retain(|_, t| !t.join.is_finished());
         self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks % HISTORY_EVERY_TICKS == 0 {
+            self.save_changed_history().await;
+        }
         if self.ticks % STATUS_EVERY_TICKS == 0 {
             let status = self.status_line();
             if status != self.last_status {
@@ -560,6 +712,8 @@ impl Daemon {
                 _ = beating => {}
             }
         }
+        // Every run has ended: its numbers are final.
+        self.save_changed_history().await;
         if let Some(stop) = self.admin_stop.take() {
             let _ = stop.send(());
         }
@@ -592,6 +746,44 @@ impl Daemon {
         info!(store = %store_path.display(), "stopped cleanly");
         Ok(())
     }
+}
+
+/// Read the jobs' stored notes into `table` (pauses, dashboard history);
+/// returns the history version each job starts from. A failure costs the
+/// history, never the start.
+async fn restore_notes(engine: &Engine, table: &mut JobTable) -> HashMap<String, u64> {
+    let store = engine.store.clone();
+    let notes = match tokio::task::spawn_blocking(move || store.daemon_notes()).await {
+        Ok(Ok(notes)) => notes,
+        Ok(Err(e)) => {
+            warn!(error = %e, "cannot read the jobs' pauses and dashboard history; jobs start unpaused with empty plots");
+            return HashMap::new();
+        }
+        Err(e) => {
+            warn!(error = %e, "reading the jobs' pauses and dashboard history failed");
+            return HashMap::new();
+        }
+    };
+    let mut saved = HashMap::new();
+    for (name, bytes) in notes {
+        let notes = match JobNotes::decode(&bytes) {
+            Ok(n) => n,
+            Err(e) => {
+                warn!(job = %name, error = %e, "the job's stored dashboard history does not read; it starts empty");
+                continue;
+            }
+        };
+        if let Some(since) = notes.paused_since() {
+            info!(job = %name, "job stays paused, as it was asked to be (`forager resume` continues it)");
+            table.add_paused(&name, since);
+        }
+        if let Some(e) = table.get(&name) {
+            let mut live = e.live.lock();
+            notes.restore_into(&mut live);
+            saved.insert(name, live.history_version);
+        }
+    }
+    saved
 }
 
 /// The settings that differ between `running` and `new` and only apply at the next start.
@@ -719,8 +911,12 @@ async fn run_job(
     stop: channel::Receiver<bool>,
 ) -> Result<Option<StopReason>, String> {
     let live = observer.live.clone();
-    // A running job does not show its previous run's warning.
-    live.lock().warning = None;
+    // A running job does not show its previous run's warning or stop reason.
+    {
+        let mut l = live.lock();
+        l.warning = None;
+        l.stop = None;
+    }
     let runner = open_runner(&engine, &spec, &mut observer).map_err(|e| error_chain(&e))?;
     let outcome = runner.run(stop).await.map_err(|e| error_chain(&e))?;
     let unreachable = outcome.unreachable_because();

@@ -20,6 +20,7 @@
 //! | `state_index` | job             | the chunks of the job's learned state, in order ([`state`]) |
 //! | `state_chunks` | (job, chunk key) | one chunk of it: a checkpoint writes only the chunks that changed |
 //! | `poison`   | (job, URL hash)    | a document the job no longer parses ([`poison`]) |
+//! | `daemon_notes` | job            | the daemon's pause and dashboard history of the job ([`daemon_notes`]) |
 //!
 //! Writes go through [`Store::commit`]: a job sends a [`JobDelta`] and awaits
 //! the commit; the writer thread drains its queue and commits every pending
@@ -28,6 +29,7 @@
 
 use forager_core::codec;
 mod crash_backend;
+pub mod daemon_notes;
 pub mod poison;
 pub mod repair;
 pub mod state;
@@ -457,6 +459,7 @@ impl Store {
             txn.open_table(state::STATE_INDEX)?;
             txn.open_table(state::STATE_CHUNKS)?;
             txn.open_table(poison::POISON)?;
+            txn.open_table(daemon_notes::DAEMON_NOTES)?;
         }
         txn.commit()?;
         Ok(())
@@ -875,6 +878,7 @@ fn purge_job(db: &Database, job: &str) -> Result<(), StoreError> {
         txn.open_table(state::STATE_CHUNKS)?
             .retain_in((job, 0u128)..=(job, u128::MAX), |_, _| false)?;
         poison::purge(&txn, job)?;
+        daemon_notes::purge(&txn, job)?;
     }
     txn.commit()?;
     Ok(())

@@ -7,7 +7,9 @@
 //! A job is copied whole or not at all: a frontier without its seen set, or a
 //! manifest without the record that numbers its rows, would resume into
 //! duplicates. The shared rows (MIME filters, robots.txt copies) are caches and
-//! are copied one by one, as far as they read.
+//! are copied one by one, as far as they read; so are the daemon's notes (a
+//! pause, the dashboard's history), except those of a job that was lost: a
+//! pause must not hold a job that will start afresh.
 //!
 //! The damaged file is opened read-only when redb allows it (it does not
 //! for a file a crash left needing recovery): it is then kept unchanged.
@@ -18,6 +20,7 @@
 //! with rows there are lost, and every other job is copied as from the
 //! whole file.
 
+use super::daemon_notes::DAEMON_NOTES;
 use super::poison::{PoisonEntry, POISON};
 use super::state::{self, STATE_CHUNKS, STATE_INDEX};
 use super::{
@@ -41,6 +44,9 @@ pub struct RepairReport {
     /// Shared rows copied, and whether some could not be read.
     pub shared_rows: usize,
     pub shared_incomplete: bool,
+    /// Daemon notes copied, and whether some could not be read.
+    pub notes_rows: usize,
+    pub notes_incomplete: bool,
     /// The file was shorter than its header says: this many zero bytes were
     /// added (to a copy) to read it.
     pub padded_bytes: Option<u64>,
@@ -131,9 +137,13 @@ pub fn repair(state_dir: &Path, cache_bytes: usize) -> Result<RepairReport, Stor
             Err(e) => report.lost.push((name, e.to_string())),
         }
     }
-    let (shared, complete) = read_shared(&old, &moved_to);
+    let (shared, complete) = read_rows(&old, &moved_to, SHARED);
     report.shared_incomplete = !complete;
     report.shared_rows = shared.len();
+    let (mut notes, complete) = read_rows(&old, &moved_to, DAEMON_NOTES);
+    report.notes_incomplete = !complete;
+    notes.retain(|(job, _)| !report.lost.iter().any(|(lost, _)| lost == job));
+    report.notes_rows = notes.len();
     // redb writes its allocator state when a database closes: on a damaged
     // file that can panic too (seen with flipped bytes in a chunk table).
     if let Err(e) = guard_panics(&moved_to, move || {
@@ -151,6 +161,10 @@ pub fn repair(state_dir: &Path, cache_bytes: usize) -> Result<RepairReport, Stor
     {
         let mut t = txn.open_table(SHARED)?;
         for (k, v) in &shared {
+            t.insert(k.as_str(), v.as_slice())?;
+        }
+        let mut t = txn.open_table(DAEMON_NOTES)?;
+        for (k, v) in &notes {
             t.insert(k.as_str(), v.as_slice())?;
         }
     }
@@ -421,13 +435,22 @@ fn write_job(db: &Database, job: &str, rows: &JobRows) -> Result<(), StoreError>
     Ok(())
 }
 
-/// The shared rows that read, in order, up to the first that does not; and
-/// whether all of them did.
-fn read_shared(db: &Old, path: &Path) -> (Vec<(String, Vec<u8>)>, bool) {
+/// The rows of a table keyed by name that read, in order, up to the first
+/// that does not; and whether all of them did. A table the old database
+/// never created reads as empty and complete.
+fn read_rows(
+    db: &Old,
+    path: &Path,
+    table: redb::TableDefinition<&str, &[u8]>,
+) -> (Vec<(String, Vec<u8>)>, bool) {
     let mut out = Vec::new();
     let result = guard_panics(path, || {
         let txn = db.begin_read()?;
-        let t = txn.open_table(SHARED)?;
+        let t = match txn.open_table(table) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
         for row in t.iter()? {
             let (k, v) = row?;
             out.push((k.value().to_string(), v.value().to_vec()));
@@ -540,6 +563,34 @@ mod tests {
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         assert_eq!(store.poison_list("job1").unwrap(), vec![entry]);
         assert!(store.poison_list("job0").unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_daemon_notes_of_kept_jobs_are_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        pristine(dir.path(), 2);
+        {
+            let store = Store::open(dir.path(), 1 << 20).unwrap();
+            store
+                .put_daemon_notes(&[
+                    ("job1".into(), Some(b"paused".to_vec())),
+                    ("queued".into(), Some(b"history".to_vec())),
+                ])
+                .unwrap();
+        }
+        let report = repair(dir.path(), 1 << 20).unwrap();
+        assert_eq!(report.notes_rows, 2);
+        assert!(!report.notes_incomplete);
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let mut notes = store.daemon_notes().unwrap();
+        notes.sort();
+        assert_eq!(
+            notes,
+            vec![
+                ("job1".to_string(), b"paused".to_vec()),
+                ("queued".to_string(), b"history".to_vec()),
+            ]
+        );
     }
 
     /// Flipped bytes anywhere in the file: opening never panics (it is
