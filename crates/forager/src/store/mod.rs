@@ -32,6 +32,7 @@ mod crash_backend;
 pub mod daemon_notes;
 pub mod poison;
 pub mod repair;
+pub mod transfer;
 pub mod state;
 
 pub use forager_core::record::{
