@@ -43,7 +43,7 @@ pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
 
 /// With `[cluster]`: whether the database answers (connect, then check or
 /// create the schema, as a node's start would), said on a line of its own;
-/// then what the daemon refuses of a valid config ([`forager::daemon::not_offered_yet`]).
+/// then a reminder of what a cluster needs of the jobs' target folders.
 fn cluster_database(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<config::ConfigError> {
     let Some(cluster) = &d.cluster else {
         return Vec::new();
@@ -74,6 +74,11 @@ fn cluster_database(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<co
                 probe.server_version,
                 c.node()
             );
+            outln!(
+                "{}: in a cluster, each job's targets folder must be one every node mounts (NFS, CephFS…): \
+                 a job taken over writes where its last node wrote",
+                file.display()
+            );
         }
         Err(why) => errors.push(config::ConfigError::new(
             file,
@@ -81,14 +86,6 @@ fn cluster_database(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<co
             "cluster.database",
             why,
         )),
-    }
-    if let Some(why) = forager::daemon::not_offered_yet(d) {
-        errors.push(config::ConfigError::new(
-            file,
-            line_of_key(text, "[cluster]"),
-            "cluster",
-            why,
-        ));
     }
     errors
 }
@@ -149,6 +146,47 @@ pub struct PurgeArgs {
     /// Daemon config to take state_dir and the admin API address from (default: /etc/forager/forager.toml if present).
     #[arg(long)]
     config: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct SubmitArgs {
+    /// The job file.
+    job: PathBuf,
+    /// The daemon config whose [cluster] names the database (default: /etc/forager/forager.toml).
+    #[arg(long, default_value = forager::daemon::INSTALLED_CONFIG)]
+    config: PathBuf,
+}
+
+/// `forager submit JOB.toml`: check the job file, then register it in the
+/// cluster's database as a node's watched folder would (once by name and
+/// content: submitting the same file again changes nothing).
+pub fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
+    let daemon = config::load_daemon(&args.config).map_err(anyhow::Error::new)?;
+    let Some(cluster) = &daemon.cluster else {
+        anyhow::bail!(
+            "{}: no [cluster] section: `forager submit` registers jobs in a cluster's database; \
+             a single daemon runs the job files of its jobs folder",
+            args.config.display()
+        );
+    };
+    let text = config::read_config_file(&args.job).map_err(anyhow::Error::new)?;
+    let spec = config::parse_job(&text, &args.job).map_err(anyhow::Error::new)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let outcome = rt.block_on(async {
+        let (c, _) = forager_cluster::Cluster::connect(cluster).await?;
+        c.register(&spec.name, &text).await
+    });
+    let outcome = outcome.with_context(|| format!("submitting job {:?}", spec.name))?;
+    let what = match outcome {
+        forager_cluster::Registration::New => "registered",
+        forager_cluster::Registration::Updated => "registered with its new content",
+        forager_cluster::Registration::Unchanged => "already registered with this content",
+    };
+    outln!("job {:?} {what}", spec.name);
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Args)]

@@ -548,7 +548,7 @@ async fn measure_reservations_and_lease_round_trips() {
     not(have_postgres),
     ignore = "needs PostgreSQL (apt-get install postgresql)"
 )]
-fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cluster_yet() {
+fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable_one() {
     use crate::harness::bin;
     let pg = Postgres::start();
     let dir = tempfile::tempdir().unwrap();
@@ -569,15 +569,15 @@ fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cl
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     };
-    let refusal = format!(
-        "{}:2: cluster: this forager does not run jobs in a cluster yet (issue 38: the database side is ready, \
-         the daemon's is not); remove [cluster] to run this node alone",
+    let shared_targets = format!(
+        "{}: in a cluster, each job's targets folder must be one every node mounts (NFS, CephFS…): \
+         a job taken over writes where its last node wrote",
         config.display()
     );
 
     write(&pg.database());
     let (code, out) = check();
-    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(code, Some(0), "{out}");
     let lines: Vec<&str> = out.lines().collect();
     assert!(
         lines[0].starts_with(&format!(
@@ -586,7 +586,7 @@ fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cl
         )) && lines[0].ends_with("schema version 1 (created from 0), this node is \"n1\""),
         "{out}"
     );
-    assert_eq!(lines[1], refusal);
+    assert_eq!(lines[1], shared_targets);
     let (_, out) = check();
     assert!(
         out.lines()
@@ -613,7 +613,7 @@ fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cl
         )
     );
 
-    // The daemon refuses to start rather than run its jobs alone.
+    // The daemon does not start without its database: a clear error, at once.
     let out = bin::output_blocking(
         bin::std_command()
             .arg("daemon")
@@ -623,7 +623,9 @@ fn check_says_whether_the_database_answers_and_that_the_daemon_does_not_run_a_cl
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("[cluster]: this forager does not run jobs in a cluster yet"),
+        err.contains(&format!(
+            "[cluster]: node n1: cannot reach the cluster database 127.0.0.1:{port}/postgres"
+        )),
         "{err}"
     );
 }

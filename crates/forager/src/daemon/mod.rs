@@ -46,6 +46,7 @@
 //! refused and the running one stays.
 
 pub mod admin;
+mod cluster;
 pub mod dashboard;
 pub mod history;
 pub mod jobs;
@@ -142,7 +143,7 @@ impl Shared {
 
 mod supervisor;
 
-pub use supervisor::{not_offered_yet, run};
+pub use supervisor::run;
 
 /// Where the daemon's admin API listens when the user does not say:
 /// `admin_listen` of the given daemon config, else of the installed one

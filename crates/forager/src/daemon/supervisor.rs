@@ -6,6 +6,7 @@
 //! on itself; the admin API only reads it (a purge is a message to this loop).
 
 use super::admin::{self, Command, DriveAction, DriveOutcome, ExplainOutcome, PurgeOutcome};
+use super::cluster::{self, JobLease, Node};
 use super::history::JobNotes;
 use super::jobs::{Action, DriveRefused, JobState, JobTable, PurgeRefused, RunReport};
 use super::live::{LiveJob, RequestFacts};
@@ -59,14 +60,13 @@ struct JobTask {
     stop: channel::Receiver<bool>,
     /// The job's previous run: it must have checkpointed and exited before this one opens the job.
     previous: Option<RunnerTask>,
+    /// With `[cluster]`: the lease the job runs under.
+    lease: Option<JobLease>,
 }
 
 /// Run the daemon with the config at `config_path` until SIGTERM or SIGINT.
 pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     let config = config::load_daemon(config_path).map_err(anyhow::Error::new)?;
-    if let Some(why) = not_offered_yet(&config) {
-        anyhow::bail!("{}: [cluster]: {why}", config_path.display());
-    }
     Daemon::start(config_path, config).await?.run().await
 }
 
@@ -100,6 +100,11 @@ struct Daemon {
     ticks: u32,
     /// The `history_version` of each job's live numbers last saved to the store.
     saved_history: HashMap<String, u64>,
+    /// With `[cluster]`: this node, its leases and registrations.
+    node: Option<Node>,
+    /// Runs of leased jobs say here that they settled their lease.
+    lease_ended_tx: mpsc::UnboundedSender<String>,
+    lease_ended: mpsc::UnboundedReceiver<String>,
 }
 
 impl Daemon {
@@ -107,6 +112,16 @@ impl Daemon {
     async fn start(config_path: &Path, config: DaemonConfig) -> anyhow::Result<Daemon> {
         // Signals first: a SIGTERM during start-up must not kill the process between two writes.
         let signals = signals::listen().context("installing signal handlers")?;
+        // The database first: an unreachable one is a clear error at start,
+        // before anything is opened or listened on.
+        let node = match &config.cluster {
+            Some(c) => Some(
+                Node::connect(c)
+                    .await
+                    .with_context(|| format!("{}: [cluster]", config_path.display()))?,
+            ),
+            None => None,
+        };
         if !config.jobs_dir.is_dir() {
             anyhow::bail!(
                 "jobs_dir {} is not a folder (create it, or fix jobs_dir in {})",
@@ -148,6 +163,7 @@ impl Daemon {
         });
         info!(address = %config.admin_listen, "admin API listening");
         let (triggers_tx, triggers) = mpsc::unbounded_channel();
+        let (lease_ended_tx, lease_ended) = mpsc::unbounded_channel();
         let watcher = watch::spawn(
             WatchSettings::new(&config.jobs_dir, config.watch, config.poll_interval),
             triggers_tx.clone(),
@@ -183,6 +199,9 @@ impl Daemon {
             last_status: String::new(),
             ticks: 0,
             saved_history,
+            node,
+            lease_ended_tx,
+            lease_ended,
         };
         daemon.rescan(true).await;
         info!(
@@ -217,6 +236,12 @@ impl Daemon {
                     self.rescan(full).await;
                 }
                 Some(command) = self.commands.recv() => self.command(command).await,
+                Some(job) = self.lease_ended.recv() => {
+                    if let Some(node) = &mut self.node {
+                        node.ended(&job);
+                    }
+                    self.rescan(false).await;
+                }
                 _ = tick.tick() => self.tick().await,
             }
         }
@@ -261,6 +286,13 @@ impl Daemon {
                 info.jobs_dir_error = Some(message);
                 return;
             }
+        };
+        let files = match &mut self.node {
+            Some(node) => {
+                node.register(&files).await;
+                node.view(files)
+            }
+            None => files,
         };
         let actions = self.shared.table().reconcile(files);
         self.log_file_errors();
@@ -362,6 +394,21 @@ impl Daemon {
         let Some(live) = self.shared.table().get(&name).map(|e| e.live.clone()) else {
             return;
         };
+        let lease = match &mut self.node {
+            None => None,
+            Some(node) => match node.lease_for_run(&name, &self.lease_ended_tx) {
+                Some(l) => Some(l),
+                None => {
+                    // Only a leased job runs on a node; a restart of one
+                    // whose run already ended waits to be leased again.
+                    warn!(node = node.name(), job = %name, "not starting the job: this node holds no lease for it now");
+                    self.shared
+                        .table()
+                        .report(&name, generation, RunReport::Finished(Ok(None)));
+                    return;
+                }
+            },
+        };
         let (stop_tx, stop_rx) = channel::channel(false);
         let task = JobTask {
             shared: self.shared.clone(),
@@ -372,6 +419,7 @@ impl Daemon {
             slots: self.slots.clone(),
             stop: stop_rx,
             previous,
+            lease,
         };
         let join = tokio::spawn(job_task(task));
         self.tasks.insert(
@@ -418,6 +466,14 @@ impl Daemon {
             DriveRefused::NotFound(_) => DriveOutcome::NotFound(e.to_string()),
             DriveRefused::Conflict(_) => DriveOutcome::Conflict(e.to_string()),
         };
+        if let Some(node) = &self.node {
+            // A pause is kept in this node's store, but the job moves
+            // between nodes: it would not hold (issue 38, not done yet).
+            return DriveOutcome::Conflict(format!(
+                "node {}: pause, resume and rerun are not offered in a cluster yet",
+                node.name()
+            ));
+        }
         match action {
             DriveAction::Pause => {
                 let stop = match self.shared.table().pause(job, SystemTime::now()) {
@@ -579,11 +635,6 @@ impl Daemon {
                 error!("config reload refused, the running config stays: {e}");
                 self.shared.info().daemon_config_error = Some(e.to_string());
             }
-            Ok(new) if not_offered_yet(&new).is_some() => {
-                let why = format!("[cluster]: {}", not_offered_yet(&new).unwrap_or_default());
-                error!("config reload refused, the running config stays: {why}");
-                self.shared.info().daemon_config_error = Some(why);
-            }
             Ok(new) => {
                 // First, so that the rest of the reload logs at the new level.
                 if new.log_level != self.config.log_level {
@@ -664,6 +715,17 @@ impl Daemon {
 
     async fn tick(&mut self) {
         self.tasks.retain(|_, t| !t.join.is_finished());
+        let shutting_down = self.shared.table().is_shutting_down();
+        if let Some(node) = &mut self.node {
+            if !shutting_down && node.acquire(self.config.max_jobs).await {
+                info!(
+                    node = node.name(),
+                    held = node.held(),
+                    "job leases acquired"
+                );
+                self.rescan(false).await;
+            }
+        }
         self.ticks = self.ticks.wrapping_add(1);
         if self.ticks % HISTORY_EVERY_TICKS == 0 {
             self.save_changed_history().await;
@@ -787,20 +849,6 @@ async fn restore_notes(engine: &Engine, table: &mut JobTable) -> HashMap<String,
 }
 
 /// The settings that differ between `running` and `new` and only apply at the next start.
-/// What a valid config asks that this daemon does not do yet, refused
-/// rather than ignored. `[cluster]`: the database's side of a cluster
-/// (crates/cluster) is in place and `forager check --daemon` reaches the
-/// database, but the daemon does not yet register, lease or restore jobs
-/// through it (issue 38), and a node that ran its jobs alone while the
-/// config says "cluster" would run them twice.
-pub fn not_offered_yet(config: &DaemonConfig) -> Option<String> {
-    config.cluster.as_ref().map(|_| {
-        "this forager does not run jobs in a cluster yet (issue 38: the database side is ready, \
-         the daemon's is not); remove [cluster] to run this node alone"
-            .to_string()
-    })
-}
-
 fn restart_required(running: &DaemonConfig, new: &DaemonConfig) -> Vec<String> {
     let mut out = Vec::new();
     let mut check = |name: &str, differs: bool| {
@@ -817,6 +865,7 @@ fn restart_required(running: &DaemonConfig, new: &DaemonConfig) -> Vec<String> {
     check("cache_size", running.cache_size != new.cache_size);
     check("parse_memory", running.parse_memory != new.parse_memory);
     check("log_format", running.log_format != new.log_format);
+    check("cluster", running.cluster != new.cluster);
     out
 }
 
@@ -855,6 +904,7 @@ async fn job_task(task: JobTask) {
         slots,
         mut stop,
         previous,
+        lease,
     } = task;
     let name = spec.name.clone();
     if let Some(previous) = previous {
@@ -871,6 +921,9 @@ async fn job_task(task: JobTask) {
         permit = slots.acquire_owned() => permit.ok(),
     };
     let Some(permit) = permit else {
+        if let Some(l) = &lease {
+            cluster::settle(&l.cluster, &l.lease, &l.ended, &Ok(None)).await;
+        }
         shared
             .table()
             .report(&name, generation, RunReport::Finished(Ok(None)));
@@ -879,14 +932,50 @@ async fn job_task(task: JobTask) {
     shared.table().report(&name, generation, RunReport::Started);
     info!(job = %name, generation, "job started");
     // Its own task, so a panic in the crawl marks the job failed instead of losing it.
-    let observer = LiveObserver {
+    let mut observer = LiveObserver {
         job: name.clone(),
         live: live.clone(),
         shared: shared.clone(),
+        mirror: None,
     };
-    let result = match tokio::spawn(run_job(engine, spec, observer, stop)).await {
-        Ok(result) => result,
-        Err(e) => Err(format!("runner crashed: {e}")),
+    let result = match lease {
+        None => match tokio::spawn(run_job(engine, spec, observer, stop)).await {
+            Ok(result) => result,
+            Err(e) => Err(format!("runner crashed: {e}")),
+        },
+        Some(JobLease {
+            cluster,
+            lease,
+            keeper,
+            ended,
+        }) => {
+            let node = cluster.node().to_string();
+            let (stop, done, forwarder) =
+                cluster::stop_on_lease_loss(stop, keeper, name.clone(), node.clone());
+            let result = match cluster::restore(&engine.store, &cluster, &lease).await {
+                Err(e) => Err(e),
+                Ok(()) => {
+                    let (mirror_tx, mirror) =
+                        cluster::mirror(engine.store.clone(), cluster.clone(), lease.clone());
+                    observer.mirror = Some(mirror_tx);
+                    let result = match tokio::spawn(run_job(engine, spec, observer, stop)).await {
+                        Ok(result) => result,
+                        Err(e) => Err(format!("runner crashed: {e}")),
+                    };
+                    // The observer (and its sender) went with the run: the
+                    // mirror writes the last checkpoint and ends.
+                    if let Err(e) = mirror.await {
+                        error!(node = %node, job = %name, error = %e, "checkpoint mirror task crashed");
+                    }
+                    result
+                }
+            };
+            let _ = done.send(());
+            // Renewing until the lease is settled; dropped right after.
+            let _keeper = forwarder.await;
+            cluster::settle(&cluster, &lease, &ended, &result).await;
+            result
+        }
     };
     drop(permit);
     match &result {
@@ -970,6 +1059,8 @@ struct LiveObserver {
     job: String,
     live: Arc<LiveJob>,
     shared: Arc<Shared>,
+    /// With `[cluster]`: bumped at each checkpoint, for the mirror to the database.
+    mirror: Option<channel::Sender<u64>>,
 }
 
 impl CrawlObserver for LiveObserver {
@@ -1002,6 +1093,9 @@ impl CrawlObserver for LiveObserver {
         self.live
             .lock()
             .on_checkpoint(counters, stats, commit.duration);
+        if let Some(m) = &self.mirror {
+            m.send_modify(|n| *n += 1);
+        }
     }
 
     fn paused(&mut self, error: &str) {
@@ -1065,6 +1159,7 @@ mod tests {
             job: "a".into(),
             live: live.clone(),
             shared: shared.clone(),
+            mirror: None,
         };
         let url = url::Url::parse("http://a.test/x").unwrap();
         let counters = JobCounters {

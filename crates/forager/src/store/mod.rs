@@ -32,8 +32,8 @@ mod crash_backend;
 pub mod daemon_notes;
 pub mod poison;
 pub mod repair;
-pub mod transfer;
 pub mod state;
+pub mod transfer;
 
 pub use forager_core::record::{
     ChangeKind, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, RdfStatements,

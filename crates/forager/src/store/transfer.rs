@@ -123,7 +123,11 @@ mod tests {
         b.import_job("j", &exported.bytes).unwrap();
         let again = b.export_job("j").unwrap().unwrap();
         assert_eq!(again.bytes, exported.bytes, "restored byte for byte");
-        assert_eq!(b.manifest_rows("other").unwrap().len(), 1, "other jobs untouched");
+        assert_eq!(
+            b.manifest_rows("other").unwrap().len(),
+            1,
+            "other jobs untouched"
+        );
         assert!(a.export_job("nothing").unwrap().is_none());
         b.forget_job("j").unwrap();
         assert!(b.export_job("j").unwrap().is_none());
