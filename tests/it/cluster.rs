@@ -629,3 +629,256 @@ fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable
         "{err}"
     );
 }
+
+/// Pages of the take-over test's site; each links on and to one CSV target.
+const TAKEOVER_PAGES: usize = 30;
+
+/// `/` and `/page/N` link to `/page/N+1` and to `/data/N.csv`.
+struct Chain;
+
+impl forager_bench::sites::Site for Chain {
+    fn respond(
+        &self,
+        req: &forager_bench::sites::SiteRequest,
+    ) -> forager_bench::sites::SiteResponse {
+        use forager_bench::sites::SiteResponse;
+        let page = |n: usize| {
+            let mut links = format!("<a href=\"/data/{n}.csv\">data {n}</a>");
+            if n + 1 < TAKEOVER_PAGES {
+                links.push_str(&format!("<a href=\"/page/{}\">next</a>", n + 1));
+            }
+            SiteResponse::html(format!("<html><body>{links}</body></html>"))
+        };
+        let path = req.path.as_str();
+        if path == "/" {
+            return page(0);
+        }
+        let number = |prefix: &str, suffix: &str| {
+            path.strip_prefix(prefix)
+                .and_then(|p| p.strip_suffix(suffix))
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n < TAKEOVER_PAGES)
+        };
+        if let Some(n) = number("/page/", "") {
+            return page(n);
+        }
+        if let Some(n) = number("/data/", ".csv") {
+            return SiteResponse::ok("text/csv", format!("n,square\n{n},{}\n", n * n));
+        }
+        SiteResponse::not_found()
+    }
+}
+
+/// One node of the take-over test: its folder (jobs, state whose `targets`
+/// is the shared folder), its config and, once started, its process.
+struct TestNode {
+    name: &'static str,
+    dir: std::path::PathBuf,
+    config: std::path::PathBuf,
+}
+
+impl TestNode {
+    fn new(
+        root: &std::path::Path,
+        name: &'static str,
+        pg: &Postgres,
+        port: u16,
+        shared: &std::path::Path,
+    ) -> TestNode {
+        let dir = root.join(name);
+        std::fs::create_dir_all(dir.join("jobs.d")).unwrap();
+        std::fs::create_dir_all(dir.join("state")).unwrap();
+        // The shared mount every node's targets go to (NFS in production).
+        std::os::unix::fs::symlink(shared, dir.join("state").join("targets")).unwrap();
+        let config = dir.join("forager.toml");
+        let admin = crate::harness::sites::admin_addr();
+        std::fs::write(
+            &config,
+            format!(
+                "jobs_dir = \"jobs.d\"\n\
+                 state_dir = \"state\"\n\
+                 admin_listen = \"{admin}\"\n\
+                 max_jobs = 2\n\
+                 checkpoint_interval = \"1s\"\n\
+                 poll_interval = \"1s\"\n\
+                 allow_private = true\n\
+                 [resolve]\n\
+                 \"chain.test\" = \"127.0.0.1:{port}\"\n\
+                 [cluster]\n\
+                 database = \"{}\"\n\
+                 node = \"{name}\"\n\
+                 lease = \"2s\"\n",
+                pg.database()
+            ),
+        )
+        .unwrap();
+        TestNode { name, dir, config }
+    }
+
+    fn start(&self) -> crate::harness::daemon::DaemonProcess {
+        let mut command = crate::harness::bin::std_command();
+        command
+            .arg("daemon")
+            .arg("--config")
+            .arg(&self.config)
+            .env("RUST_LOG", "info");
+        crate::harness::daemon::DaemonProcess::start(&mut command, self.dir.join("daemon.log"))
+    }
+}
+
+/// (status, owner) of `job` in the registry; `None` too before a node created the tables.
+async fn registry_row(
+    client: &tokio_postgres::Client,
+    job: &str,
+) -> Option<(String, Option<String>)> {
+    client
+        .query_opt(
+            "SELECT status, owner FROM forager_jobs WHERE name = $1",
+            &[&job],
+        )
+        .await
+        .ok()
+        .flatten()
+        .map(|r| (r.get(0), r.get(1)))
+}
+
+/// (row number, node, final_url) of every manifest row of `job` in the
+/// database; none before a node created the tables.
+async fn manifest_rows(client: &tokio_postgres::Client, job: &str) -> Vec<(i64, String, String)> {
+    client
+        .query(
+            "SELECT row_no, node, row_json FROM forager_manifest WHERE job = $1 ORDER BY row_no",
+            &[&job],
+        )
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            let json: String = r.get(2);
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            (
+                r.get(0),
+                r.get(1),
+                v["final_url"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_job_whose_node_is_killed_finishes_on_another_with_every_target_once() {
+    let pg = Postgres::start();
+    let server = forager_bench::sites::SiteServer::start(vec![(
+        "chain.test".to_string(),
+        std::sync::Arc::new(Chain) as std::sync::Arc<dyn forager_bench::sites::Site>,
+    )])
+    .await
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("shared-targets");
+    std::fs::create_dir(&shared).unwrap();
+    let n1 = TestNode::new(root.path(), "n1", &pg, server.port(), &shared);
+    let n2 = TestNode::new(root.path(), "n2", &pg, server.port(), &shared);
+    // 2 requests a page at 150 ms: about 9 s of crawl, checkpoints every second.
+    let job = crate::harness::JobFile::new("chain")
+        .seed(format!("http://chain.test:{}/", server.port()))
+        .strategy("bfs")
+        .no_early_stop()
+        .delay("150ms");
+    let client = pg.client().await;
+
+    let mut p1 = n1.start();
+    // The job dropped into both folders is one job.
+    job.write(&n1.dir.join("jobs.d"));
+    job.write(&n2.dir.join("jobs.d"));
+    // Mid-crawl: n1 runs it and has mirrored some targets to the database.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let rows = manifest_rows(&client, "chain").await;
+        let row = registry_row(&client, "chain").await;
+        if rows.len() >= 3 {
+            assert_eq!(
+                row,
+                Some(("active".into(), Some("n1".into()))),
+                "{}",
+                p1.log()
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "n1 mirrored no targets in time\n{}",
+            p1.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut p2 = n2.start();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    p1.signal("KILL");
+    assert!(p1.wait(Duration::from_secs(10)).is_some(), "n1 killed");
+    let killed_at = Instant::now();
+
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some((status, _)) = registry_row(&client, "chain").await {
+            if status == "done" {
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the job did not finish on n2\n--- n2 ---\n{}\n--- n1 ---\n{}",
+            p2.log(),
+            p1.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "take-over and the rest of the crawl: {:?}",
+        killed_at.elapsed()
+    );
+    let n2_log = p2.log();
+    assert!(
+        n2_log.contains("job restored from its checkpoint in the cluster database"),
+        "{n2_log}"
+    );
+
+    // Every target exactly once: in the database's manifest (rows of both
+    // nodes) and in the shared folder's manifest.jsonl (what a one-node
+    // run of the whole site writes).
+    let expected: std::collections::BTreeSet<String> = (0..TAKEOVER_PAGES)
+        .map(|n| format!("http://chain.test:{}/data/{n}.csv", server.port()))
+        .collect();
+    let rows = manifest_rows(&client, "chain").await;
+    let urls: std::collections::BTreeSet<String> = rows.iter().map(|r| r.2.clone()).collect();
+    assert_eq!(rows.len(), TAKEOVER_PAGES, "no target twice: {rows:?}");
+    assert_eq!(urls, expected);
+    let nodes: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(nodes, ["n1", "n2"].into_iter().collect(), "{rows:?}");
+    let on_disk = crate::harness::sites::manifest_by_final_url(&shared.join("chain"));
+    assert_eq!(
+        on_disk
+            .keys()
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>(),
+        expected
+    );
+    let registered: i64 = client
+        .query_one("SELECT count(*) FROM forager_jobs", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(registered, 1, "registered once");
+
+    p2.signal("TERM");
+    assert!(
+        p2.wait(Duration::from_secs(30)).is_some(),
+        "n2 stops\n{}",
+        p2.log()
+    );
+    let _ = (n1.name, n2.name);
+}
