@@ -633,8 +633,12 @@ fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable
 /// Pages of the take-over test's site; each links on and to one CSV target.
 const TAKEOVER_PAGES: usize = 30;
 
-/// `/` and `/page/N` link to `/page/N+1` and to `/data/N.csv`.
-struct Chain;
+/// `/` and `/page/N` link to `/page/N+1` and to `/data/N.csv`; every
+/// request's arrival is noted (the server's own log of politeness).
+#[derive(Default)]
+struct Chain {
+    arrivals: std::sync::Mutex<Vec<Instant>>,
+}
 
 impl forager_bench::sites::Site for Chain {
     fn respond(
@@ -642,6 +646,10 @@ impl forager_bench::sites::Site for Chain {
         req: &forager_bench::sites::SiteRequest,
     ) -> forager_bench::sites::SiteResponse {
         use forager_bench::sites::SiteResponse;
+        self.arrivals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Instant::now());
         let page = |n: usize| {
             let mut links = format!("<a href=\"/data/{n}.csv\">data {n}</a>");
             if n + 1 < TAKEOVER_PAGES {
@@ -681,6 +689,7 @@ impl TestNode {
     fn new(
         root: &std::path::Path,
         name: &'static str,
+        max_jobs: usize,
         pg: &Postgres,
         port: u16,
         shared: &std::path::Path,
@@ -698,7 +707,7 @@ impl TestNode {
                 "jobs_dir = \"jobs.d\"\n\
                  state_dir = \"state\"\n\
                  admin_listen = \"{admin}\"\n\
-                 max_jobs = 2\n\
+                 max_jobs = {max_jobs}\n\
                  checkpoint_interval = \"1s\"\n\
                  poll_interval = \"1s\"\n\
                  allow_private = true\n\
@@ -774,15 +783,15 @@ async fn a_job_whose_node_is_killed_finishes_on_another_with_every_target_once()
     let pg = Postgres::start();
     let server = forager_bench::sites::SiteServer::start(vec![(
         "chain.test".to_string(),
-        std::sync::Arc::new(Chain) as std::sync::Arc<dyn forager_bench::sites::Site>,
+        std::sync::Arc::new(Chain::default()) as std::sync::Arc<dyn forager_bench::sites::Site>,
     )])
     .await
     .unwrap();
     let root = tempfile::tempdir().unwrap();
     let shared = root.path().join("shared-targets");
     std::fs::create_dir(&shared).unwrap();
-    let n1 = TestNode::new(root.path(), "n1", &pg, server.port(), &shared);
-    let n2 = TestNode::new(root.path(), "n2", &pg, server.port(), &shared);
+    let n1 = TestNode::new(root.path(), "n1", 2, &pg, server.port(), &shared);
+    let n2 = TestNode::new(root.path(), "n2", 2, &pg, server.port(), &shared);
     // 2 requests a page at 150 ms: about 9 s of crawl, checkpoints every second.
     let job = crate::harness::JobFile::new("chain")
         .seed(format!("http://chain.test:{}/", server.port()))
@@ -881,4 +890,90 @@ async fn a_job_whose_node_is_killed_finishes_on_another_with_every_target_once()
         p2.log()
     );
     let _ = (n1.name, n2.name);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn two_nodes_crawling_one_host_keep_its_delay_between_them() {
+    let pg = Postgres::start();
+    let site = std::sync::Arc::new(Chain::default());
+    let server = forager_bench::sites::SiteServer::start(vec![(
+        "chain.test".to_string(),
+        site.clone() as std::sync::Arc<dyn forager_bench::sites::Site>,
+    )])
+    .await
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("shared-targets");
+    std::fs::create_dir(&shared).unwrap();
+    // One job each: two jobs on two nodes reach one host.
+    let n1 = TestNode::new(root.path(), "n1", 1, &pg, server.port(), &shared);
+    let n2 = TestNode::new(root.path(), "n2", 1, &pg, server.port(), &shared);
+    let delay = Duration::from_millis(200);
+    let mut p1 = n1.start();
+    let mut p2 = n2.start();
+    for name in ["pa", "pb"] {
+        crate::harness::JobFile::new(name)
+            .seed(format!("http://chain.test:{}/", server.port()))
+            .strategy("bfs")
+            .no_early_stop()
+            .set("budget", "requests", 12)
+            .delay("200ms")
+            .write(&n1.dir.join("jobs.d"));
+    }
+    let client = pg.client().await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let a = registry_row(&client, "pa").await;
+        let b = registry_row(&client, "pb").await;
+        if a.is_some_and(|r| r.0 == "done") && b.is_some_and(|r| r.0 == "done") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the jobs did not finish\n--- n1 ---\n{}\n--- n2 ---\n{}",
+            p1.log(),
+            p2.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let ran_on = |rows: Vec<(i64, String, String)>| {
+        rows.into_iter()
+            .map(|r| r.1)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (a, b) = (
+        ran_on(manifest_rows(&client, "pa").await),
+        ran_on(manifest_rows(&client, "pb").await),
+    );
+    assert!(
+        a.len() == 1 && b.len() == 1 && a != b,
+        "one job on each node: pa on {a:?}, pb on {b:?}"
+    );
+    // The server's own view: no two requests closer than the delay, whichever
+    // node sent them (less a loopback hop's jitter between start and arrival).
+    let mut arrivals = site.arrivals.lock().unwrap().clone();
+    arrivals.sort();
+    assert!(arrivals.len() >= 20, "{} requests", arrivals.len());
+    let gaps: Vec<Duration> = arrivals.windows(2).map(|w| w[1] - w[0]).collect();
+    let closest = gaps.iter().min().copied().unwrap_or_default();
+    eprintln!(
+        "{} requests from two nodes; closest two {closest:?} apart (delay {delay:?})",
+        arrivals.len()
+    );
+    assert!(
+        closest + Duration::from_millis(10) >= delay,
+        "two requests {closest:?} apart, under the delay of {delay:?}: {gaps:?}"
+    );
+    for p in [&mut p1, &mut p2] {
+        p.signal("TERM");
+        assert!(
+            p.wait(Duration::from_secs(30)).is_some(),
+            "stops\n{}",
+            p.log()
+        );
+    }
 }

@@ -82,6 +82,11 @@ impl Node {
         self.cluster.node()
     }
 
+    /// The database handle (the fetcher paces through it).
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
     /// Register the valid job files of a scan whose text is new (module doc).
     /// A file that cannot be read or registered now is tried again at the next scan.
     pub async fn register(&mut self, files: &[ScannedFile]) {

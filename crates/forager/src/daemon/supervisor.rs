@@ -19,7 +19,7 @@ use super::Shared;
 use crate::engine::{
     CrawlObserver, Engine, EngineConfig, EngineError, RequestEvent, RequestKind, Runner,
 };
-use crate::fetch::FetchConfig;
+use crate::fetch::{ClusterPacer, FetchConfig};
 use crate::store::{CommitReport, JobCounters, StopReason};
 use anyhow::Context;
 use forager_core::config::{self, DaemonConfig, JobSpec};
@@ -130,7 +130,11 @@ impl Daemon {
             );
         }
         let listener = admin::bind(config.admin_listen).await?;
-        let engine = open_engine(&config).await?;
+        let engine = open_engine(
+            &config,
+            node.as_ref().map(|n| ClusterPacer(n.cluster().clone())),
+        )
+        .await?;
         let stored = {
             let store = engine.store.clone();
             tokio::task::spawn_blocking(move || store.job_names())
@@ -869,7 +873,7 @@ fn restart_required(running: &DaemonConfig, new: &DaemonConfig) -> Vec<String> {
     out
 }
 
-async fn open_engine(config: &DaemonConfig) -> anyhow::Result<Engine> {
+async fn open_engine(config: &DaemonConfig, pacer: Option<ClusterPacer>) -> anyhow::Result<Engine> {
     let engine_config = EngineConfig {
         state_dir: config.state_dir.clone(),
         fetch: FetchConfig {
@@ -879,6 +883,7 @@ async fn open_engine(config: &DaemonConfig) -> anyhow::Result<Engine> {
                 .iter()
                 .map(|(h, a)| (h.clone(), *a))
                 .collect(),
+            pacer,
             ..FetchConfig::default()
         },
         checkpoint_interval: config.checkpoint_interval,
