@@ -977,3 +977,74 @@ async fn two_nodes_crawling_one_host_keep_its_delay_between_them() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_node_that_loses_the_database_stops_its_job_before_the_lease_can_lapse() {
+    let pg = Postgres::start();
+    let server = forager_bench::sites::SiteServer::start(vec![(
+        "chain.test".to_string(),
+        std::sync::Arc::new(Chain::default()) as std::sync::Arc<dyn forager_bench::sites::Site>,
+    )])
+    .await
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("shared-targets");
+    std::fs::create_dir(&shared).unwrap();
+    let n1 = TestNode::new(root.path(), "n1", 2, &pg, server.port(), &shared);
+    let mut p1 = n1.start();
+    crate::harness::JobFile::new("chain")
+        .seed(format!("http://chain.test:{}/", server.port()))
+        .strategy("bfs")
+        .no_early_stop()
+        .delay("150ms")
+        .write(&n1.dir.join("jobs.d"));
+    let client = pg.client().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while manifest_rows(&client, "chain").await.len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no targets mirrored\n{}",
+            p1.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(client);
+    pg.stop();
+    let lost = Instant::now();
+    // Lease 2 s: the keeper says stop 1.33 s after its last renewal, the
+    // runner then checkpoints locally; all before the lease lapses (2 s).
+    let deadline = lost + Duration::from_secs(10);
+    let stopped = "job stopped; state saved";
+    while !p1.log().contains(stopped) {
+        assert!(
+            Instant::now() < deadline,
+            "the job did not stop\n{}",
+            p1.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let took = lost.elapsed();
+    let log = p1.log();
+    assert!(
+        log.contains("stopping the job: its lease cannot be kept"),
+        "{log}"
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "stopped {took:?} after the database went: later than the lease\n{log}"
+    );
+    assert!(
+        p1.running(),
+        "the daemon goes on without its database\n{log}"
+    );
+    p1.signal("TERM");
+    assert!(
+        p1.wait(Duration::from_secs(30)).is_some(),
+        "stops\n{}",
+        p1.log()
+    );
+}
