@@ -110,14 +110,16 @@ impl Shared {
         use jobs::Phase;
         let table = self.table();
         let now = Instant::now();
-        let paused = table
+        // Running jobs waiting for a writable disk count as paused, beside
+        // the jobs a person paused (which are not running: subtracting
+        // those from the running ones would underflow).
+        let waiting = table
             .jobs()
             .filter(|e| e.state.phase() == Phase::Running && e.live.lock().paused.is_some())
-            .count()
-            + table.count(Phase::Paused);
+            .count();
         notify::Summary {
-            running: table.count(Phase::Running) - paused,
-            paused,
+            running: table.count(Phase::Running) - waiting,
+            paused: waiting + table.count(Phase::Paused),
             pending: table.count(Phase::Pending),
             done: table.count(Phase::Done),
             failed: table.count(Phase::Failed),
