@@ -1048,3 +1048,93 @@ async fn a_node_that_loses_the_database_stops_its_job_before_the_lease_can_lapse
         p1.log()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_node_paused_past_its_lease_writes_nothing_more_once_continued() {
+    let pg = Postgres::start();
+    let server = forager_bench::sites::SiteServer::start(vec![(
+        "chain.test".to_string(),
+        std::sync::Arc::new(Chain::default()) as std::sync::Arc<dyn forager_bench::sites::Site>,
+    )])
+    .await
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("shared-targets");
+    std::fs::create_dir(&shared).unwrap();
+    let n1 = TestNode::new(root.path(), "n1", 2, &pg, server.port(), &shared);
+    let n2 = TestNode::new(root.path(), "n2", 2, &pg, server.port(), &shared);
+    let mut p1 = n1.start();
+    crate::harness::JobFile::new("chain")
+        .seed(format!("http://chain.test:{}/", server.port()))
+        .strategy("bfs")
+        .no_early_stop()
+        .delay("150ms")
+        .write(&n1.dir.join("jobs.d"));
+    let client = pg.client().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while manifest_rows(&client, "chain").await.len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "no targets mirrored\n{}",
+            p1.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut p2 = n2.start();
+    p1.signal("STOP");
+    // n2 takes the job once n1's lease lapsed, and resumes it (rewriting
+    // manifest.jsonl from the database's checkpoint).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !p2.log().contains("job restored from its checkpoint") {
+        assert!(
+            Instant::now() < deadline,
+            "n2 did not take over\n{}",
+            p2.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    p1.signal("CONT");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while registry_row(&client, "chain").await.map(|r| r.0) != Some("done".into()) {
+        assert!(
+            Instant::now() < deadline,
+            "the job did not finish on n2\n{}",
+            p2.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let n1_log = p1.log();
+    assert!(
+        n1_log.contains("stopping the job: its lease cannot be kept"),
+        "{n1_log}"
+    );
+    let expected: std::collections::BTreeSet<String> = (0..TAKEOVER_PAGES)
+        .map(|n| format!("http://chain.test:{}/data/{n}.csv", server.port()))
+        .collect();
+    // No row of n1's after the take-over: each target once, in the
+    // database and in the shared manifest.jsonl (which panics on a duplicate).
+    let rows = manifest_rows(&client, "chain").await;
+    assert_eq!(rows.len(), TAKEOVER_PAGES, "{rows:?}");
+    let on_disk = crate::harness::sites::manifest_by_final_url(&shared.join("chain"));
+    assert_eq!(
+        on_disk
+            .keys()
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>(),
+        expected,
+        "{n1_log}"
+    );
+    for p in [&mut p1, &mut p2] {
+        p.signal("TERM");
+        assert!(
+            p.wait(Duration::from_secs(30)).is_some(),
+            "stops\n{}",
+            p.log()
+        );
+    }
+}

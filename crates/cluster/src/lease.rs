@@ -18,6 +18,7 @@
 //!   before the new epoch exists, or sees it and is refused. Renewals (a
 //!   `NO KEY UPDATE`) do not wait on it.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -154,8 +155,13 @@ impl Cluster {
     /// Renew `lease` in the background every lease/3 (see the module doc).
     pub fn keep(&self, lease: &Lease) -> LeaseKeeper {
         let (tx, rx) = watch::channel(LeaseSignal::Held);
-        let task = tokio::spawn(keep(self.clone(), lease.clone(), tx));
-        LeaseKeeper { signal: rx, task }
+        let clock = LeaseClock::new(lease.since + self.lease_duration() * 2 / 3);
+        let task = tokio::spawn(keep(self.clone(), lease.clone(), tx, clock.clone()));
+        LeaseKeeper {
+            signal: rx,
+            task,
+            clock,
+        }
     }
 }
 
@@ -188,9 +194,39 @@ impl Lease {
 pub struct LeaseKeeper {
     signal: watch::Receiver<LeaseSignal>,
     task: JoinHandle<()>,
+    clock: LeaseClock,
+}
+
+/// Whether a lease still holds by this node's monotonic clock alone: until
+/// two thirds of the lease after the last renewal was sent. Cheap and
+/// synchronous, for writes outside the database (a shared folder) that
+/// the epoch cannot fence: a node paused (SIGSTOP) past its lease knows on
+/// waking, before any renewal, that its lease may be another node's now
+/// (the monotonic clock runs while the process is stopped).
+#[derive(Clone, Debug)]
+pub struct LeaseClock(Arc<Mutex<Instant>>);
+
+impl LeaseClock {
+    fn new(until: Instant) -> Self {
+        LeaseClock(Arc::new(Mutex::new(until)))
+    }
+
+    fn set(&self, until: Instant) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = until;
+    }
+
+    /// The lease holds now.
+    pub fn holds(&self) -> bool {
+        Instant::now() < *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl LeaseKeeper {
+    /// The lease's own-clock deadline, shared with the renewals.
+    pub fn clock(&self) -> LeaseClock {
+        self.clock.clone()
+    }
+
     /// The latest word on the lease.
     pub fn now(&self) -> LeaseSignal {
         self.signal.borrow().clone()
@@ -215,7 +251,7 @@ impl Drop for LeaseKeeper {
     }
 }
 
-async fn keep(cluster: Cluster, lease: Lease, tx: watch::Sender<LeaseSignal>) {
+async fn keep(cluster: Cluster, lease: Lease, tx: watch::Sender<LeaseSignal>, clock: LeaseClock) {
     let length = cluster.lease_duration();
     let every = length / 3;
     // The instant before the request that acquired or last renewed the
@@ -233,10 +269,12 @@ async fn keep(cluster: Cluster, lease: Lease, tx: watch::Sender<LeaseSignal>) {
         match tokio::time::timeout(budget, cluster.renew(&lease)).await {
             Ok(Ok(())) => {
                 renewed_from = sent;
+                clock.set(sent + length * 2 / 3);
                 next = sent + every;
                 tracing::trace!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, "lease renewed");
             }
             Ok(Err(e @ ClusterError::Fenced { .. })) => {
+                clock.set(lease.since);
                 tracing::warn!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, error = %e, "lease lost: stopping the job");
                 let _ = tx.send(LeaseSignal::Stop(e.to_string()));
                 return;

@@ -34,7 +34,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use forager_core::config::{is_valid_node_name, ClusterConfig};
 
 pub use checkpoint::{Checkpoint, CheckpointWrite};
-pub use lease::{Lease, LeaseKeeper, LeaseSignal};
+pub use lease::{Lease, LeaseClock, LeaseKeeper, LeaseSignal};
 pub use pacing::Reservation;
 pub use registry::{JobRow, Registration};
 

@@ -942,6 +942,7 @@ async fn job_task(task: JobTask) {
         live: live.clone(),
         shared: shared.clone(),
         mirror: None,
+        lease: None,
     };
     let result = match lease {
         None => match tokio::spawn(run_job(engine, spec, observer, stop)).await {
@@ -955,6 +956,7 @@ async fn job_task(task: JobTask) {
             ended,
         }) => {
             let node = cluster.node().to_string();
+            observer.lease = Some(keeper.clock());
             let (stop, done, forwarder) =
                 cluster::stop_on_lease_loss(stop, keeper, name.clone(), node.clone());
             let result = match cluster::restore(&engine.store, &cluster, &lease).await {
@@ -1066,6 +1068,8 @@ struct LiveObserver {
     shared: Arc<Shared>,
     /// With `[cluster]`: bumped at each checkpoint, for the mirror to the database.
     mirror: Option<channel::Sender<u64>>,
+    /// With `[cluster]`: whether the lease still holds by this node's clock.
+    lease: Option<forager_cluster::LeaseClock>,
 }
 
 impl CrawlObserver for LiveObserver {
@@ -1101,6 +1105,10 @@ impl CrawlObserver for LiveObserver {
         if let Some(m) = &self.mirror {
             m.send_modify(|n| *n += 1);
         }
+    }
+
+    fn may_write_manifest(&self) -> bool {
+        self.lease.as_ref().is_none_or(|l| l.holds())
     }
 
     fn paused(&mut self, error: &str) {
@@ -1165,6 +1173,7 @@ mod tests {
             live: live.clone(),
             shared: shared.clone(),
             mirror: None,
+            lease: None,
         };
         let url = url::Url::parse("http://a.test/x").unwrap();
         let counters = JobCounters {

@@ -54,6 +54,13 @@ pub trait CrawlObserver: Send {
     /// due at `next_due`; `None` when it works again.
     fn waiting(&mut self, _next_due: Option<std::time::SystemTime>) {}
     fn finished(&mut self, _counters: &JobCounters, _stop: Option<StopReason>) {}
+    /// Whether the run may still write the job's `manifest.jsonl`, which
+    /// another process may own now: a cluster node whose lease may have
+    /// lapsed (paused past it) must leave the file to the job's new node.
+    /// The store's commit is this node's own and goes on either way.
+    fn may_write_manifest(&self) -> bool {
+        true
+    }
 }
 
 /// Observes nothing.
