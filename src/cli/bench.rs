@@ -9,7 +9,9 @@ use forager_bench::linked;
 use forager_bench::multihost;
 use forager_bench::reference::{self, ReferenceCommand, RunSample};
 use forager_bench::report::{self, RunFigures};
-use forager_bench::runner::{clear_state_dir, run_once, sanitize, BenchSite, RunConfig, RunResult};
+use forager_bench::runner::{
+    clear_state_dir, run_once, run_once_with_prior, sanitize, BenchSite, RunConfig, RunResult,
+};
 use forager_bench::sites::directory::DirectorySite;
 use forager_bench::sites::linked::LinkedWeb;
 use forager_bench::sites::server::{Site, SiteServer};
@@ -28,7 +30,7 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct BenchArgs {
     /// A site: `synthetic:PRESET[:SEED][:pages=N]` (small, medium, large, deep, sparse, dense,
-    /// variants; pages=N resizes the preset to N HTML pages, 100 to 100000000, e.g.
+    /// variants, rare, rare-blind; pages=N resizes the preset to N HTML pages, 100 to 100000000, e.g.
     /// synthetic:large:pages=1M),
     /// `dir:NAME=ROOT[:START_PAGE]`, or `linked[:HOSTS[:PER_HOST[:SEED]]]` (a web of
     /// linked data, default linked:100:30:1, measured with a linked-data job; also
@@ -65,6 +67,12 @@ pub struct BenchArgs {
     /// Where traces (CSV), tables (Markdown) and plots (SVG) go.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
+    /// Start every sb run warm: first crawl this site (as for --site) once with sb,
+    /// seed 1, and give what it learnt about which link words lead to targets to each
+    /// measured run as the stored prior of its target kinds (a new job of a daemon
+    /// that crawled that site). Without it every run starts cold.
+    #[arg(long)]
+    prior_from: Option<String>,
     /// Request budget per run (0: until the frontier is empty).
     #[arg(long, default_value_t = 0)]
     max_requests: u64,
@@ -448,9 +456,19 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("creating {}", args.out.display()))?;
     let state_root = args.out.join("state");
     let rt = runtime()?;
+    let prior = match &args.prior_from {
+        Some(spec) => Some(rt.block_on(learn_prior(&parse_site(spec)?, &args, &state_root))?),
+        None => None,
+    };
     let mut markdown = String::new();
     for site in &sites {
-        let table = rt.block_on(bench_site(site, &kinds, &args, &state_root))?;
+        let table = rt.block_on(bench_site(
+            site,
+            &kinds,
+            &args,
+            &state_root,
+            prior.as_deref(),
+        ))?;
         outln!("{table}");
         markdown.push_str(&table);
         markdown.push('\n');
@@ -489,11 +507,39 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Crawl `site` once with sb (seed 1) and return the prior it left.
+async fn learn_prior(
+    site: &BenchSite,
+    args: &BenchArgs,
+    state_root: &Path,
+) -> anyhow::Result<Vec<u8>> {
+    let server = SiteServer::start(vec![(site.host.clone(), site.site.clone())]).await?;
+    let config = RunConfig {
+        strategy: StrategyKind::Sb,
+        seed: 1,
+        max_requests: args.max_requests,
+        early_stop: args.early_stop,
+        neither_links: args.neither_links,
+        trace: false,
+    };
+    let run = run_once(server.addr(), site, config, state_root).await?;
+    let _ = server.shutdown().await;
+    let (positive, negative) = run.stats.lead_examples;
+    errln!(
+        "prior: learnt on {} by sb (seed 1) from {} pages ({positive} with targets)",
+        site.name,
+        positive + negative
+    );
+    run.prior
+        .with_context(|| format!("sb learnt no prior on {} (it found no target)", site.name))
+}
+
 async fn bench_site(
     site: &BenchSite,
     kinds: &[StrategyKind],
     args: &BenchArgs,
     state_root: &Path,
+    prior: Option<&[u8]>,
 ) -> anyhow::Result<String> {
     let server = SiteServer::start(vec![(site.host.clone(), site.site.clone())]).await?;
     let truth = {
@@ -501,10 +547,13 @@ async fn bench_site(
         tokio::task::spawn_blocking(move || site.ground_truth()).await??
     };
     errln!(
-        "{}: {} pages, {} targets reachable",
+        "{}: {} pages, {} targets reachable, oracle floor for 90 %: {}",
         site.name,
         truth.pages,
-        truth.targets.len()
+        truth.targets.len(),
+        truth
+            .floor90
+            .map_or("—".to_string(), |f| format!("{} requests", f.requests()))
     );
     let mut summaries = Vec::new();
     let mut first_runs: Vec<RunResult> = Vec::new();
@@ -523,14 +572,16 @@ async fn bench_site(
                 neither_links: args.neither_links,
                 trace: true,
             };
-            let run = run_once(server.addr(), site, config, state_root).await?;
+            let warm = prior.filter(|_| matches!(kind, StrategyKind::Sb | StrategyKind::SbBinary));
+            let run = run_once_with_prior(server.addr(), site, config, state_root, warm).await?;
             let f = report::figures(&run, &truth);
             errln!(
-                "  {:<8} seed {seed}: {} requests, {} targets, req@90 {} ({:.1} s)",
+                "  {:<8} seed {seed}: {} requests, {} targets, req@90 {} (÷ floor {}) ({:.1} s)",
                 kind.name(),
                 run.counters.requests,
                 run.counters.targets,
                 f.req_at[2].map_or("—".into(), |v| format!("{v:.1} %")),
+                f.vs_floor.map_or("—".into(), |v| format!("{v:.2}")),
                 run.wall.as_secs_f64()
             );
             let csv = args.out.join(format!(
@@ -550,7 +601,9 @@ async fn bench_site(
     let refs: Vec<&RunResult> = first_runs.iter().collect();
     report::write_plot(&plot, &site.name, &truth, &refs)?;
     let _ = server.shutdown().await;
-    Ok(report::markdown_table(&site.name, &truth, &summaries))
+    let mut table = report::markdown_table(&site.name, &truth, &summaries);
+    table.push_str(&report::floor_line(&summaries));
+    Ok(table)
 }
 
 /// Every strategy on a linked web (`bench::linked`), crawled with each of

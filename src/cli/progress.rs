@@ -1,7 +1,7 @@
 //! The foreground progress bar, and a log writer that keeps log lines from tearing it.
 
 use forager::daemon::live::RateMeter;
-use forager::engine::{CrawlObserver, RequestEvent};
+use forager::engine::{CrawlObserver, OriginWait, RequestEvent};
 use forager::store::{JobCounters, StopReason};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
@@ -44,6 +44,10 @@ pub struct ProgressObserver {
     budget: u64,
     rate: RateMeter,
     with_bar: bool,
+    /// What the crawl only waits for, shown after the counts.
+    waiting_for: Option<String>,
+    /// The last counts shown, to redraw the line when only the wait changed.
+    last: Option<(JobCounters, u64)>,
 }
 
 const COUNTS_ONLY: &str = "{prefix} [{elapsed_precise}] {spinner} {msg}";
@@ -93,6 +97,8 @@ impl ProgressObserver {
             budget: request_budget,
             rate: RateMeter::default(),
             with_bar: false,
+            waiting_for: None,
+            last: None,
         }
     }
 
@@ -107,8 +113,13 @@ impl ProgressObserver {
         }
         self.bar.set_position(c.requests);
         let per_minute = self.rate.per_minute(Instant::now());
-        self.bar
-            .set_message(progress_message(c, frontier, per_minute, self.with_bar));
+        let mut message = progress_message(c, frontier, per_minute, self.with_bar);
+        if let Some(w) = &self.waiting_for {
+            message.push_str(" · ");
+            message.push_str(w);
+        }
+        self.bar.set_message(message);
+        self.last = Some((c.clone(), frontier));
     }
 }
 
@@ -116,6 +127,12 @@ impl CrawlObserver for ProgressObserver {
     fn request(&mut self, event: &RequestEvent<'_>) {
         self.rate.record(Instant::now());
         self.show(event.counters, event.frontier);
+    }
+
+    fn waiting_for_origin(&mut self, wait: Option<&OriginWait>) {
+        self.waiting_for = wait.map(ToString::to_string);
+        let (counters, frontier) = self.last.clone().unwrap_or_default();
+        self.show(&counters, frontier);
     }
 
     fn finished(&mut self, counters: &JobCounters, _stop: Option<StopReason>) {

@@ -26,15 +26,20 @@ fn bench_writes_table_traces_and_plot() {
         table.contains("**synthetic-small** — 1000 pages, 250 targets reachable"),
         "{table}"
     );
-    for row in ["| sb | 2 |", "| bfs | 1 |", "| omniscient |"] {
+    for row in ["| sb | 2 |", "| bfs | 1 |", "| omniscient |", "| floor |"] {
         assert!(table.contains(row), "missing {row:?} in {table}");
     }
+    // The oracle floor: in the heading, a column, and a line per site.
+    assert!(table.contains("oracle floor for 90 %: "), "{table}");
+    assert!(table.contains("| req@90 ÷ floor |"), "{table}");
+    assert!(table.contains("req@90 ÷ floor: sb "), "{table}");
     // Every run harvested the whole site: coverage 100 %.
     for line in table
         .lines()
         .filter(|l| l.starts_with("| sb") || l.starts_with("| bfs"))
     {
-        let coverage = line.split('|').nth(6).unwrap().trim();
+        // The columns: strategy, runs, req@50, req@80, req@90, ÷ floor, coverage.
+        let coverage = line.split('|').nth(7).unwrap().trim();
         assert!(coverage.starts_with("100.0"), "{line}");
     }
     let trace = std::fs::read_to_string(out.path().join("synthetic-small-sb-1.csv")).unwrap();

@@ -27,6 +27,8 @@ async fn a_one_shot_crawl_harvests_the_whole_history_and_the_figures_agree() {
         .delay("5ms")
         .no_early_stop()
         .set("budget", "requests", 0)
+        // Only the site's own URLs: no well-known catalog requests.
+        .set("targets", "catalogs", false)
         .write(dir.path());
     let state = dir.path().join("state");
     let out = Crawl::new(&job, &state)

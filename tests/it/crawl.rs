@@ -171,6 +171,39 @@ async fn check_strategy(strategy: &str) {
             text.contains("picks can exceed links"),
             "the columns explained: {text}"
         );
+        // The ranking within actions, learnt from this job alone.
+        assert!(
+            text.contains("links within an action ranked by where they lead")
+                && text.contains("started cold (no prior)"),
+            "{text}"
+        );
+        // A new job with the same target kinds in the same store starts from
+        // what this one learnt, unless it asks to start cold.
+        for (name, prior, expect) in [
+            ("fixture-sb-warm", true, "started from the prior"),
+            ("fixture-sb-cold", false, "started cold (no prior)"),
+        ] {
+            let next = crate::harness::sites::fixture_job(name, server.port())
+                .strategy(strategy)
+                .rng_seed(7)
+                .delay("20ms")
+                .set("targets", "prior", prior)
+                .write(tmp.path());
+            let out = crawl(&next, &state, server.port()).await;
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let explain = crate::harness::bin::output(
+                crate::harness::bin::command()
+                    .args(["explain", name, "--state-dir"])
+                    .arg(&state),
+            )
+            .await;
+            let text = String::from_utf8_lossy(&explain.stdout);
+            assert!(text.contains(expect), "{name}: {text}");
+        }
     } else {
         assert!(text.contains("does not group links"), "{text}");
     }
@@ -702,13 +735,19 @@ async fn http_options_reach_their_hosts_only_through_the_proxy_and_stay_secret()
         "a request without X-Team, or with leaked credentials: {log:?}"
     );
     assert!(log.iter().any(|r| r.host == "open.test"));
-    // No secret in the log, nor in the archive's request records.
+    // No secret in the log, nor in the archive's request records, nor in
+    // the CDXJ index beside each WARC file (text).
     let mut warc = String::new();
     for entry in std::fs::read_dir(state.join("targets/vault/warc")).unwrap() {
+        let path = entry.unwrap().path();
         let mut text = String::new();
-        flate2::read::MultiGzDecoder::new(std::fs::File::open(entry.unwrap().path()).unwrap())
-            .read_to_string(&mut text)
-            .unwrap();
+        if path.extension().is_some_and(|e| e == "cdxj") {
+            text = std::fs::read_to_string(&path).unwrap();
+        } else {
+            flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap())
+                .read_to_string(&mut text)
+                .unwrap();
+        }
         warc.push_str(&text);
     }
     assert!(warc.contains("authorization: [redacted]"), "{warc}");

@@ -1038,6 +1038,39 @@ fn unit_setting(unit: &str, key: &str) -> Option<String> {
         .map(|v| v.trim().to_string())
 }
 
+/// The .deb's unit (debian/forager.service, installed by `cargo deb`) is the
+/// repository's unit with the binary where the package puts it: every
+/// setting alike but ExecStart, which names /usr/bin instead of /usr/local/bin.
+#[test]
+fn the_packaged_unit_is_the_repositorys_with_the_binary_in_usr_bin() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let settings = |file: &str| -> Vec<String> {
+        std::fs::read_to_string(repo.join(file))
+            .unwrap()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    let unit = settings("systemd/forager.service");
+    let packaged = settings("debian/forager.service");
+    let moved: Vec<String> = unit
+        .iter()
+        .map(|l| {
+            l.replace(
+                "ExecStart=/usr/local/bin/forager ",
+                "ExecStart=/usr/bin/forager ",
+            )
+        })
+        .collect();
+    assert_ne!(
+        moved, unit,
+        "the unit's ExecStart names /usr/local/bin/forager"
+    );
+    assert_eq!(packaged, moved);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_units_group_reads_the_harvest_and_nobody_else_does() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -1,6 +1,7 @@
 //! The one harness of the integration tests: job files ([`job`]), every run
 //! of the real binary, under a deadline ([`bin`]), `forager crawl`'s
-//! arguments ([`crawl`]), loopback servers ([`sites`]), the conditions a
+//! arguments ([`crawl`]), loopback servers ([`sites`]) and their https
+//! fronts with a test CA ([`tls`]), the conditions a
 //! test compiles with ([`env`]), what `/proc` says of a process
 //! ([`procfs`]) and a PostgreSQL server of a test's own ([`postgres`]).
 //!
@@ -14,6 +15,7 @@ pub mod job;
 pub mod postgres;
 pub mod procfs;
 pub mod sites;
+pub mod tls;
 
 pub use crawl::Crawl;
 pub use job::JobFile;

@@ -5,6 +5,11 @@
 //! `have_warcio` cfg of `build.rs`; forced by FORAGER_REQUIRE_WARCIO=1, as
 //! .ci/run sets it after installing warcio). Without warcio,
 //! [`warcio_the_oracle_is_there`] is ignored: the run says it lacked the oracle.
+//!
+//! Each file's CDXJ index ([`warc::cdx`]) is checked against the file
+//! ([`index_matches`]): one line per record but the warcinfo, whose offset
+//! and length delimit exactly that record, and, with warcio, the offsets and
+//! lengths its `ArchiveIterator` reports (through `warcio index`).
 
 use bytes::Bytes;
 use forager::fetch::{FetchConfig, Fetcher, Method, Politeness};
@@ -141,6 +146,100 @@ fn warcio_accepts(path: &Path) -> Option<Vec<String>> {
     )
 }
 
+/// The CDXJ index beside `path` names every record of the file but its
+/// warcinfo, once, sorted, each line's `offset`/`length` being exactly the
+/// record's gzip member (read back there: one whole record of that URL), and,
+/// when `warcio` (its `warcio index` lines) is given, the offsets and lengths
+/// warcio's `ArchiveIterator` reports. Returns the number of lines.
+fn index_matches(path: &Path, warcio: Option<&[String]>) -> usize {
+    use std::io::{Read, Seek, SeekFrom};
+    let records = read::read_all(path).unwrap_or_else(|e| panic!("{e}"));
+    let len = std::fs::metadata(path).unwrap().len();
+    let index = warc::cdx::index_path(path);
+    let text =
+        std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{}: {e}", index.display()));
+    let lines: Vec<&str> = text.lines().collect();
+    let mut sorted = lines.clone();
+    sorted.sort_unstable();
+    assert_eq!(lines, sorted, "{} is not sorted", index.display());
+    let name = path.file_name().unwrap().to_str().unwrap();
+    // offset → (length, url, line)
+    let mut by_offset = BTreeMap::new();
+    for line in &lines {
+        let mut parts = line.splitn(3, ' ');
+        let (key, stamp, json) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(stamp.len(), 14, "{line}");
+        assert_eq!(v["filename"], name, "{line}");
+        let url = v["url"].as_str().unwrap().to_string();
+        assert_eq!(key, warc::cdx::surt(&url), "{line}");
+        let num = |k: &str| v[k].as_str().unwrap().parse::<u64>().unwrap();
+        let prev = by_offset.insert(num("offset"), (num("length"), url, line.to_string()));
+        assert!(prev.is_none(), "two lines for one offset: {line}");
+    }
+    let mut file = std::fs::File::open(path).unwrap();
+    for (i, r) in records.iter().enumerate() {
+        let end = records.get(i + 1).map_or(len, |n| n.offset);
+        if r.kind() == "warcinfo" {
+            assert!(
+                !by_offset.contains_key(&r.offset),
+                "a line for the warcinfo"
+            );
+            continue;
+        }
+        let (length, url, line) = by_offset
+            .get(&r.offset)
+            .unwrap_or_else(|| panic!("{} record at {} has no index line", r.kind(), r.offset));
+        assert_eq!(*length, end - r.offset, "{line}");
+        assert_eq!(Some(url.as_str()), r.field("WARC-Target-URI"), "{line}");
+        // What the line points at is one whole record, of that URL.
+        let mut member = vec![0u8; *length as usize];
+        file.seek(SeekFrom::Start(r.offset)).unwrap();
+        file.read_exact(&mut member).unwrap();
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(&member[..])
+            .read_to_end(&mut bytes)
+            .unwrap();
+        let at = read::parse_record(&bytes, r.offset).unwrap();
+        assert_eq!(at.field("WARC-Record-ID"), r.field("WARC-Record-ID"));
+        if r.kind() == "response" {
+            assert!(line.contains("\"status\": \""), "{line}");
+        }
+    }
+    let indexed = records.iter().filter(|r| r.kind() != "warcinfo").count();
+    assert_eq!(by_offset.len(), indexed, "{}", index.display());
+    if let Some(warcio) = warcio {
+        let mut theirs = BTreeMap::new();
+        for l in warcio {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["warc-type"] == "warcinfo" {
+                continue;
+            }
+            let num = |k: &str| v[k].as_str().unwrap().parse::<u64>().unwrap();
+            theirs.insert(num("offset"), num("length"));
+        }
+        let ours: BTreeMap<u64, u64> = by_offset.iter().map(|(o, (l, _, _))| (*o, *l)).collect();
+        assert_eq!(ours, theirs, "index of {} against warcio's", path.display());
+    }
+    by_offset.len()
+}
+
+/// No line of the index beside `path` points past the file's valid end (the
+/// end of its last complete record): what a crash may leave.
+fn index_within_valid_end(path: &Path) {
+    let valid = read::scan(&std::fs::File::open(path).unwrap())
+        .unwrap()
+        .valid_len;
+    for line in warc::cdx::read_lines(&warc::cdx::index_path(path)).unwrap() {
+        let end = warc::cdx::line_end(&line).unwrap_or_else(|| panic!("{line}"));
+        assert!(end <= valid, "{} ends at {valid}: {line}", path.display());
+    }
+}
+
 #[tokio::test]
 async fn live_exchanges_become_valid_warc() {
     let server = SiteServer::start(vec![(
@@ -160,7 +259,7 @@ async fn live_exchanges_become_valid_warc() {
         delay: Duration::ZERO,
         robots: false,
         user_agent: "forager-warc-test/1".to_string(),
-        http: Default::default(),
+        ..Politeness::default()
     };
     let tmp = tempfile::tempdir().unwrap();
     let (mut w, _) = WarcWriter::open(WarcConfig {
@@ -275,9 +374,88 @@ async fn live_exchanges_become_valid_warc() {
         http.contains("x-archive-orig-transfer-encoding: chunked"),
         "{http}"
     );
-    if let Some(index) = warcio_accepts(w.path()) {
+    let theirs = warcio_accepts(w.path());
+    if let Some(index) = &theirs {
         assert_eq!(index.len(), records.len(), "{index:?}");
     }
+    // Responses, requests, metadata and revisits: every record but the warcinfo.
+    assert_eq!(
+        index_matches(w.path(), theirs.as_deref()),
+        records.len() - 1
+    );
+    let index = std::fs::read_to_string(warc::cdx::index_path(w.path())).unwrap();
+    let revisit = index.lines().find(|l| l.contains("warc/revisit")).unwrap();
+    assert!(
+        revisit.contains("/not-modified") || revisit.contains("/data.csv"),
+        "{revisit}"
+    );
+    let csv = index
+        .lines()
+        .find(|l| l.contains("\"mime\": \"text/csv\""))
+        .unwrap_or_else(|| panic!("{index}"));
+    assert!(csv.contains("\"status\": \"200\""), "{csv}");
+    assert!(csv.starts_with("test,site:"), "{csv}");
+}
+
+/// A series rotated at a small size: every file has its index, each line
+/// names its own file; an index deleted, truncated or left behind by a
+/// crash is rebuilt when the series is opened again.
+#[test]
+fn every_file_of_a_rotated_series_has_its_index_and_a_lost_one_comes_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = WarcConfig {
+        dir: tmp.path().to_path_buf(),
+        prefix: "rot".into(),
+        max_size: 4096,
+        info: vec![],
+    };
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut write = |from: usize, to: usize| {
+        let (mut w, _) = WarcWriter::open(cfg.clone()).unwrap();
+        for i in from..to {
+            // Digits that do not compress away: files fill up and rotate.
+            let body: String = (0..200)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    format!("{i},{x}\n")
+                })
+                .collect();
+            let head = forager::exchange::HttpHead {
+                start_line: "HTTP/1.1 200 OK".into(),
+                headers: vec![("content-type".into(), b"text/csv".to_vec())],
+            };
+            w.write_reconstructed(
+                &format!("http://www.rot.test/d{i}.csv"),
+                &head,
+                std::time::SystemTime::now(),
+                Payload::Bytes(body.as_bytes()),
+                false,
+                &Metadata::default(),
+            )
+            .unwrap();
+        }
+        w.sync().unwrap();
+    };
+    write(0, 12);
+    let files = warc::series(tmp.path(), "rot").unwrap();
+    assert!(files.len() >= 3, "{files:?}");
+    for (_, path) in &files {
+        assert!(index_matches(path, warcio_accepts(path).as_deref()) >= 2);
+    }
+    // Lost: one index deleted, one cut to its first line (as if an older
+    // forager, or a crash between a rotation and its index, had left it).
+    let first = warc::cdx::index_path(&files[0].1);
+    std::fs::remove_file(&first).unwrap();
+    let second = warc::cdx::index_path(&files[1].1);
+    let kept = std::fs::read_to_string(&second).unwrap();
+    std::fs::write(&second, format!("{}\n", kept.lines().next().unwrap())).unwrap();
+    write(12, 14);
+    for (_, path) in warc::series(tmp.path(), "rot").unwrap() {
+        index_matches(&path, None);
+    }
+    assert_eq!(std::fs::read_to_string(&second).unwrap(), kept);
 }
 
 fn manifest_row(url: &str, body: &[u8]) -> ManifestRow {
@@ -385,9 +563,15 @@ fn a_writer_killed_inside_records_leaves_valid_warc() {
         );
     }
     assert_eq!(records.iter().filter(|r| r.kind() == "warcinfo").count(), 1);
-    if let Some(index) = warcio_accepts(&files[0].1) {
+    let theirs = warcio_accepts(&files[0].1);
+    if let Some(index) = &theirs {
         assert_eq!(index.len(), records.len());
     }
+    // Every kill left an index that lacked records; the last run rebuilt it.
+    assert_eq!(
+        index_matches(&files[0].1, theirs.as_deref()),
+        records.len() - 1
+    );
 }
 
 fn crawl_job(dir: &Path, port: u16) -> PathBuf {
@@ -448,7 +632,8 @@ async fn a_crawl_archives_every_manifest_target() {
             r.check_digests().unwrap();
         }
         responses.extend(records.into_iter().filter(|r| r.kind() == "response"));
-        warcio_accepts(path);
+        let theirs = warcio_accepts(path);
+        index_matches(path, theirs.as_deref());
     }
     let rows = std::fs::read_to_string(targets.join("manifest.jsonl")).unwrap();
     for line in rows.lines() {
@@ -603,7 +788,11 @@ async fn a_continuous_harvest_killed_20_times_leaves_valid_warc() {
             "round {round}: warc-write:{n} after {:?}",
             started.elapsed()
         );
-        let newest = warc::series(&warc_dir, "harvest").unwrap().pop().unwrap().1;
+        let series = warc::series(&warc_dir, "harvest").unwrap();
+        for (_, path) in &series {
+            index_within_valid_end(path);
+        }
+        let newest = series.last().unwrap().1.clone();
         if let Some(kind) = partial_tail_kind(&newest) {
             *tails.entry(kind).or_insert(0) += 1;
         }
@@ -667,9 +856,11 @@ async fn a_continuous_harvest_killed_20_times_leaves_valid_warc() {
                 *profiles.entry(profile).or_insert(0) += 1;
             }
         }
-        if let Some(index) = warcio_accepts(path) {
+        let theirs = warcio_accepts(path);
+        if let Some(index) = &theirs {
             assert_eq!(index.len(), records.len(), "{}", path.display());
         }
+        index_matches(path, theirs.as_deref());
         responses.extend(records.into_iter().filter(|r| r.kind() == "response"));
     }
     assert!(

@@ -12,6 +12,7 @@
 //! The walk is breadth-first, so a target's depth is its shortest link
 //! distance from the start page.
 
+use crate::floor::{self, Floor, GraphBuilder};
 use crate::sites::server::{Site, SiteRequest};
 use axum::http::{header, HeaderValue};
 use forager::fetch::{origin_key, RobotsRecord, RobotsRules, RobotsStatus, ROBOTS_MAX_BYTES};
@@ -128,6 +129,10 @@ pub struct GroundTruth {
     pub truncated_bodies: usize,
     /// The walk stopped at `max_pages`: the counts are lower bounds.
     pub truncated: bool,
+    /// The oracle floor for 90 % of the targets ([`floor`]): what a crawler
+    /// that knows the link graph fetches; `None` when the walk was truncated
+    /// or the graph too large to keep.
+    pub floor90: Option<Floor>,
 }
 
 impl GroundTruth {
@@ -162,6 +167,8 @@ enum Outcome {
     Unknown,
     Target,
     Redirect(u32),
+    /// An HTML page.
+    Page,
     Other,
 }
 
@@ -201,10 +208,24 @@ impl Urls {
             match self.outcome[id as usize] {
                 Outcome::Target => return true,
                 Outcome::Redirect(next) => id = next,
-                Outcome::Unknown | Outcome::Other => return false,
+                Outcome::Unknown | Outcome::Page | Outcome::Other => return false,
             }
         }
         false
+    }
+
+    /// Where `id` ends through redirects: `Ok` the URL id of a page, `Err`
+    /// that of a target; `None` for anything else.
+    fn end(&self, mut id: u32) -> Option<Result<u32, u32>> {
+        for _ in 0..=self.outcome.len().min(64) {
+            match self.outcome[id as usize] {
+                Outcome::Redirect(next) => id = next,
+                Outcome::Page => return Some(Ok(id)),
+                Outcome::Target => return Some(Err(id)),
+                Outcome::Unknown | Outcome::Other => return None,
+            }
+        }
+        None
     }
 }
 
@@ -233,6 +254,10 @@ struct Walker<'a> {
     /// HTML pages known to link a target when they were parsed.
     holders_known: usize,
     target_depths: Vec<u32>,
+    /// The link graph, for the floor.
+    graph: GraphBuilder,
+    /// Index of each target's URL id among the targets, in the order found.
+    target_index: HashMap<u32, u32>,
 }
 
 impl<'a> Walker<'a> {
@@ -253,6 +278,8 @@ impl<'a> Walker<'a> {
             page_links: Vec::new(),
             holders_known: 0,
             target_depths: Vec::new(),
+            graph: GraphBuilder::default(),
+            target_index: HashMap::new(),
         }
     }
 
@@ -418,28 +445,33 @@ impl<'a> Walker<'a> {
                     self.gt.targets.insert(current.to_string());
                     self.target_depths.push(depth);
                     self.urls.outcome[id as usize] = Outcome::Target;
+                    let next = self.target_index.len() as u32;
+                    self.target_index.entry(id).or_insert(next);
                 }
                 Label::Html => {
                     let (bytes, truncated) = self.read_body(resp.body, gzip);
                     self.gt.truncated_bodies += usize::from(truncated);
                     self.gt.page_bytes += bytes.len() as u64;
                     self.gt.pages += 1;
-                    self.urls.outcome[id as usize] = Outcome::Other;
+                    self.urls.outcome[id as usize] = Outcome::Page;
                     let links =
                         extract_links(&bytes, &current, content_type.as_deref(), &self.opts.limits);
                     // Most links (menus, footers) lead to pages already
                     // known: keep only the open ones, to bound memory.
                     let mut open = Vec::new();
+                    let mut all = Vec::with_capacity(links.links.len());
                     let mut holder = false;
                     for link in links.links {
                         let link_id = self.urls.id(link.url.as_str());
+                        all.push(link_id);
                         match self.urls.outcome[link_id as usize] {
-                            Outcome::Other => {}
+                            Outcome::Other | Outcome::Page => {}
                             Outcome::Target => holder = true,
                             Outcome::Unknown | Outcome::Redirect(_) => open.push(link_id),
                         }
                         self.enqueue(link.url, depth + 1);
                     }
+                    self.graph.page(id, all);
                     if holder {
                         self.holders_known += 1;
                     } else if !open.is_empty() {
@@ -482,6 +514,19 @@ impl<'a> Walker<'a> {
                 .sum::<f64>()
                 / self.target_depths.len() as f64
         };
+        if !self.gt.truncated {
+            let start = self.urls.ids.get(self.start.as_str()).copied();
+            let urls = &self.urls;
+            let target_index = &self.target_index;
+            let graph = std::mem::take(&mut self.graph);
+            let resolve = |id: u32| match urls.end(id)? {
+                Ok(page) => Some(Ok(page)),
+                Err(target) => target_index.get(&target).map(|&t| Err(t)),
+            };
+            self.gt.floor90 = start
+                .and_then(|s| graph.finish(target_index.len(), s, resolve))
+                .and_then(|g| floor::greedy_floor(&g, 0.9));
+        }
         self.gt
     }
 }

@@ -4,7 +4,8 @@
 //! Owns: the test webs ([`sites`]: synthetic sites, webs of many hosts,
 //! linked and structured webs, a changing site, served on 127.0.0.1),
 //! running a job of the real engine over one of them ([`runner`]), the ground truth of a site computed by
-//! walking it in memory ([`groundtruth`]), the tables and plots of a run
+//! walking it in memory ([`groundtruth`]), its oracle floor (the requests a
+//! crawler that knows the site needs, [`floor`]), the tables and plots of a run
 //! ([`report`]), one job over a web of many hosts measured from the server's
 //! log ([`multihost`]), the linked-data benchmark ([`linked`]), the structured-data benchmark
 //! ([`structured`]), continuous jobs over a site that changes over simulated
@@ -19,6 +20,7 @@
 
 pub mod changing;
 pub mod daemon_load;
+pub mod floor;
 pub mod groundtruth;
 pub mod linked;
 pub mod multihost;

@@ -25,6 +25,9 @@ pub struct RunFigures {
     pub requests: u64,
     pub accuracy: Option<f64>,
     pub actions: u64,
+    /// Requests to 90 % of the targets divided by the site's oracle floor
+    /// ([`GroundTruth::floor90`]); `None` without either.
+    pub vs_floor: Option<f64>,
 }
 
 /// Requests (1-based index) at which the `k`-th target was saved.
@@ -39,6 +42,7 @@ pub fn figures(run: &RunResult, truth: &GroundTruth) -> RunFigures {
     let hits = target_request_indices(&run.trace);
     let mut req_at = [None; 3];
     let mut neither_before_90 = None;
+    let mut vs_floor = None;
     for (slot, level) in req_at.iter_mut().zip(LEVELS) {
         let need = (level * total as f64).ceil() as usize;
         let at = if need == 0 {
@@ -49,6 +53,10 @@ pub fn figures(run: &RunResult, truth: &GroundTruth) -> RunFigures {
         if let Some(idx) = at {
             *slot = Some(100.0 * idx as f64 / denominator);
             if level == 0.9 {
+                vs_floor = truth
+                    .floor90
+                    .filter(|f| f.requests() > 0)
+                    .map(|f| idx as f64 / f.requests() as f64);
                 neither_before_90 = Some(
                     run.trace
                         .iter()
@@ -85,6 +93,7 @@ pub fn figures(run: &RunResult, truth: &GroundTruth) -> RunFigures {
         requests: run.counters.requests,
         accuracy: run.stats.classifier_accuracy(),
         actions: run.stats.actions,
+        vs_floor,
     }
 }
 
@@ -155,6 +164,7 @@ pub struct StrategySummary {
     pub requests: MeanStd,
     pub accuracy: Option<MeanStd>,
     pub actions: MeanStd,
+    pub vs_floor: Option<MeanStd>,
 }
 
 pub fn summarise(strategy: StrategyKind, figs: &[RunFigures]) -> StrategySummary {
@@ -184,33 +194,43 @@ pub fn summarise(strategy: StrategyKind, figs: &[RunFigures]) -> StrategySummary
             })
         },
         actions: col(&|f| Some(f.actions as f64)).unwrap_or(zero),
+        vs_floor: col(&|f| f.vs_floor),
     }
 }
 
 /// A Markdown table for one site.
 pub fn markdown_table(site: &str, truth: &GroundTruth, rows: &[StrategySummary]) -> String {
     let mut out = String::new();
+    let floor = truth.floor90.map_or("—".to_string(), |f| {
+        format!(
+            "{} requests ({} pages + {} targets)",
+            f.requests(),
+            f.pages,
+            f.targets
+        )
+    });
     let _ = writeln!(
         out,
-        "**{site}** — {} pages, {} targets reachable\n",
+        "**{site}** — {} pages, {} targets reachable; oracle floor for 90 %: {floor}\n",
         truth.pages,
         truth.targets.len()
     );
     let _ = writeln!(
         out,
-        "| strategy | runs | req@50 % | req@80 % | req@90 % | coverage % | non-target MiB before 90 % target bytes | neither requests before req@90 | requests | classifier acc. % | actions |"
+        "| strategy | runs | req@50 % | req@80 % | req@90 % | req@90 ÷ floor | coverage % | non-target MiB before 90 % target bytes | neither requests before req@90 | requests | classifier acc. % | actions |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     let show = |m: Option<MeanStd>, d: usize| m.map_or("—".to_string(), |m| m.show(d));
     for r in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.strategy.name(),
             r.runs,
             show(r.req_at[0], 1),
             show(r.req_at[1], 1),
             show(r.req_at[2], 1),
+            show(r.vs_floor, 2),
             r.coverage.show(1),
             show(r.waste_mib, 1),
             show(r.neither_before_90, 0),
@@ -222,13 +242,49 @@ pub fn markdown_table(site: &str, truth: &GroundTruth, rows: &[StrategySummary])
     let o = omniscient(truth);
     let _ = writeln!(
         out,
-        "| omniscient | — | {:.1} | {:.1} | {:.1} | 100 | 0 | 0 | {} | — | — |",
+        "| omniscient | — | {:.1} | {:.1} | {:.1} | {} | 100 | 0 | 0 | {} | — | — |",
         o[0],
         o[1],
         o[2],
+        truth.floor90.map_or("—".to_string(), |f| {
+            let need = (0.9 * truth.targets.len() as f64).ceil();
+            format!("{:.2}", need / f.requests().max(1) as f64)
+        }),
         truth.targets.len()
     );
+    if let Some(f) = truth.floor90 {
+        let reach = (truth.pages + truth.targets.len()).max(1) as f64;
+        let _ = writeln!(
+            out,
+            "| floor | — | — | — | {:.1} | 1.00 | 90 | — | — | {} | — | — |",
+            100.0 * f.requests() as f64 / reach,
+            f.requests()
+        );
+    }
     out
+}
+
+/// One line under a site's table: each strategy's req@90 ÷ floor, and sb's
+/// req@90 over bfs's when both ran (the yardstick before the floor).
+pub fn floor_line(rows: &[StrategySummary]) -> String {
+    let mut parts: Vec<String> = rows
+        .iter()
+        .filter_map(|r| Some(format!("{} {:.2}", r.strategy.name(), r.vs_floor?.mean)))
+        .collect();
+    let req90 = |k: StrategyKind| {
+        rows.iter()
+            .find(|r| r.strategy == k)
+            .and_then(|r| r.req_at[2])
+    };
+    if let (Some(sb), Some(bfs)) = (req90(StrategyKind::Sb), req90(StrategyKind::Bfs)) {
+        if bfs.mean > 0.0 {
+            parts.push(format!("sb / bfs {:.2}", sb.mean / bfs.mean));
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("\nreq@90 ÷ floor: {}\n", parts.join(", "))
 }
 
 /// Write one run's trace as CSV (index,kind,bytes,target,neither).
@@ -345,6 +401,7 @@ mod tests {
             },
             stats: Default::default(),
             wall: Default::default(),
+            prior: None,
         }
     }
 

@@ -121,6 +121,9 @@ pub struct RunResult {
     pub counters: JobCounters,
     pub stats: StrategyStats,
     pub wall: Duration,
+    /// The prior the job left in its store for its target kinds
+    /// ([`forager::engine::prior`]): what it learnt, to start other jobs warm.
+    pub prior: Option<Vec<u8>>,
 }
 
 /// How to run one crawl.
@@ -166,6 +169,19 @@ pub async fn run_once(
     config: RunConfig,
     state_root: &Path,
 ) -> anyhow::Result<RunResult> {
+    run_once_with_prior(server, site, config, state_root, None).await
+}
+
+/// [`run_once`], the fresh store holding `prior` (what [`RunResult::prior`]
+/// of a crawl of another site gave) for the job's target kinds: the job
+/// starts warm, as a new job of a daemon that crawled that site would.
+pub async fn run_once_with_prior(
+    server: SocketAddr,
+    site: &BenchSite,
+    config: RunConfig,
+    state_root: &Path,
+    prior: Option<&[u8]>,
+) -> anyhow::Result<RunResult> {
     let name = run_name(site, &config);
     let state_dir = clear_state_dir(state_root, site, &config)?;
     let engine = Engine::open(EngineConfig {
@@ -188,6 +204,16 @@ pub async fn run_once(
     spec.budget.bytes = 0;
     spec.budget.early_stop = config.early_stop;
     spec.budget.neither_links = config.neither_links;
+    let prior_key = forager::engine::prior::key(&spec.targets);
+    if let Some(bytes) = prior {
+        let mut delta = forager::store::JobDelta::new(&name);
+        delta.stage_shared(std::iter::once((prior_key.clone(), bytes.to_vec())));
+        engine
+            .store
+            .commit(delta)
+            .await
+            .map_err(|failed| anyhow::anyhow!("storing the prior: {}", failed.error))?;
+    }
     let mut observer = TraceObserver {
         keep: config.trace,
         rows: Vec::new(),
@@ -205,6 +231,7 @@ pub async fn run_once(
         counters: outcome.counters,
         stats: outcome.stats,
         wall: started.elapsed(),
+        prior: engine.store.shared(&prior_key)?,
     })
 }
 

@@ -1,5 +1,5 @@
 //! What a job adds to its requests: extra headers, per-host cookies, headers
-//! and HTTP basic auth, and a proxy.
+//! and HTTP basic auth, a proxy, and extra trusted certificate authorities.
 //!
 //! Credentials go only to the hosts they name: the engine follows redirects
 //! hop by hop, and every hop picks its own host's settings, so a redirect to
@@ -19,6 +19,90 @@ pub struct HttpOptions {
     pub hosts: Vec<HostOptions>,
     /// Every request of the job goes through this HTTP(S) proxy.
     pub proxy: Option<Url>,
+    /// Roots trusted for https besides the built-in ones (`ca_file`).
+    pub ca: Option<CaFile>,
+}
+
+/// The PEM certificates of `[http] ca_file`, read and checked when the
+/// config is read (a job that cannot trust its hosts fails at `check`,
+/// not at its first https request).
+#[derive(Clone, PartialEq, Eq)]
+pub struct CaFile {
+    /// The file as the config names it (for messages).
+    pub path: String,
+    /// The DER of each `CERTIFICATE` block, in file order; never empty.
+    pub certificates: Vec<Vec<u8>>,
+}
+
+impl std::fmt::Debug for CaFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaFile")
+            .field("path", &self.path)
+            .field("certificates", &self.certificates.len())
+            .finish()
+    }
+}
+
+/// Longest `ca_file` read: a bundle of every public root is ~250 KiB.
+pub const MAX_CA_FILE: usize = 4 << 20;
+
+impl CaFile {
+    /// The certificates of a PEM text: every `CERTIFICATE` block, decoded.
+    /// Other blocks (a private key put there by mistake) are an error, as
+    /// are a file with no certificate and a block that is not base64 or not
+    /// DER; the reason names the block.
+    pub fn parse_pem(path: &str, text: &str) -> Result<CaFile, String> {
+        use base64::Engine as _;
+        let mut certificates = Vec::new();
+        let mut lines = text.lines().map(str::trim).enumerate();
+        while let Some((n, line)) = lines.next() {
+            let Some(label) = line
+                .strip_prefix("-----BEGIN ")
+                .and_then(|l| l.strip_suffix("-----"))
+            else {
+                continue;
+            };
+            let at = n + 1;
+            if label != "CERTIFICATE" {
+                return Err(format!(
+                    "line {at}: a {label} block; ca_file holds CERTIFICATE blocks only (the CA's certificate, never a key)"
+                ));
+            }
+            let end = format!("-----END {label}-----");
+            let mut body = String::new();
+            let mut closed = false;
+            for (_, l) in lines.by_ref() {
+                if l == end {
+                    closed = true;
+                    break;
+                }
+                body.push_str(l);
+            }
+            if !closed {
+                return Err(format!("line {at}: the certificate has no {end} line"));
+            }
+            let der = base64::engine::general_purpose::STANDARD
+                .decode(body.as_bytes())
+                .map_err(|e| format!("line {at}: the certificate is not valid base64 ({e})"))?;
+            // A certificate is a DER SEQUENCE; anything else is not one.
+            if der.len() < 16 || der[0] != 0x30 {
+                return Err(format!(
+                    "line {at}: the block does not hold a DER certificate"
+                ));
+            }
+            certificates.push(der);
+        }
+        if certificates.is_empty() {
+            return Err(
+                "no certificate in it: expected PEM blocks between -----BEGIN CERTIFICATE----- and -----END CERTIFICATE-----"
+                    .to_string(),
+            );
+        }
+        Ok(CaFile {
+            path: path.to_string(),
+            certificates,
+        })
+    }
 }
 
 /// What requests to some hosts carry besides the job's headers.
@@ -85,7 +169,10 @@ impl HostPattern {
 impl HttpOptions {
     /// Whether the options add nothing.
     pub fn is_empty(&self) -> bool {
-        self.headers.is_empty() && self.hosts.is_empty() && self.proxy.is_none()
+        self.headers.is_empty()
+            && self.hosts.is_empty()
+            && self.proxy.is_none()
+            && self.ca.is_none()
     }
 
     /// The headers a request to `url` carries: the job's, then its host's
@@ -133,6 +220,7 @@ impl HttpOptions {
             headers,
             hosts,
             proxy: self.proxy.clone().or_else(|| defaults.proxy.clone()),
+            ca: self.ca.clone().or_else(|| defaults.ca.clone()),
         }
     }
 }
@@ -176,6 +264,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("headers", &ShownHeaders(&self.headers))
             .field("hosts", &self.hosts)
             .field("proxy", &self.proxy.as_ref().map(redacted_proxy))
+            .field("ca", &self.ca)
             .finish()
     }
 }
@@ -215,6 +304,7 @@ mod tests {
                 authorization: Some(basic_authorization("alice", "pa55").unwrap()),
             }],
             proxy: Some(Url::parse("http://bob:proxypw@proxy.lan:3128/").unwrap()),
+            ca: None,
         }
     }
 
@@ -271,6 +361,48 @@ mod tests {
         assert_eq!(merged.headers.len(), 2, "x-team from the daemon");
         assert_eq!(merged.hosts.len(), 1);
         assert_eq!(merged.proxy, options().proxy);
+    }
+
+    #[test]
+    fn a_ca_file_holds_certificates_and_says_what_is_wrong_otherwise() {
+        let der = "MIIBszCCAVmgAwIBAgIUQ0ZBQ0VDQUZFQ0FGRUNBRkVDQUZFMAoGCCqGSM49BAMC";
+        let pem =
+            format!("a comment\n-----BEGIN CERTIFICATE-----\n{der}\n-----END CERTIFICATE-----\n");
+        let ca = CaFile::parse_pem("ca.pem", &pem).unwrap();
+        assert_eq!(ca.certificates.len(), 1);
+        assert_eq!(ca.certificates[0][0], 0x30);
+        let two = format!("{pem}{pem}");
+        assert_eq!(
+            CaFile::parse_pem("ca.pem", &two)
+                .unwrap()
+                .certificates
+                .len(),
+            2
+        );
+        let err = |text: &str| CaFile::parse_pem("ca.pem", text).unwrap_err();
+        assert!(err("").contains("no certificate"), "{}", err(""));
+        assert!(err("hello").contains("no certificate"));
+        let key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        assert!(
+            err(key).contains("line 1: a PRIVATE KEY block"),
+            "{}",
+            err(key)
+        );
+        let open = "-----BEGIN CERTIFICATE-----\nMIIB\n";
+        assert!(err(open).contains("no -----END CERTIFICATE----- line"));
+        let bad = "\n-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n";
+        assert!(
+            err(bad).contains("line 2: the certificate is not valid base64"),
+            "{}",
+            err(bad)
+        );
+        let not_der = "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQsIGhlbGxvIHdvcmxk\n-----END CERTIFICATE-----\n";
+        assert!(err(not_der).contains("does not hold a DER certificate"));
+        // Debug shows the file and a count, never the bytes.
+        assert_eq!(
+            format!("{ca:?}"),
+            "CaFile { path: \"ca.pem\", certificates: 1 }"
+        );
     }
 
     #[test]

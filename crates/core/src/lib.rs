@@ -5,7 +5,8 @@
 //! HTML, target or neither), [`codec`] (how every stored value is encoded),
 //! [`hash`] (the fixed hash functions stored values rely on), [`chunk`]
 //! (content-defined chunks of stored blobs),
-//! [`http_options`] (what a job adds to its requests), [`config`] (job and
+//! [`http_options`] (what a job adds to its requests), [`politeness`] (the
+//! adaptive delay and the back-off of a failing origin), [`config`] (job and
 //! daemon files), [`extract`] (links and structured data out of a page),
 //! [`rdf`] (RDF documents), [`learn`] (the learning primitives),
 //! [`strategy`] (which link next), [`revisit`] (when to look again),
@@ -21,8 +22,9 @@
 //!
 //! Imports point down this list, no module imports one above it: `job` →
 //! `config` → `strategy`, `rdf`, `revisit` → `extract`, `learn`, `record` →
-//! `link` → `hash`, `chunk`, `mime`, `codec`, `http_options`.
+//! `link` → `hash`, `chunk`, `mime`, `codec`, `http_options`, `politeness`.
 
+pub mod catalog;
 pub mod chunk;
 pub mod codec;
 pub mod config;
@@ -33,6 +35,7 @@ pub mod job;
 pub mod learn;
 pub mod link;
 pub mod mime;
+pub mod politeness;
 pub mod rdf;
 pub mod record;
 pub mod revisit;

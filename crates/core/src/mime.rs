@@ -284,9 +284,47 @@ impl Preset {
 }
 
 /// The extension (lower-cased, no dot) of a file name, if it has one.
-fn extension_of(file_name: &str) -> Option<String> {
+pub fn extension_of(file_name: &str) -> Option<String> {
     let (stem, ext) = file_name.rsplit_once('.')?;
     (!stem.is_empty() && !ext.is_empty()).then(|| ext.to_ascii_lowercase())
+}
+
+/// The extension (lower-case, no dot) a body's first bytes announce, for
+/// the formats with a magic number that servers often send under a generic
+/// type; `None` when they say nothing certain. OLE2 files (`.xls` and `.doc`
+/// alike) and ZIP-based office files are not told apart: OLE2 gets nothing,
+/// every ZIP is `zip`.
+pub fn sniff_extension(head: &[u8]) -> Option<&'static str> {
+    const MAGIC: &[(&[u8], &str)] = &[
+        (b"%PDF-", "pdf"),
+        (b"PK\x03\x04", "zip"),
+        (b"\x1f\x8b", "gz"),
+        (b"7z\xbc\xaf\x27\x1c", "7z"),
+        (b"Rar!\x1a\x07", "rar"),
+        (b"\xfd7zXZ\x00", "xz"),
+        (b"BZh", "bz2"),
+        (b"PAR1", "parquet"),
+        (b"\x89HDF\r\n\x1a\n", "h5"),
+        (b"CDF\x01", "nc"),
+        (b"CDF\x02", "nc"),
+        (b"SQLite format 3\x00", "sqlite"),
+    ];
+    if let Some((_, ext)) = MAGIC.iter().find(|(magic, _)| head.starts_with(magic)) {
+        return Some(ext);
+    }
+    let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    if text.starts_with(b"<?xml") {
+        return Some("xml");
+    }
+    // A JSON object opens with `{` then a key (a notebook is one).
+    let mut rest = text.iter().skip_while(|b| b.is_ascii_whitespace());
+    if rest.next() == Some(&b'{') {
+        let next = rest.find(|b| !b.is_ascii_whitespace());
+        if next == Some(&b'"') {
+            return Some("json");
+        }
+    }
+    None
 }
 
 /// The name of the file a response carries: `Content-Disposition`'s
@@ -556,6 +594,19 @@ mod tests {
             custom.classify_file(Some("application/octet-stream"), Some("a.csv")),
             Label::Target
         );
+    }
+
+    #[test]
+    fn magic_numbers_name_what_generic_types_hide() {
+        assert_eq!(sniff_extension(b"%PDF-1.7\n"), Some("pdf"));
+        assert_eq!(sniff_extension(b"PK\x03\x04rest"), Some("zip"));
+        assert_eq!(sniff_extension(b"\x1f\x8b\x08"), Some("gz"));
+        assert_eq!(sniff_extension(b"\xef\xbb\xbf<?xml version"), Some("xml"));
+        assert_eq!(sniff_extension(b" {\n \"cells\": []"), Some("json"));
+        assert_eq!(sniff_extension(b"{}"), None);
+        assert_eq!(sniff_extension(b"year,value\n"), None);
+        assert_eq!(sniff_extension(b"BZ"), None, "cut short");
+        assert_eq!(sniff_extension(b""), None);
     }
 
     #[test]

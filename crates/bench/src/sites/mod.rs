@@ -7,7 +7,8 @@
 //! ([`fixture`]), a web of many small hosts for cross-host jobs ([`web`]), a web of
 //! linked data served by content negotiation ([`linked`], and webs of other
 //! shapes in [`linked_shapes`]), a web of hosts
-//! of which a few embed structured data ([`structured`]), and a site that
+//! of which a few embed structured data ([`structured`]), open-data portals
+//! whose catalogs reach files their HTML does not ([`portal`]), and a site that
 //! publishes and revises files over simulated days ([`changing`]).
 //!
 //! Must not touch: anything of the crawl (engine, store, strategies) or the
@@ -21,6 +22,7 @@ pub mod directory;
 pub mod fixture;
 pub mod linked;
 pub mod linked_shapes;
+pub mod portal;
 pub mod server;
 pub mod structured;
 pub mod synthetic;

@@ -10,15 +10,20 @@
 //! user = "alice"
 //! password_file = "/etc/forager/alice.pw"   # or password_env, or password
 //! ```
+//!
+//! and `ca_file = "/etc/forager/ca.pem"`: certificate authorities trusted
+//! for https besides the built-in roots.
 
 use http::header::{HeaderName, HeaderValue};
 use url::Url;
 
 use super::reader::{Node, Reader, Table};
-use crate::http_options::{basic_authorization, HostOptions, HostPattern, HttpOptions};
+use crate::http_options::{
+    basic_authorization, CaFile, HostOptions, HostPattern, HttpOptions, MAX_CA_FILE,
+};
 
 /// Fields of `[http]`.
-pub(crate) const HTTP_FIELDS: &[&str] = &["headers", "proxy", "hosts"];
+pub(crate) const HTTP_FIELDS: &[&str] = &["headers", "proxy", "hosts", "ca_file"];
 /// Fields of `[http.hosts."NAME"]`.
 const HOST_FIELDS: &[&str] = &[
     "headers",
@@ -59,11 +64,58 @@ pub(crate) fn read_http(r: &mut Reader<'_>, t: &Table<'_>) -> Option<HttpOptions
         Some(node) => read_hosts(r, &t.child("hosts"), node),
         None => Some(Vec::new()),
     };
+    let ca = match t.get("ca_file") {
+        Some(node) => read_ca_file(r, &t.child("ca_file"), node).map(Some),
+        None => Some(None),
+    };
     Some(HttpOptions {
         headers: headers?,
         hosts: hosts?,
         proxy: proxy?,
+        ca: ca?,
     })
+}
+
+/// `ca_file`: a PEM file of certificate authorities to trust besides the
+/// built-in roots (a private CA, a test CA), read and checked now.
+fn read_ca_file(r: &mut Reader<'_>, field: &str, node: Node<'_>) -> Option<CaFile> {
+    use std::io::Read as _;
+    let path = r.string(field, node)?;
+    let read = std::fs::File::open(path).and_then(|f| {
+        let mut bytes = Vec::new();
+        f.take(MAX_CA_FILE as u64 + 1).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    });
+    let bytes = match read {
+        Ok(b) if b.len() > MAX_CA_FILE => {
+            r.invalid(
+                field,
+                node,
+                format!("{path} is larger than {MAX_CA_FILE} bytes: not a certificate file"),
+            );
+            return None;
+        }
+        Ok(b) => b,
+        Err(e) => {
+            r.invalid(field, node, format!("cannot read {path}: {e}"));
+            return None;
+        }
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        r.invalid(
+            field,
+            node,
+            format!("{path} is not a PEM text file (a DER certificate? convert it with `openssl x509 -inform der -in FILE -out FILE.pem`)"),
+        );
+        return None;
+    };
+    match CaFile::parse_pem(path, text) {
+        Ok(ca) => Some(ca),
+        Err(why) => {
+            r.invalid(field, node, format!("{path}: {why}"));
+            None
+        }
+    }
 }
 
 fn read_proxy(r: &mut Reader<'_>, field: &str, node: Node<'_>) -> Option<Url> {

@@ -9,7 +9,7 @@ use url::Url;
 use super::error::{quote, ConfigError};
 use super::http::{read_http, HTTP_FIELDS};
 use super::reader::{Located, Node, Reader, Table};
-use super::{first, read_config_file};
+use super::{first, read_config_file, units};
 use crate::extract::structured::{
     StructuredOptions, DEFAULT_MAX_STATEMENTS, DEFAULT_MAX_STATEMENT_BYTES,
 };
@@ -81,6 +81,8 @@ const TARGETS_FIELDS: &[&str] = &[
     "min_statements",
     "max_statements",
     "max_statement_bytes",
+    "prior",
+    "catalogs",
 ];
 /// What `targets.structured_data` may list.
 const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microformats"];
@@ -103,7 +105,16 @@ const POLITENESS_FIELDS: &[&str] = &[
     "max_in_flight",
     "per",
     "look_ahead",
+    "adaptive_delay",
+    "max_delay",
+    "max_backoff",
+    "forgive_after",
 ];
+
+/// Default `politeness.max_delay`: the most an adaptive delay may grow to.
+pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(60);
+/// Longest `politeness.max_backoff` and `forgive_after` accepted (a day).
+pub const MAX_BACKOFF_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
 /// Most requests one job may keep in flight (each on its own politeness key).
 pub const MAX_IN_FLIGHT: u64 = 4096;
@@ -325,6 +336,17 @@ pub struct TargetsSpec {
     /// Structured-data pages: an HTML page whose embedded statements (of the
     /// syntaxes listed) reach `min_statements` is a target.
     pub structured: Option<StructuredTargets>,
+    /// Start from what earlier jobs of the same target kinds learnt about
+    /// which link words lead to targets (sb), kept in the state store;
+    /// `false` starts cold.
+    pub prior: bool,
+    /// Read the data catalogs a seed's site publishes (CKAN's Action API,
+    /// `data.json`, DCAT) as link sources (`forager_core::catalog`).
+    /// Off by default: the cost is bounded (three well-known requests per
+    /// seed origin, bounded catalog pages), but those requests change the
+    /// request count of every crawl, and the Efficiency sites' req@90 has
+    /// not been measured with them yet (docs/jobs.md, *Data catalogs*).
+    pub catalogs: bool,
 }
 
 /// `structured_data`, `min_statements` and `max_statements` of `[targets]`.
@@ -347,7 +369,9 @@ impl Default for TargetsSpec {
             rdf: false,
             rdf_follow: Follow::default(),
             max_statement_bytes: DEFAULT_MAX_STATEMENT_BYTES,
+            prior: true,
             structured: None,
+            catalogs: false,
         }
     }
 }
@@ -442,6 +466,38 @@ pub struct PolitenessSpec {
     pub per: Option<PolitenessPer>,
     /// Links a free slot may pass over; `None`: the default ([`JobSpec::look_ahead`]).
     pub look_ahead: Option<u32>,
+    /// A host's delay follows its response time within `[delay, max_delay]`
+    /// ([`crate::politeness::AdaptiveDelay`]); off by default.
+    pub adaptive_delay: bool,
+    /// The most the adaptive delay may grow to (never below `delay`).
+    pub max_delay: Duration,
+    /// The longest back-off of an origin that keeps failing.
+    pub max_backoff: Duration,
+    /// An origin's failures are forgiven after this long without one.
+    pub forgive_after: Duration,
+}
+
+impl PolitenessSpec {
+    /// The adaptive delay of the job, when it asks for one.
+    pub fn adaptive(&self) -> Option<crate::politeness::AdaptiveDelay> {
+        self.adaptive_delay
+            .then_some(crate::politeness::AdaptiveDelay {
+                min: self.delay,
+                max: self.max_delay.max(self.delay),
+                // The delay a host asks for is its response time: Scrapy's
+                // AutoThrottle with one request in flight per host.
+                factor: 1.0,
+            })
+    }
+
+    /// How the job backs off an origin that keeps failing.
+    pub fn backoff(&self) -> crate::politeness::BackoffPolicy {
+        crate::politeness::BackoffPolicy {
+            max: self.max_backoff,
+            forgive_after: self.forgive_after,
+            jitter: crate::politeness::DEFAULT_JITTER,
+        }
+    }
 }
 
 impl Default for PolitenessSpec {
@@ -453,6 +509,10 @@ impl Default for PolitenessSpec {
             max_in_flight: None,
             per: None,
             look_ahead: None,
+            adaptive_delay: false,
+            max_delay: DEFAULT_MAX_DELAY,
+            max_backoff: crate::politeness::BackoffPolicy::default().max,
+            forgive_after: crate::politeness::BackoffPolicy::default().forgive_after,
         }
     }
 }
@@ -793,7 +853,16 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         None => Some(DEFAULT_MAX_STATEMENT_BYTES),
     };
     let structured = read_structured(r, t, preset, rdf, max_statement_bytes);
+    let prior = match t.get("prior") {
+        Some(n) => r.bool(&t.child("prior"), n),
+        None => Some(d.prior),
+    };
+    let catalogs = match t.get("catalogs") {
+        Some(n) => r.bool(&t.child("catalogs"), n),
+        None => Some(d.catalogs),
+    };
     let max_statement_bytes = max_statement_bytes?;
+    let catalogs = catalogs?;
     let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
         preset?,
         mime?,
@@ -804,6 +873,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         rdf_follow?,
         structured?,
     );
+    let prior = prior?;
 
     // A target type that is also blocked would never be downloaded: say so now, not after a silent crawl.
     let mut ok = true;
@@ -866,6 +936,8 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         rdf_follow,
         max_statement_bytes,
         structured,
+        prior,
+        catalogs,
     })
 }
 
@@ -1140,13 +1212,56 @@ fn read_politeness(r: &mut Reader<'_>, t: &Table<'_>) -> Option<PolitenessSpec> 
         r.u64_in(&t.child("look_ahead"), n, 1, MAX_LOOK_AHEAD)
             .map(|v| v as u32)
     });
+    let adaptive_delay = optional(t, "adaptive_delay", |n| {
+        r.bool(&t.child("adaptive_delay"), n)
+    });
+    let max_delay = optional(t, "max_delay", |n| {
+        r.duration_in(&t.child("max_delay"), n, Duration::ZERO, MAX_DELAY)
+    });
+    let max_backoff = optional(t, "max_backoff", |n| {
+        r.duration_in(
+            &t.child("max_backoff"),
+            n,
+            Duration::from_secs(1),
+            MAX_BACKOFF_LIMIT,
+        )
+    });
+    let forgive_after = optional(t, "forgive_after", |n| {
+        r.duration_in(
+            &t.child("forgive_after"),
+            n,
+            Duration::from_secs(1),
+            MAX_BACKOFF_LIMIT,
+        )
+    });
+    let delay = delay.unwrap_or(Some(d.delay));
+    let max_delay = max_delay.unwrap_or(Some(d.max_delay));
+    // A bound below the floor is a contradiction worth saying, not a silent clamp.
+    if let (Some(low), Some(high), Some(node)) = (delay, max_delay, t.get("max_delay")) {
+        if high < low {
+            r.invalid(
+                &t.child("max_delay"),
+                node,
+                format!(
+                    "{} is shorter than delay ({}): the adaptive delay stays within [delay, max_delay]",
+                    units::show_duration(high),
+                    units::show_duration(low)
+                ),
+            );
+            return None;
+        }
+    }
     Some(PolitenessSpec {
-        delay: delay.unwrap_or(Some(d.delay))?,
+        delay: delay?,
         robots: robots.unwrap_or(Some(d.robots))?,
         user_agent: user_agent.unwrap_or(Some(d.user_agent))?,
         max_in_flight: max_in_flight.map_or(Some(None), |v| v.map(Some))?,
         per: per.map_or(Some(None), |v| v.map(Some))?,
         look_ahead: look_ahead.map_or(Some(None), |v| v.map(Some))?,
+        adaptive_delay: adaptive_delay.unwrap_or(Some(d.adaptive_delay))?,
+        max_delay: max_delay?,
+        max_backoff: max_backoff.unwrap_or(Some(d.max_backoff))?,
+        forgive_after: forgive_after.unwrap_or(Some(d.forgive_after))?,
     })
 }
 

@@ -117,6 +117,7 @@ fn statistics_example_names_every_field() {
         "mime =",
         "block_mime =",
         "block_ext =",
+        "catalogs =",
         "[budget]",
         "requests =",
         "bytes =",
@@ -460,11 +461,11 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes, prior, catalogs)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
-        "jobs.d/x.toml:5: politeness.crawl_delay: unknown field (expected one of: delay, robots, user_agent, max_in_flight, per, look_ahead)"
+        "jobs.d/x.toml:5: politeness.crawl_delay: unknown field (expected one of: delay, robots, user_agent, max_in_flight, per, look_ahead, adaptive_delay, max_delay, max_backoff, forgive_after)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[limits]\nmax_bodies = 1\n")),
@@ -1476,4 +1477,103 @@ fn neither_links_skip_is_for_sb_only() {
         "{HEAD}strategy = \"bfs\"\n[budget]\nneither_links = \"last\"\n"
     ));
     assert_eq!(bfs.budget.neither_links, NeitherLinks::Last);
+}
+
+/// The adaptive delay and the back-off of a failing origin: defaults, the
+/// policies a job hands the fetcher, and clear errors.
+#[test]
+fn politeness_adaptive_delay_and_backoff() {
+    let d = job(HEAD);
+    assert!(!d.politeness.adaptive_delay, "off by default");
+    assert_eq!(d.politeness.adaptive(), None);
+    assert_eq!(d.politeness.max_backoff, Duration::from_secs(3600));
+    assert_eq!(d.politeness.forgive_after, Duration::from_secs(600));
+    let j = job(&format!(
+        "{HEAD}[politeness]\ndelay = \"2s\"\nadaptive_delay = true\nmax_delay = \"30s\"\nmax_backoff = \"2h\"\nforgive_after = \"5m\"\n"
+    ));
+    let a = j.politeness.adaptive().expect("asked for");
+    assert_eq!(
+        (a.min, a.max),
+        (Duration::from_secs(2), Duration::from_secs(30))
+    );
+    let b = j.politeness.backoff();
+    assert_eq!(b.max, Duration::from_secs(7200));
+    assert_eq!(b.forgive_after, Duration::from_secs(300));
+    assert_eq!(
+        job_err(&format!("{HEAD}[politeness]\ndelay = \"10s\"\nmax_delay = \"5s\"\n")),
+        "jobs.d/x.toml:5: politeness.max_delay: 5s is shorter than delay (10s): the adaptive delay stays within [delay, max_delay]"
+    );
+    assert!(
+        job_err(&format!("{HEAD}[politeness]\nmax_backoff = \"0s\"\n"))
+            .contains("politeness.max_backoff: must be longer than 0s")
+    );
+    assert!(
+        job_err(&format!("{HEAD}[politeness]\nforgive_after = \"30d\"\n"))
+            .contains("politeness.forgive_after:")
+    );
+    assert!(
+        job_err(&format!("{HEAD}[politeness]\nadaptive_delay = \"yes\"\n"))
+            .contains("politeness.adaptive_delay:")
+    );
+}
+
+/// `[http] ca_file` is read and checked with the job file.
+#[test]
+fn http_ca_file_is_read_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("ca.pem");
+    std::fs::write(
+        &good,
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ0ZBQ0VDQUZFQ0FGRUNBRkVDQUZFMAoGCCqGSM49BAMC\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let j = job(&format!(
+        "{HEAD}[http]\nca_file = {:?}\n",
+        good.display().to_string()
+    ));
+    assert_eq!(j.http.ca.map(|c| c.certificates.len()), Some(1));
+    let missing = dir.path().join("nope.pem");
+    let err = job_err(&format!(
+        "{HEAD}[http]\nca_file = {:?}\n",
+        missing.display().to_string()
+    ));
+    assert!(
+        err.starts_with("jobs.d/x.toml:4: http.ca_file: cannot read"),
+        "{err}"
+    );
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "").unwrap();
+    let err = job_err(&format!(
+        "{HEAD}[http]\nca_file = {:?}\n",
+        empty.display().to_string()
+    ));
+    assert!(err.contains("no certificate in it"), "{err}");
+    let binary = dir.path().join("ca.der");
+    std::fs::write(&binary, [0x30u8, 0x82, 0xff, 0xfe]).unwrap();
+    let err = job_err(&format!(
+        "{HEAD}[http]\nca_file = {:?}\n",
+        binary.display().to_string()
+    ));
+    assert!(err.contains("not a PEM text file"), "{err}");
+}
+
+// ---------------------------------------------------------------- catalogs
+
+#[test]
+fn catalogs_are_off_unless_asked_for() {
+    assert!(!job(HEAD).targets.catalogs);
+    for preset in ["statistics", "documents", "archives", "structured"] {
+        let text = format!("{HEAD}[targets]\npreset = \"{preset}\"\ncatalogs = true\n");
+        assert!(job(&text).targets.catalogs, "{preset}");
+    }
+    let off = format!("{HEAD}[targets]\ncatalogs = false\n");
+    assert!(!job(&off).targets.catalogs);
+}
+
+#[test]
+fn catalogs_must_be_a_bool() {
+    assert_eq!(
+        job_err(&format!("{HEAD}[targets]\ncatalogs = \"yes\"\n")),
+        "jobs.d/x.toml:4: targets.catalogs: expected a boolean, found a string"
+    );
 }

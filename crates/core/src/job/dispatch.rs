@@ -15,6 +15,13 @@
 //! fetched long after they were chosen, and anthelion did no better than
 //! bfs.)
 //!
+//! A link whose *origin* is held back for a while (its robots.txt could
+//! not be read, it keeps failing: [`Readiness::Blocked`]) is held *aside*:
+//! it waits in its lane like any held link but does not count against
+//! `look_ahead`, so a dead https port never takes the only look-ahead slot
+//! of a crawl whose http port answers (the crawl froze for the whole
+//! robots.txt back-off). Such links are bounded by the frontier.
+//!
 //! A held link is still in the frontier (the store still has it, and
 //! [`JobCore::frontier_len`] counts it); the driver gives it back with
 //! [`JobCore::release_held`] when it stops.
@@ -43,6 +50,9 @@ pub enum Readiness {
     After(Duration),
     /// A request is on it (this job's or another's): ready when it ends.
     Busy,
+    /// The URL's origin is held back this long, whatever its key's delay
+    /// (robots.txt unavailable, back-off of failures): held aside.
+    Blocked(Duration),
 }
 
 /// A popped link waiting for its politeness key, in the driver's keeping.
@@ -51,6 +61,8 @@ pub struct Held {
     id: LinkId,
     key: QueueKey,
     entry: FrontierEntry,
+    /// Held aside: its origin is blocked, it does not count against `look_ahead`.
+    aside: bool,
 }
 
 impl Held {
@@ -98,7 +110,7 @@ impl JobCore {
         // The soonest moment a host looked at here becomes ready.
         let soonest: Cell<Option<Duration>> = Cell::new(None);
         let note = |r: Readiness| {
-            if let Readiness::After(d) = r {
+            if let Readiness::After(d) | Readiness::Blocked(d) = r {
                 soonest.set(Some(soonest.get().map_or(d, |s: Duration| s.min(d))));
             }
             r
@@ -114,7 +126,7 @@ impl JobCore {
             look_ahead,
         };
         let mut pops = 0;
-        while self.held < look_ahead.max(1) && pops < MAX_POPS_PER_OFFER {
+        while self.held - self.held_aside < look_ahead.max(1) && pops < MAX_POPS_PER_OFFER {
             pops += 1;
             let Some((id, key)) = self.pop_for(&slot) else {
                 break;
@@ -134,10 +146,24 @@ impl JobCore {
                 self.delta.frontier_removed.push(id);
                 continue;
             };
-            let held = Held { id, key, entry };
-            if note(readiness(held.url())) != Readiness::Now {
-                self.held += 1;
-                return Ok(NextStep::Hold(held));
+            let mut held = Held {
+                id,
+                key,
+                entry,
+                aside: false,
+            };
+            match note(readiness(held.url())) {
+                Readiness::Now => {}
+                Readiness::Blocked(_) => {
+                    held.aside = true;
+                    self.held += 1;
+                    self.held_aside += 1;
+                    return Ok(NextStep::Hold(held));
+                }
+                Readiness::After(_) | Readiness::Busy => {
+                    self.held += 1;
+                    return Ok(NextStep::Hold(held));
+                }
             }
             if let Some(id) = self.confirm_and_begin(held) {
                 return Ok(NextStep::Begin(id));
@@ -153,17 +179,24 @@ impl JobCore {
     /// A held link's key is ready: ask the strategy about it and begin its
     /// step (its id), or drop or defer it (`None`).
     pub fn begin_held(&mut self, held: Held) -> Option<LinkId> {
-        debug_assert!(self.held > 0, "{} was not held", held.id);
-        self.held = self.held.saturating_sub(1);
+        self.unhold(&held);
         self.confirm_and_begin(held)
     }
 
     /// A held link goes back to the strategy unfetched (the job stops).
     pub fn release_held(&mut self, held: Held) {
-        debug_assert!(self.held > 0, "{} was not held", held.id);
-        self.held = self.held.saturating_sub(1);
+        self.unhold(&held);
         self.links.put_back(held.id, held.entry);
         self.strategy.push(held.id, held.key);
+    }
+
+    fn unhold(&mut self, held: &Held) {
+        debug_assert!(self.held > 0, "{} was not held", held.id);
+        self.held = self.held.saturating_sub(1);
+        if held.aside {
+            debug_assert!(self.held_aside > 0, "{} was not held aside", held.id);
+            self.held_aside = self.held_aside.saturating_sub(1);
+        }
     }
 
     /// The strategy's link for a free slot; the soonest retry when the
@@ -183,7 +216,7 @@ impl JobCore {
     /// Ask the strategy about a link whose key is ready, right before its
     /// request: begin its step (its id), or drop or defer it (`None`).
     fn confirm_and_begin(&mut self, h: Held) -> Option<LinkId> {
-        let Held { id, key, entry } = h;
+        let Held { id, key, entry, .. } = h;
         let link = &entry.link;
         let popped = Popped {
             id,

@@ -155,6 +155,9 @@ pub struct JobCore {
     /// Popped links handed to the driver to wait for their politeness key
     /// (`dispatch.rs`): in the frontier still, neither begun nor released.
     held: usize,
+    /// Of `held`, the links held aside: their origin is blocked
+    /// (`dispatch.rs`), they do not count against `look_ahead`.
+    held_aside: usize,
     /// What the job did, counted through [`JobCore::count`] (the drivers
     /// report; only the core adds up).
     counters: JobCounters,
@@ -330,6 +333,7 @@ impl JobCore {
             unsettled: HashMap::default(),
             in_flight: HashMap::default(),
             held: 0,
+            held_aside: 0,
             counters: JobCounters::default(),
             next_link_id: 0,
             next_manifest_row: 0,
@@ -396,6 +400,10 @@ impl JobCore {
             self.strategy.push(id, key);
         }
         Ok(())
+    }
+
+    pub fn strategy(&self) -> &dyn Strategy {
+        self.strategy.as_ref()
     }
 
     pub fn strategy_mut(&mut self) -> &mut dyn Strategy {
@@ -579,6 +587,8 @@ impl JobCore {
         }
         let reward = u32::try_from(tally.targets).unwrap_or(u32::MAX);
         self.strategy.learn(Feedback::Reward {
+            id: p.id,
+            link: &p.entry.link,
             key: p.key,
             targets: reward,
         });
@@ -672,6 +682,17 @@ impl JobCore {
             self.given_up += 1;
             RetryVerdict::GivenUp { tries }
         }
+    }
+
+    /// A link whose origin is given up (it failed more times in a row than
+    /// `[limits] retries` allows a link): done without another try,
+    /// counted in `given_up`.
+    pub fn give_up(&mut self, link: &Link) {
+        let h = crate::link::url_hash(&link.url);
+        self.retries.remove(&h);
+        self.unsettled.remove(&h);
+        self.given_up += 1;
+        self.debug_check();
     }
 
     /// A link was fetched: forget its failed tries.
@@ -822,8 +843,11 @@ impl JobCore {
                 referrer: Some(Arc::clone(page_url)),
                 pattern_run,
             };
-            let known = if extract::sitemap::is_sitemap(&link.tag_path) {
-                // A sitemap is read as a link source whatever its type says.
+            let known = if extract::sitemap::is_sitemap(&link.tag_path)
+                || crate::catalog::catalog_of(&link.tag_path).is_some()
+            {
+                // A sitemap or a catalog (a CKAN API's next page) is read as
+                // a link source whatever its type says.
                 Some(Label::Html)
             } else {
                 known_label(&link.url)
@@ -835,7 +859,8 @@ impl JobCore {
         None
     }
 
-    /// Queue a link found outside a page (a sitemap listed in robots.txt):
+    /// Queue a link found outside a page (a sitemap listed in robots.txt, a
+    /// catalog at a well-known path):
     /// `include` patterns do not apply to it (its links are checked as any),
     /// `exclude` patterns do.
     pub fn admit_listed(&mut self, link: Link) -> bool {

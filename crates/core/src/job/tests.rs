@@ -5,6 +5,7 @@ use crate::strategy::StrategyKind;
 use proptest::prelude::*;
 use proptest::strategy::Strategy as _;
 use std::collections::HashSet;
+use std::time::Duration;
 
 fn url(s: &str) -> Url {
     Url::parse(s).expect("test URL")
@@ -554,6 +555,63 @@ fn a_busy_key_holds_at_most_the_look_ahead() {
     assert_eq!(r.core.held(), 0);
     r.core.abandon_all();
     assert_eq!(r.core.frontier_len(), frontier);
+}
+
+/// Links of a blocked origin (an https port whose robots.txt is down) are
+/// held aside: however many, the look-ahead stays free for the host's
+/// other origin, whose link begins at once.
+#[test]
+fn links_of_a_blocked_origin_never_take_the_look_ahead() {
+    let spec = spec(StrategyKind::Bfs);
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&[
+        url("https://site.test/a"),
+        url("https://site.test/b"),
+        url("https://site.test/c"),
+        url("http://site.test/d"),
+    ]);
+    let frontier = core.frontier_len();
+    let wait = Duration::from_secs(256);
+    let readiness = |u: &Url| match u.scheme() {
+        "https" => Readiness::Blocked(wait),
+        _ => Readiness::Now,
+    };
+    let mut load = |id: LinkId| -> Result<Option<crate::record::FrontierEntry>, ()> {
+        panic!("{id} is not in memory")
+    };
+    let mut aside = Vec::new();
+    let begun = loop {
+        match core.next_step(&readiness, 1, &mut load) {
+            Ok(NextStep::Hold(h)) => aside.push(h),
+            Ok(NextStep::Begin(id)) => break id,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(aside.len(), 3, "every https link held aside");
+    assert_eq!(
+        core.popped(begun).map(|p| p.entry.link.url.as_str()),
+        Some("http://site.test/d")
+    );
+    assert_eq!(core.held(), 3);
+    assert_eq!(
+        core.frontier_len(),
+        frontier - 1,
+        "held links are in the frontier"
+    );
+    // Nothing left to pop: the slot waits (the driver's lanes know for how long).
+    assert!(matches!(
+        core.next_step(&readiness, 1, &mut load),
+        Ok(NextStep::Wait(_))
+    ));
+    // Its origin ready again, a link held aside begins; the others go back.
+    let mut aside = aside.into_iter();
+    let first = aside.next().expect("held");
+    assert!(core.begin_held(first).is_some());
+    for h in aside {
+        core.release_held(h);
+    }
+    assert_eq!(core.held(), 0);
+    core.abandon_all();
 }
 
 /// A job of a host-aware strategy killed at a checkpoint, with many steps

@@ -235,6 +235,18 @@ impl AuerBandit {
         self.set_mean(arm, rewards, mean);
     }
 
+    /// Credit `arm` with `extra` reward beyond its selections' own: its mean
+    /// grows by `extra / rewards` (its reward count is unchanged). For a
+    /// reward earned one step later by what one of its picks led to.
+    pub fn credit(&mut self, arm: u32, extra: f64) {
+        if !extra.is_finite() || extra == 0.0 || arm as usize >= self.arms.len() {
+            return;
+        }
+        let s = self.arms[arm as usize];
+        let mean = s.mean_reward + extra / s.rewards.max(1) as f64;
+        self.set_mean(arm, s.rewards, mean);
+    }
+
     /// Change an arm's statistics, keeping the awake ranking in order.
     fn set_mean(&mut self, arm: u32, rewards: u64, mean: f64) {
         let i = arm as usize;
@@ -387,6 +399,26 @@ mod tests {
             b.reward(a, if a == 0 { 2.0 } else { 0.0 });
         }
         (1..21).map(|a| b.stats(a).unwrap().selections).collect()
+    }
+
+    #[test]
+    fn a_credit_raises_the_mean_without_counting_a_reward() {
+        let mut b = AuerBandit::new(AuerConfig::default());
+        b.ensure_arms(2);
+        b.wake(0);
+        b.wake(1);
+        let a = b.select().unwrap();
+        b.reward(a, 0.0);
+        b.credit(a, 1.5);
+        let s = b.stats(a).unwrap();
+        assert_eq!((s.selections, s.rewards, s.mean_reward), (1, 1, 1.5));
+        // The ranking follows: with equal counts the credited arm is chosen first.
+        let other = b.select().unwrap();
+        assert_ne!(other, a);
+        b.reward(other, 0.0);
+        assert_eq!(b.select(), Some(a));
+        b.credit(7, 1.0);
+        assert_eq!(b.arms(), 2, "no arm is made by a credit");
     }
 
     #[test]

@@ -56,6 +56,9 @@ enum Namespace {
     Token,
     ParentRelevant,
     ParentNotRelevant,
+    // sb's ranking of links within an action (`UrlFeatures::of_lead`).
+    AnchorToken,
+    RefToken,
 }
 
 impl Namespace {
@@ -84,6 +87,8 @@ impl Namespace {
             Namespace::Token => "token",
             Namespace::ParentRelevant => "parent-relevant",
             Namespace::ParentNotRelevant => "parent-not-relevant",
+            Namespace::AnchorToken => "anchor",
+            Namespace::RefToken => "referrer",
         }
     }
 
@@ -601,5 +606,165 @@ mod tests {
             UrlFeatures::of_anthelion(&a, ParentRelevance::Unknown),
             UrlFeatures::of_anthelion(&b, ParentRelevance::Unknown)
         );
+    }
+}
+
+/// Most tokens taken from one anchor text (a long anchor is a paragraph, not a name).
+const MAX_ANCHOR_TOKENS: usize = 12;
+
+/// The tokens of a URL's path and query, as [`anthelion_tokens`] cuts
+/// them, without the scheme and the host: what a link *says*, not where it
+/// points, so that what is learnt on one site carries over to another.
+fn path_tokens(url: &Url) -> impl Iterator<Item = Cow<'_, str>> {
+    url[Position::BeforePath..Position::AfterQuery]
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| t.len() >= MIN_TOKEN_LEN)
+        .map(token)
+}
+
+/// A token lower-cased, every number one token.
+fn token(t: &str) -> Cow<'_, str> {
+    if t.bytes().all(|b| b.is_ascii_digit()) {
+        Cow::Borrowed(NUMBER_TOKEN)
+    } else if t.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(t.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(t)
+    }
+}
+
+/// The words of an anchor text: alphanumeric runs of at least 3 characters
+/// (any script), lower-cased, numbers one token.
+fn anchor_tokens(anchor: &str) -> impl Iterator<Item = Cow<'_, str>> {
+    anchor
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| t.chars().count() >= MIN_TOKEN_LEN)
+        .take(MAX_ANCHOR_TOKENS)
+        .map(|t| {
+            if t.chars().all(|c| c.is_ascii_digit()) {
+                Cow::Borrowed(NUMBER_TOKEN)
+            } else if t.chars().any(char::is_uppercase) {
+                Cow::Owned(t.to_lowercase())
+            } else {
+                Cow::Borrowed(t)
+            }
+        })
+}
+
+/// The parts of a link sb's within-action ranking learns from, each with
+/// its namespace: a bias, the tokens of the link's path and query, of its
+/// anchor text and of the referring page's path and query. Hosts are left
+/// out on purpose: the tokens are what a prior carries to other sites.
+fn lead_parts(
+    url: &Url,
+    anchor: &str,
+    referrer: Option<&Url>,
+    push: &mut impl FnMut(Namespace, &str),
+) {
+    push(Namespace::Bias, "");
+    for t in path_tokens(url) {
+        push(Namespace::Token, &t);
+    }
+    for t in anchor_tokens(anchor) {
+        push(Namespace::AnchorToken, &t);
+    }
+    if let Some(r) = referrer {
+        for t in path_tokens(r) {
+            push(Namespace::RefToken, &t);
+        }
+    }
+}
+
+impl UrlFeatures {
+    /// The features of a link for sb's within-action ranking (does the page
+    /// it leads to link targets?): see [`lead_parts`].
+    pub fn of_lead(url: &Url, anchor: &str, referrer: Option<&Url>) -> UrlFeatures {
+        let mut ids = Vec::with_capacity(24);
+        let mut set = IdSet::with_room(32);
+        lead_parts(url, anchor, referrer, &mut |ns, t| {
+            let id = ns.feature(t.as_bytes());
+            // A set sized for 32 ids holds 64 at most at load 1/2: cap there.
+            if ids.len() < 32 && set.insert(id) {
+                ids.push(id);
+            }
+        });
+        UrlFeatures { ids }
+    }
+
+    /// The features of [`UrlFeatures::of_lead`] with readable names
+    /// (`token=plotting`, `anchor=download`), for `forager explain`.
+    pub fn lead_names(url: &Url, anchor: &str, referrer: Option<&Url>) -> Vec<(u32, String)> {
+        let mut out: Vec<(u32, String)> = Vec::with_capacity(24);
+        lead_parts(url, anchor, referrer, &mut |ns, t| {
+            let id = ns.feature(t.as_bytes());
+            if out.len() < 32 && !out.iter().any(|(i, _)| *i == id) {
+                let name = if t.is_empty() {
+                    ns.label().to_string()
+                } else {
+                    format!("{}={t}", ns.label())
+                };
+                out.push((id, name));
+            }
+        });
+        out
+    }
+}
+
+#[cfg(test)]
+mod lead_tests {
+    use super::*;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn lead_features_ignore_the_host_and_number_values() {
+        let a = UrlFeatures::of_lead(&url("http://a.test/api/plotting/f-17.html"), "Plot 3", None);
+        let b = UrlFeatures::of_lead(&url("http://b.test/api/plotting/f-18.html"), "plot 4", None);
+        assert_eq!(a, b);
+        let c = UrlFeatures::of_lead(&url("http://a.test/api/core/f-17.html"), "Plot 3", None);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn lead_features_keep_the_anchor_and_referrer_apart_from_the_url() {
+        let u = url("http://a.test/examples/x.html");
+        let in_url = UrlFeatures::of_lead(&u, "", None);
+        let in_anchor = UrlFeatures::of_lead(&url("http://a.test/x.html"), "examples", None);
+        let in_referrer = UrlFeatures::of_lead(
+            &url("http://a.test/x.html"),
+            "",
+            Some(&url("http://a.test/examples/")),
+        );
+        let token = Namespace::Token.feature(b"examples");
+        assert!(in_url.ids().contains(&token));
+        assert!(!in_anchor.ids().contains(&token));
+        assert!(in_anchor
+            .ids()
+            .contains(&Namespace::AnchorToken.feature(b"examples")));
+        assert!(in_referrer
+            .ids()
+            .contains(&Namespace::RefToken.feature(b"examples")));
+    }
+
+    #[test]
+    fn lead_names_match_the_features() {
+        let u = url("http://a.test/Data/Download.CSV?year=2020");
+        let f = UrlFeatures::of_lead(&u, "Get the data", Some(&url("http://a.test/stats/")));
+        let names = UrlFeatures::lead_names(&u, "Get the data", Some(&url("http://a.test/stats/")));
+        let ids: Vec<u32> = names.iter().map(|(i, _)| *i).collect();
+        assert_eq!(ids, f.ids());
+        assert!(names.iter().any(|(_, n)| n == "token=download"));
+        assert!(names.iter().any(|(_, n)| n == "anchor=data"));
+        assert!(names.iter().any(|(_, n)| n == "referrer=stats"));
+        assert!(names.iter().any(|(_, n)| n == "token=#num"));
+    }
+
+    #[test]
+    fn a_long_anchor_is_capped() {
+        let words = "word ".repeat(200) + &(0..200).map(|i| format!("w{i}xx ")).collect::<String>();
+        let f = UrlFeatures::of_lead(&url("http://a.test/"), &words, None);
+        assert!(f.len() <= 32);
     }
 }

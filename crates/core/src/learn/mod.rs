@@ -4,6 +4,7 @@
 //! Owns: tag-path vectors ([`tagpath`]), action clustering ([`actions`]), the
 //! AUER sleeping bandit ([`bandit`]), hashed URL features ([`features`]),
 //! FTRL-proximal ([`ftrl`]), the online URL classifier ([`classifier`]), the
+//! ranking of links within an action by where they lead ([`lead`]), the
 //! MIME Bloom filters ([`mime_filter`]), the neither-pattern statistics
 //! ([`neither`]) and early stopping ([`early_stop`]).
 //!
@@ -19,6 +20,7 @@ pub mod classifier;
 pub mod early_stop;
 pub mod features;
 pub mod ftrl;
+pub mod lead;
 pub mod mime_filter;
 pub mod neither;
 pub mod tagpath;
@@ -31,6 +33,7 @@ pub use classifier::{
 pub use early_stop::{EarlyStop, EarlyStopConfig};
 pub use features::{anthelion_tokens, LinkContext, ParentRelevance, UrlFeatures};
 pub use ftrl::{FtrlConfig, FtrlModel};
+pub use lead::{LeadConfig, LeadPrior, LeadRanker, LeadWeight};
 pub use mime_filter::{BloomLayout, DirtyChunk, MimeFilterConfig, MimeFilterError, MimeFilters};
 pub use neither::{NeitherCounts, NeitherDecision, NeitherPatternConfig, NeitherPatterns};
 pub use tagpath::{PathVectorizer, SparseEntry, SparseVector};

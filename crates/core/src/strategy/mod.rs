@@ -223,6 +223,16 @@ pub struct StrategyStats {
     pub neither_waited: u64,
     #[serde(default)]
     pub neither_sampled: u64,
+    /// sb's ranking of links within an action: the tokens that count most
+    /// (positive: towards pages that link targets); at most 20.
+    #[serde(default)]
+    pub lead_tokens: Vec<FeatureReport>,
+    /// Links the ranking was trained on, (positive, negative).
+    #[serde(default)]
+    pub lead_examples: (u64, u64),
+    /// The ranking started from a prior learnt by other jobs.
+    #[serde(default)]
+    pub lead_prior: bool,
 }
 
 /// One feature of a URL classifier and its weight (positive: towards a target).
@@ -306,6 +316,20 @@ pub trait Strategy: Send {
         let _ = feedback;
     }
 
+    /// What the strategy learnt that carries over to new jobs of the same
+    /// target kinds (sb: which link words lead to targets; never URLs or
+    /// hosts), encoded by [`crate::codec`]; `None` when it has nothing.
+    fn prior(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Start a fresh job from what [`Strategy::prior`] of another job
+    /// produced. Never called on a restored job (it has its own).
+    fn use_prior(&mut self, bytes: &[u8]) -> Result<(), crate::codec::CodecError> {
+        let _ = bytes;
+        Ok(())
+    }
+
     /// Everything the strategy has learned (not its queues: the engine
     /// stores the frontier itself), encoded by [`crate::codec`].
     fn save(&self) -> Vec<u8>;
@@ -343,8 +367,16 @@ pub enum Feedback<'a> {
     },
     /// The page popped with `key` was fetched, and `targets` new, verified
     /// targets were found through it: the reward of the choice that popped
-    /// it. Told once per popped page, after its links were triaged.
-    Reward { key: QueueKey, targets: u32 },
+    /// it. Told once per popped page, after its links were triaged. It
+    /// names the link too (`id`, `link`), so a strategy can learn which
+    /// links lead to targets and not only which arm (sb's ranking within an
+    /// action).
+    Reward {
+        id: LinkId,
+        link: &'a Link,
+        key: QueueKey,
+        targets: u32,
+    },
     /// A fetched HTML page of a structured-data job, `link` fetched as
     /// `url` (after redirects), is relevant (saved as a target) or not.
     /// Told before the page's links are triaged, so a strategy can use it

@@ -255,6 +255,8 @@ pub struct LiveStats {
     pub paused: Option<Pause>,
     /// Set while a continuous job waits for its next revisit: when it is due.
     pub waiting_until: Option<SystemTime>,
+    /// Set while the job only waits for an origin held back.
+    pub waiting_for: Option<crate::engine::OriginWait>,
     pub last_error: Option<String>,
     pub last_error_at: Option<SystemTime>,
     /// The stop reason the store or the last run recorded.
@@ -344,6 +346,7 @@ impl LiveStats {
         self.stop = stop;
         self.paused = None;
         self.waiting_until = None;
+        self.waiting_for = None;
         self.history_version += 1;
     }
 

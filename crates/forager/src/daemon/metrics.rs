@@ -22,7 +22,7 @@ use super::live::TimeTotal;
 use super::report::{JobStatus, StatusReport};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
-use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
@@ -57,6 +57,8 @@ pub struct DaemonHistograms {
     pub checkpoint_duration: Histogram,
     /// Job deltas in the transaction that committed each job checkpoint.
     pub checkpoint_group: Histogram,
+    /// robots.txt fetches that failed (network, TLS, 5xx, 429), all jobs.
+    pub robots_failures: Counter,
 }
 
 impl Default for DaemonHistograms {
@@ -65,6 +67,7 @@ impl Default for DaemonHistograms {
             fetch_latency: Histogram::new(FETCH_LATENCY_BOUNDS.iter().copied()),
             checkpoint_duration: Histogram::new(CHECKPOINT_BOUNDS.iter().copied()),
             checkpoint_group: Histogram::new(GROUP_BOUNDS.iter().copied()),
+            robots_failures: Counter::default(),
         }
     }
 }
@@ -98,6 +101,11 @@ pub fn render(report: StatusReport, h: &DaemonHistograms) -> String {
         "forager_checkpoint_group_deltas",
         "Job checkpoints committed together in the transaction that carried a job's checkpoint",
         h.checkpoint_group.clone(),
+    );
+    registry.register(
+        "forager_robots_failures",
+        "robots.txt fetches that failed (network or TLS error, 5xx, 429), all jobs; the origin's links wait for the next try",
+        h.robots_failures.clone(),
     );
     registry.register_collector(Box::new(ReportCollector(report)));
     let mut out = String::new();

@@ -236,7 +236,7 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
                 "waiting: nothing due; next revisit at {}",
                 humantime::format_rfc3339_seconds(at)
             )),
-            (None, None) => None,
+            (None, None) => live.waiting_for.as_ref().map(ToString::to_string),
         },
         JobState::Stopping => Some(match paused {
             Some(p) => format!(

@@ -1143,6 +1143,14 @@ impl CrawlObserver for LiveObserver {
     fn waiting(&mut self, next_due: Option<std::time::SystemTime>) {
         self.live.lock().waiting_until = next_due;
     }
+
+    fn robots_failed(&mut self, _origin: &str) {
+        self.shared.histograms.robots_failures.inc();
+    }
+
+    fn waiting_for_origin(&mut self, wait: Option<&crate::engine::OriginWait>) {
+        self.live.lock().waiting_for = wait.cloned();
+    }
 }
 
 #[cfg(test)]

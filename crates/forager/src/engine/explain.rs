@@ -148,6 +148,9 @@ fn format_explain(
             s.neither_waited, s.neither_sampled
         );
     }
+    if strategy == StrategyKind::Sb.name() || strategy == StrategyKind::SbBinary.name() {
+        lead_section(&mut o, s, top);
+    }
     if strategy == StrategyKind::Ldcoc.name() {
         linked_data_sections(&mut o, s, top);
         return o;
@@ -217,6 +220,38 @@ fn format_explain(
         );
     }
     o
+}
+
+/// sb's ranking of the links within an action: what it was trained on,
+/// whether it started from a prior, and the tokens that weigh most.
+fn lead_section(o: &mut String, s: &StrategyStats, top: usize) {
+    use std::fmt::Write as _;
+    let (positive, negative) = s.lead_examples;
+    let prior = if s.lead_prior {
+        "started from the prior learnt by earlier jobs of the same target kinds"
+    } else {
+        "started cold (no prior)"
+    };
+    let _ = writeln!(
+        o,
+        "links within an action ranked by where they lead: {} pages learnt from, {} of them linked targets\n  {prior}",
+        positive + negative,
+        positive
+    );
+    if s.lead_tokens.is_empty() {
+        o.push_str(
+            "  no token weighs anything yet: links of an action are taken at random
+",
+        );
+        return;
+    }
+    o.push_str(
+        "  tokens that count most (weight > 0 leads to pages with targets):
+",
+    );
+    for f in s.lead_tokens.iter().take(top) {
+        let _ = writeln!(o, "  {:>+8.3}  {}", f.weight, f.name);
+    }
 }
 
 /// `ldcoc`'s part: its classifier's strongest features and the pay-level
@@ -354,6 +389,7 @@ mod tests {
                     weight: -1.25,
                 },
             ],
+            ..StrategyStats::default()
         };
         let text = format_explain(
             "lod",
@@ -413,6 +449,7 @@ mod tests {
             neither_sampled: 0,
             top_actions: vec![host(1, "shop.test", 38, 30), host(4, "news.test", 10, 3)],
             top_features: Vec::new(),
+            ..StrategyStats::default()
         };
         let text = format_explain(
             "sd",
@@ -469,6 +506,18 @@ mod tests {
             neither_sampled: 12,
             top_actions: vec![first, action(7, &b)],
             top_features: Vec::new(),
+            lead_tokens: vec![
+                forager_core::strategy::FeatureReport {
+                    name: "token=plotting".into(),
+                    weight: 1.75,
+                },
+                forager_core::strategy::FeatureReport {
+                    name: "anchor=class".into(),
+                    weight: -0.5,
+                },
+            ],
+            lead_examples: (3, 40),
+            lead_prior: true,
         };
         let mut examples = BTreeMap::new();
         examples.insert(
@@ -511,6 +560,15 @@ mod tests {
             text.contains("by their URL pattern: 940 made to wait for the end, 12 fetched"),
             "{text}"
         );
+        // The ranking within actions: its tokens and the prior.
+        assert!(
+            text.contains(
+                "43 pages learnt from, 3 of them linked targets\n  started from the prior"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("   +1.750  token=plotting"), "{text}");
+        assert!(text.contains("   -0.500  anchor=class"), "{text}");
         // The columns are explained once, including why picks can exceed links.
         assert_eq!(text.matches("picks can exceed links").count(), 1, "{text}");
     }

@@ -9,13 +9,19 @@
 //! waiting links and no step on them sit in a timer heap by the moment they may
 //! be ready, so finding a ready lane costs O(log lanes), not a scan.
 //!
+//! A lane's work is taken in arrival order among the work that is ready: a
+//! link of an origin that is held back (its robots.txt unavailable, its
+//! https port failing) waits while the links of the lane's other origins
+//! (the same host's http port) go on, and the lane's timer is armed for the
+//! soonest of them.
+//!
 //! Pure bookkeeping: when a lane is ready is asked of a caller's closure (the
 //! fetcher's host table), never of the network or the clock inside.
 
 use forager_core::job::{Held, Readiness};
 use forager_core::link::{Link, LinkId};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// Work waiting for its lane.
@@ -50,13 +56,24 @@ impl Parked {
 /// core left empty offered again, when no delay it looked at ends sooner).
 pub(super) const BUSY_RECHECK: Duration = Duration::from_millis(20);
 
+/// When `p` may go, as seen at `now`.
+fn ready_at(p: &Parked, now: Instant, readiness: &impl Fn(&Parked) -> Readiness) -> Instant {
+    match readiness(p) {
+        Readiness::Now => now,
+        Readiness::After(d) | Readiness::Blocked(d) => now + d,
+        Readiness::Busy => now + BUSY_RECHECK,
+    }
+}
+
 /// The lanes of one job. See the module documentation.
 #[derive(Default)]
 pub struct Lanes {
     queues: HashMap<String, VecDeque<Parked>>,
     /// Lanes with waiting links and no step of this job on them, by when they may be ready.
     timers: BinaryHeap<Reverse<(Instant, u64, String)>>,
-    scheduled: HashSet<String>,
+    /// The armed timer of each lane: when it fires. A timer in the heap
+    /// that is not a lane's armed one was superseded by a sooner one.
+    scheduled: HashMap<String, Instant>,
     /// Lanes with steps of this job under way, and how many.
     busy: HashMap<String, usize>,
     parked: usize,
@@ -108,26 +125,52 @@ impl Lanes {
             .or_default()
             .push_back(parked);
         self.parked += 1;
-        self.schedule(&lane, now, &readiness);
+        if self.is_busy(&lane) {
+            return; // armed when its step ends
+        }
+        // Only the new work can make the lane's timer sooner: no scan.
+        let at = self
+            .queues
+            .get(&lane)
+            .and_then(|q| q.back())
+            .map(|p| ready_at(p, now, &readiness));
+        if let Some(at) = at {
+            self.arm(&lane, at);
+        }
     }
 
-    /// Arm the lane's timer if it has waiting links and no step on it.
-    fn schedule(&mut self, lane: &str, now: Instant, readiness: &impl Fn(&Parked) -> Readiness) {
-        if self.is_busy(lane) || self.scheduled.contains(lane) {
+    /// Arm the lane's timer for `at` unless it fires sooner already.
+    fn arm(&mut self, lane: &str, at: Instant) {
+        if self.scheduled.get(lane).is_some_and(|armed| *armed <= at) {
             return;
         }
-        let Some(first) = self.queues.get(lane).and_then(|q| q.front()) else {
-            return;
-        };
-        let at = match readiness(first) {
-            Readiness::Now => now,
-            Readiness::After(d) => now + d,
-            Readiness::Busy => now + BUSY_RECHECK,
-        };
         self.sequence += 1;
         self.timers
             .push(Reverse((at, self.sequence, lane.to_string())));
-        self.scheduled.insert(lane.to_string());
+        self.scheduled.insert(lane.to_string(), at);
+    }
+
+    /// Arm the lane's timer for its soonest waiting work, if it has some
+    /// and no step on it.
+    fn schedule(&mut self, lane: &str, now: Instant, readiness: &impl Fn(&Parked) -> Readiness) {
+        if self.is_busy(lane) {
+            return;
+        }
+        let Some(queue) = self.queues.get(lane) else {
+            return;
+        };
+        let mut soonest: Option<Instant> = None;
+        for p in queue {
+            let at = ready_at(p, now, readiness);
+            soonest = Some(soonest.map_or(at, |s| s.min(at)));
+            // Nothing is sooner than now: the common case costs one look.
+            if at == now {
+                break;
+            }
+        }
+        if let Some(at) = soonest {
+            self.arm(lane, at);
+        }
     }
 
     /// The first waiting work of a lane that is ready now, taken out (the
@@ -141,7 +184,10 @@ impl Lanes {
             if *at > now {
                 return None;
             }
-            let Reverse((_, _, lane)) = self.timers.pop()?;
+            let Reverse((at, _, lane)) = self.timers.pop()?;
+            if self.scheduled.get(&lane) != Some(&at) {
+                continue; // superseded by a sooner timer
+            }
             self.scheduled.remove(&lane);
             if self.is_busy(&lane) {
                 continue; // armed again when its step ends
@@ -149,15 +195,17 @@ impl Lanes {
             let Some(queue) = self.queues.get_mut(&lane) else {
                 continue;
             };
-            let Some(first) = queue.front() else {
+            if queue.is_empty() {
                 self.queues.remove(&lane);
                 continue;
-            };
-            if readiness(first) != Readiness::Now {
+            }
+            // The first ready work, in arrival order: work of one origin is
+            // ready together, so its order holds.
+            let Some(at) = queue.iter().position(|p| readiness(p) == Readiness::Now) else {
                 self.schedule(&lane, now, &readiness);
                 continue;
-            }
-            let taken = queue.pop_front();
+            };
+            let taken = queue.remove(at);
             if queue.is_empty() {
                 self.queues.remove(&lane);
             } else {
@@ -199,6 +247,24 @@ impl Lanes {
         }
         self.parked -= 1;
         Some((lane, taken))
+    }
+
+    /// The soonest waiting work and how long until it may go, when every
+    /// lane waits (what a job that is only waiting tells its user).
+    pub fn soonest(
+        &self,
+        now: Instant,
+        readiness: impl Fn(&Parked) -> Readiness,
+    ) -> Option<(url::Url, Duration)> {
+        let (lane, at) = self.scheduled.iter().min_by_key(|(_, at)| **at)?;
+        let wait = at.saturating_duration_since(now);
+        let queue = self.queues.get(lane)?;
+        let soonest = queue.iter().min_by_key(|p| match readiness(p) {
+            Readiness::Now => Duration::ZERO,
+            Readiness::After(d) | Readiness::Blocked(d) => d,
+            Readiness::Busy => BUSY_RECHECK,
+        })?;
+        Some((soonest.url().clone(), wait))
     }
 
     /// How long until the soonest lane timer, if any.
@@ -281,6 +347,47 @@ mod tests {
         lanes.finish("a", now, ready);
         let (_, second) = lanes.take_ready(now, ready).expect("a freed");
         assert_eq!(second.id(), LinkId(2));
+    }
+
+    /// A held-back origin (an https port whose robots.txt is unavailable)
+    /// at the head of its host's lane never holds the host's other origin.
+    #[test]
+    fn an_origin_that_waits_never_holds_the_other_origins_of_its_lane() {
+        let now = Instant::now();
+        let https = Parked::Ask {
+            step: LinkId(1),
+            link: Link::seed(Url::parse("https://a/1").expect("test URL")),
+        };
+        let wait = Duration::from_secs(256);
+        let readiness = |p: &Parked| match p.url().scheme() {
+            "https" => Readiness::Blocked(wait),
+            _ => Readiness::Now,
+        };
+        let mut lanes = Lanes::default();
+        lanes.park("a".into(), https, now, readiness);
+        assert_eq!(lanes.next_wake(now), Some(wait));
+        let (url, left) = lanes.soonest(now, readiness).expect("one waits");
+        assert_eq!((url.as_str(), left), ("https://a/1", wait));
+        lanes.park("a".into(), parked(2, "a"), now, readiness);
+        lanes.park("a".into(), parked(3, "a"), now, readiness);
+        // Work parked behind the waiting origin makes the lane's timer sooner.
+        assert_eq!(lanes.next_wake(now), Some(Duration::ZERO));
+        let (_, p) = lanes.take_ready(now, readiness).expect("http is ready");
+        assert_eq!(p.id(), LinkId(2));
+        lanes.start("a");
+        lanes.finish("a", now, readiness);
+        let (_, p) = lanes.take_ready(now, readiness).expect("http is ready");
+        assert_eq!(p.id(), LinkId(3));
+        lanes.start("a");
+        lanes.finish("a", now, readiness);
+        assert!(
+            lanes.take_ready(now, readiness).is_none(),
+            "https still waits"
+        );
+        assert_eq!(lanes.next_wake(now), Some(wait));
+        let later = now + wait;
+        let got = lanes.take_ready(later, |_: &Parked| Readiness::Now);
+        assert_eq!(got.map(|(_, p)| p.id()), Some(LinkId(1)));
     }
 
     #[test]

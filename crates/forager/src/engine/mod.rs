@@ -17,6 +17,7 @@ pub mod filters;
 mod lanes;
 mod observer;
 pub mod parse_budget;
+pub mod prior;
 mod robots_cache;
 mod runner;
 
@@ -24,7 +25,7 @@ pub use explain::explain;
 pub use forager_core::job::{
     replay, Admitted, HeadAnswer, JobCore, PageAdmission, RetryVerdict, StepTally,
 };
-pub use observer::{CrawlObserver, LiveStatus, NoObserver, RequestEvent, RequestKind};
+pub use observer::{CrawlObserver, LiveStatus, NoObserver, OriginWait, RequestEvent, RequestKind};
 pub use parse_budget::{ParseBudget, ParseLease};
 pub use runner::{JobOutcome, Runner};
 

@@ -53,6 +53,13 @@ pub trait CrawlObserver: Send {
     /// A continuous job has nothing to fetch and waits for its next revisit,
     /// due at `next_due`; `None` when it works again.
     fn waiting(&mut self, _next_due: Option<std::time::SystemTime>) {}
+    /// The job has nothing to do but wait for an origin held back (its
+    /// robots.txt unavailable, its failures backed off); `None` when it
+    /// works again.
+    fn waiting_for_origin(&mut self, _wait: Option<&OriginWait>) {}
+    /// A robots.txt fetch of this job failed (it was logged with its URL
+    /// and error): the origin's links wait for the next try.
+    fn robots_failed(&mut self, _origin: &str) {}
     fn finished(&mut self, _counters: &JobCounters, _stop: Option<StopReason>) {}
     /// Whether the run may still write the job's `manifest.jsonl`, which
     /// another process may own now: a cluster node whose lease may have
@@ -60,6 +67,25 @@ pub trait CrawlObserver: Send {
     /// The store's commit is this node's own and goes on either way.
     fn may_write_manifest(&self) -> bool {
         true
+    }
+}
+
+/// What a job that is only waiting waits for: an origin, until a time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OriginWait {
+    /// `scheme://host:port`.
+    pub origin: String,
+    pub until: std::time::SystemTime,
+}
+
+impl std::fmt::Display for OriginWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "waiting for {} until {}",
+            self.origin,
+            humantime::format_rfc3339_seconds(self.until)
+        )
     }
 }
 

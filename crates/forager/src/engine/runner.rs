@@ -34,6 +34,7 @@ use crate::fetch::{FetchError, Method, Politeness, Response, RobotsRules, Robots
 use crate::output::crawl_log::{CrawlLog, Event, LogLine, SkipReason};
 use crate::output::TargetDir;
 use crate::store::{ChangeKind, JobCounters, ManifestRow, StopReason};
+use forager_core::catalog;
 use forager_core::config::JobSpec;
 use forager_core::extract::sitemap::{self, SITEMAP_TAG_PATH};
 use forager_core::extract::{self, ExtractLimits, PageLinks, UrlRules};
@@ -52,6 +53,7 @@ use tokio::sync::{watch, Notify};
 use tracing::{debug, info, warn};
 use url::Url;
 
+mod catalogs;
 mod checkpoint;
 mod fetching;
 mod linked;
@@ -62,6 +64,10 @@ mod structured;
 mod targets;
 
 use fetching::parse_body;
+
+/// A job that only waits says for what when the wait is at least this long
+/// (a host's ordinary delay is not worth a line).
+const WAIT_WORTH_SAYING: Duration = Duration::from_secs(2);
 
 /// Redirect hops followed for one link (ARCHITECTURE.md § Politeness and safety).
 const MAX_REDIRECTS: usize = 10;
@@ -83,6 +89,8 @@ pub struct JobOutcome {
     pub given_up: u64,
     /// Links refused in this run by the SSRF guard.
     pub refused_private: u64,
+    /// Why the last link given up in this run failed its last try.
+    pub last_failure: Option<String>,
     /// Seeds whose last answer in this run was an HTTP error: the seed's
     /// URL and that status (a seed that failed, then answered, is not here).
     pub failed_seeds: Vec<(Url, u16)>,
@@ -102,8 +110,13 @@ impl JobOutcome {
                 self.refused_private
             )
         } else {
+            let last = self
+                .last_failure
+                .as_deref()
+                .map(|why| format!("; the last failed with: {why}"))
+                .unwrap_or_default();
             format!(
-                "every try of every link failed ({} given up; see the log); the job \
+                "every try of every link failed ({} given up{last}); the job \
                  tries its seeds again when it is run again",
                 self.given_up
             )
@@ -203,6 +216,8 @@ struct Driver {
     /// they asked for): what they found so far, and how many units are left.
     /// A step settles when its last unit ends.
     open_steps: HashMap<LinkId, (StepTally, usize)>,
+    /// What the job said it waits for, while it only waits.
+    waiting_for: Option<super::OriginWait>,
 }
 
 /// One unit of a step's work, run on one politeness key: the step's popped
@@ -241,6 +256,9 @@ pub struct Runner<'a> {
     observer: Mutex<&'a mut (dyn CrawlObserver + Send)>,
     /// Origins whose robots.txt sitemaps were queued in this run.
     sitemap_origins: Mutex<HashSet<String>>,
+    /// The seeds' origins whose well-known catalogs are still to be queued
+    /// in this run (empty when the job reads no catalogs).
+    catalog_origins: Mutex<HashSet<String>>,
     driver: Mutex<Driver>,
     /// `targets/<job>/crawl.log`, unless `[output] crawl_log = false` (or it cannot be opened).
     crawl_log: Mutex<Option<CrawlLog>>,
@@ -255,6 +273,8 @@ pub struct Runner<'a> {
     /// Seeds whose last answer in this run was an HTTP error, and that
     /// status (`JobOutcome::failed_seeds`). Bounded by the job's seeds.
     failed_seeds: Mutex<std::collections::BTreeMap<Url, u16>>,
+    /// Why the last link given up failed (`JobOutcome::last_failure`).
+    last_failure: Mutex<Option<String>>,
 }
 
 impl Drop for Runner<'_> {
@@ -301,6 +321,8 @@ impl<'a> Runner<'a> {
                 user_agent: spec.politeness.user_agent.clone(),
                 run: engine.fetcher.new_run(),
                 http: Arc::new(linked::with_accept(spec)),
+                adaptive: spec.politeness.adaptive(),
+                backoff: spec.politeness.backoff(),
             },
             max_in_flight: spec.max_in_flight().max(1),
             look_ahead: spec.look_ahead(),
@@ -309,17 +331,20 @@ impl<'a> Runner<'a> {
             out,
             observer: Mutex::new(observer),
             sitemap_origins: Mutex::new(HashSet::new()),
+            catalog_origins: Mutex::new(catalogs::seed_origins(spec)),
             driver: Mutex::new(Driver {
                 last_checkpoint: Instant::now(),
                 manifest_stale: false,
                 lanes: Lanes::default(),
                 choose_again: None,
                 open_steps: HashMap::new(),
+                waiting_for: None,
             }),
             crawl_log: Mutex::new(None),
             frontier_grew: Notify::new(),
             parsing: parsing::Parsing::open(engine, &spec.name),
             failed_seeds: Mutex::new(std::collections::BTreeMap::new()),
+            last_failure: Mutex::new(None),
         };
         if spec.output.crawl_log {
             match CrawlLog::open(runner.out.dir()) {
@@ -351,7 +376,16 @@ impl<'a> Runner<'a> {
             // Statements and files written before a first checkpoint that never came.
             self.reconcile_data(&[])?;
             self.remove_orphans_of_a_first_run();
-            self.core().add_seeds(&self.spec.seeds);
+            let mut core = self.core();
+            // A fresh job only: a restored one has its own learnt state.
+            if crate::engine::prior::load(
+                &self.engine.store,
+                &self.spec.targets,
+                core.strategy_mut(),
+            )? {
+                info!(job = %job, "starting from the prior of earlier jobs of these target kinds");
+            }
+            core.add_seeds(&self.spec.seeds);
             return Ok(());
         };
         if record.strategy != self.spec.strategy.name() || record.seed != self.spec.seed {
@@ -532,6 +566,7 @@ impl<'a> Runner<'a> {
             given_up,
             refused_private,
             failed_seeds,
+            last_failure: lock(&self.last_failure).take(),
         };
         // Logged here, so that `forager crawl` and the daemon both say it.
         for (seed, status) in &outcome.failed_seeds {
@@ -624,6 +659,7 @@ impl<'a> Runner<'a> {
                     wake = Some(wake.map_or(due, |w| w.min(due)));
                 }
             }
+            self.say_what_it_waits_for(steps.is_empty());
             tokio::select! {
                 biased;
                 // A closed channel (sender dropped) means stop too.
@@ -648,6 +684,50 @@ impl<'a> Runner<'a> {
             }
         };
         self.unwind(steps, result)
+    }
+
+    /// With no step under way and links held back for their origin, say
+    /// which origin the job waits for and until when (log, progress line,
+    /// `/status`), once per change; and that it works again when a step runs.
+    fn say_what_it_waits_for(&self, idle: bool) {
+        let now = Instant::now();
+        let wait = if idle {
+            let readiness = |p: &Parked| self.readiness(p.url());
+            let soonest = lock(&self.driver).lanes.soonest(now, readiness);
+            soonest
+                .filter(|(_, wait)| *wait >= WAIT_WORTH_SAYING)
+                .and_then(|(url, wait)| {
+                    Some(super::OriginWait {
+                        origin: crate::fetch::origin_key(&url)?,
+                        until: SystemTime::now() + wait,
+                    })
+                })
+        } else {
+            None
+        };
+        let mut driver = lock(&self.driver);
+        let same = match (&driver.waiting_for, &wait) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                // A wait recomputed a moment later is the same wait.
+                let drift = b
+                    .until
+                    .duration_since(a.until)
+                    .or_else(|e| Ok::<_, ()>(e.duration()))
+                    .unwrap_or_default();
+                a.origin == b.origin && drift < WAIT_WORTH_SAYING
+            }
+            _ => false,
+        };
+        if same {
+            return;
+        }
+        driver.waiting_for = wait.clone();
+        drop(driver);
+        if let Some(w) = &wait {
+            info!(job = %self.spec.name, origin = %w.origin, until = %humantime::format_rfc3339_seconds(w.until), "{w}");
+        }
+        lock(&self.observer).waiting_for_origin(wait.as_ref());
     }
 
     /// End a crawl loop: cancel the steps still in flight and put every link
@@ -786,17 +866,31 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// When the fetcher would start a request to `url`.
+    /// When the fetcher would start a request to `url`: `Blocked` while
+    /// its origin is held back (robots.txt unavailable, failures), so that
+    /// the link waits aside and the host's other origins go on.
     fn readiness(&self, url: &Url) -> Readiness {
-        match self
-            .engine
-            .fetcher
-            .readiness(url, &self.politeness, &self.host_key(url))
-        {
+        let key = self.host_key(url);
+        let fetcher = &self.engine.fetcher;
+        if self.origin_given_up(url) {
+            // Its step gives it up at the robots.txt gate, without a request.
+            return Readiness::Now;
+        }
+        if let Some(blocked) = fetcher.origin_blocked(url, &key) {
+            return Readiness::Blocked(blocked);
+        }
+        match fetcher.readiness(url, &self.politeness, &key) {
             Some(wait) if wait.is_zero() => Readiness::Now,
             Some(wait) => Readiness::After(wait),
             None => Readiness::Busy,
         }
+    }
+
+    /// Whether `url`'s origin failed its robots.txt more times in a row
+    /// than `[limits] retries` allows a link: its links are given up.
+    fn origin_given_up(&self, url: &Url) -> bool {
+        self.politeness.robots
+            && self.engine.fetcher.robots_failures_in_a_row(url) > self.spec.limits.retries
     }
 
     fn release_key(&self, host_key: &str) {
@@ -897,6 +991,15 @@ impl<'a> Runner<'a> {
     /// A fetch failed for a reason that may pass: back to the frontier, or given up.
     fn retry_later(&self, failed: Link, fault: PassingFault, reason: &str) {
         let url = failed.url.clone();
+        if self.origin_given_up(&url) {
+            // Its origin's robots.txt failed more often in a row than a link
+            // may: trying each of its links that often again, one robots.txt
+            // back-off after the other, would hold the job for hours.
+            self.core().give_up(&failed);
+            warn!(job = %self.spec.name, url = %url, reason, "fetch failed; given up with its origin");
+            *lock(&self.last_failure) = Some(format!("{url}: {reason}"));
+            return;
+        }
         let verdict = self
             .core()
             .retry_or_give_up(failed, fault, self.spec, Instant::now());
@@ -905,7 +1008,8 @@ impl<'a> Runner<'a> {
                 info!(job = %self.spec.name, url = %url, tries, reason, "fetch failed; will try again")
             }
             RetryVerdict::GivenUp { tries } => {
-                warn!(job = %self.spec.name, url = %url, tries, reason, "fetch failed; given up")
+                warn!(job = %self.spec.name, url = %url, tries, reason, "fetch failed; given up");
+                *lock(&self.last_failure) = Some(format!("{url}: {reason}"));
             }
         }
     }
@@ -980,11 +1084,7 @@ impl<'a> Runner<'a> {
     /// What a 2xx response is for this job: by its type, or by its file's
     /// name when the type is generic.
     fn label_of(&self, resp: &Response) -> Label {
-        let disposition = resp
-            .headers()
-            .get(reqwest::header::CONTENT_DISPOSITION)
-            .and_then(|v| v.to_str().ok());
-        let name = forager_core::mime::file_name(&resp.url, disposition);
+        let name = file_name_of(resp);
         self.targets
             .classify_file(resp.content_type.as_deref(), name.as_deref())
     }
@@ -1054,6 +1154,17 @@ impl<'a> Runner<'a> {
     }
 }
 
+/// The name of the file a response carries (`Content-Disposition`, else the
+/// URL's last segment): it labels a file served under a generic type, and
+/// names its extension.
+fn file_name_of(resp: &Response) -> Option<String> {
+    let disposition = resp
+        .headers()
+        .get(reqwest::header::CONTENT_DISPOSITION)
+        .and_then(|v| v.to_str().ok());
+    forager_core::mime::file_name(&resp.url, disposition)
+}
+
 fn kind_of(method: Method) -> RequestKind {
     match method {
         Method::Get => RequestKind::Get,
@@ -1115,6 +1226,7 @@ mod tests {
             given_up: 0,
             refused_private: 0,
             failed_seeds,
+            last_failure: None,
         }
     }
 

@@ -64,6 +64,22 @@ pub enum FetchError {
         #[source]
         source: reqwest::Error,
     },
+    /// The TLS handshake failed: the certificate is not trusted, expired or
+    /// names another host, or the server does not speak TLS.
+    #[error("TLS handshake with {host} failed: {reason}{hint} (for {url})")]
+    Tls {
+        /// The URL requested.
+        url: String,
+        /// The host whose handshake failed.
+        host: String,
+        /// What rustls said.
+        reason: String,
+        /// Advice for the common case, empty otherwise.
+        hint: &'static str,
+        /// The underlying error.
+        #[source]
+        source: reqwest::Error,
+    },
     /// The server answered something that is not valid HTTP.
     #[error("HTTP protocol error for {url}: {detail}")]
     Http {
@@ -117,6 +133,7 @@ impl FetchError {
             FetchError::Forbidden { .. } => "forbidden",
             FetchError::Timeout { .. } => "timeout",
             FetchError::Connect { .. } => "connect",
+            FetchError::Tls { .. } => "tls",
             FetchError::Http { .. } => "http",
             FetchError::Body { .. } => "body",
             FetchError::InvalidUrl { .. } => "invalid_url",
@@ -132,6 +149,7 @@ impl FetchError {
             self,
             FetchError::Timeout { .. }
                 | FetchError::Connect { .. }
+                | FetchError::Tls { .. }
                 | FetchError::Http { .. }
                 | FetchError::Body { .. }
                 | FetchError::TooManyHeaders { .. }
@@ -139,12 +157,14 @@ impl FetchError {
     }
 
     /// Whether the failure may pass by itself (refused or reset connection,
-    /// time-out, DNS, a broken body): the link is worth trying again later.
+    /// time-out, DNS, a broken body, a certificate being renewed): the link
+    /// is worth trying again later (a few times: `[limits] retries`).
     pub fn may_pass(&self) -> bool {
         matches!(
             self,
             FetchError::Timeout { .. }
                 | FetchError::Connect { .. }
+                | FetchError::Tls { .. }
                 | FetchError::Http { .. }
                 | FetchError::Body { .. }
         )
@@ -169,6 +189,46 @@ pub(crate) fn error_chain(err: &(dyn StdError + 'static)) -> String {
         cur = e.source();
     }
     parts.join(": ")
+}
+
+/// What rustls said of a failed handshake, if `err`'s chain holds it. An
+/// `io::Error` hides the error it wraps from `source()`, so each one met is
+/// opened too.
+pub(crate) fn tls_failure<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    let mut cur: Option<&'a (dyn StdError + 'static)> = Some(err);
+    while let Some(e) = cur {
+        if let Some(found) = e.downcast_ref::<rustls::Error>() {
+            return Some(found);
+        }
+        // hyper-rustls wraps tokio-rustls's io::Error in another one.
+        cur = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn StdError + 'static)),
+            None => e.source(),
+        };
+    }
+    None
+}
+
+/// Advice for a handshake that failed with `e`.
+pub(crate) fn tls_hint(e: &rustls::Error) -> &'static str {
+    match e {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)
+        | rustls::Error::InvalidCertificate(rustls::CertificateError::BadSignature) => {
+            ": no trusted root signed its certificate; a private CA can be trusted with [http] ca_file"
+        }
+        rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName)
+        | rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext { .. }) => {
+            ": its certificate is for another name"
+        }
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Expired)
+        | rustls::Error::InvalidCertificate(rustls::CertificateError::ExpiredContext { .. }) => {
+            ": its certificate has expired"
+        }
+        _ => "",
+    }
 }
 
 /// The first error of type `T` in the source chain of `err`.

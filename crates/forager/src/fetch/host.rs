@@ -1,6 +1,11 @@
 //! Per-host politeness state shared by every job: one request in flight, a
-//! governor limiter for the gap between request starts, Retry-After blocks and
-//! exponential back-off. The table forgets idle hosts so it stays bounded.
+//! governor limiter for the gap between request starts, the adapted delay of
+//! jobs that ask for one, and, per origin (scheme, host, port), Retry-After
+//! blocks and the back-off of failures. A dead origin (an https port whose
+//! TLS fails) so never holds back another origin of the same host (its http
+//! port): only the in-flight gate and the delay are the host's. The formulas
+//! are `forager_core::politeness`'s. The table forgets idle hosts so it
+//! stays bounded.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -11,6 +16,8 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use forager_core::politeness::{AdaptiveDelay, BackoffPolicy, FailureCount};
 
 use super::FetchError;
 
@@ -33,12 +40,13 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// again at once (the failed link comes back for another try).
 const MIN_FAILURE_BACKOFF: Duration = Duration::from_millis(250);
 
-/// Largest exponent of the back-off, so `period · 2^n` cannot overflow.
-const MAX_BACKOFF_EXPONENT: u32 = 20;
-
 /// Largest exponent of the back-off after failures that are all
 /// [`Outcome::ServerError`]s.
 const SERVER_ERROR_MAX_EXPONENT: u32 = 4;
+
+/// Origins of one key whose failures are tracked; beyond, the one least
+/// blocked goes (its next failure starts its count again).
+const MAX_ORIGINS_PER_KEY: usize = 16;
 
 /// What one exchange told us about the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,9 +78,21 @@ pub(crate) struct HostState {
     claims: Vec<Claim>,
     limiter: Option<Arc<Limiter>>,
     last_start: Option<Instant>,
-    blocked_until: Option<Instant>,
-    failures: u32,
+    /// Failures and blocks of the key's origins (at most [`MAX_ORIGINS_PER_KEY`]).
+    origins: Vec<OriginBlock>,
+    /// The delay adapted to the host's response time, for the jobs that ask
+    /// for one (each clamps it to its own bounds); `None` before an answer.
+    adapted: Option<Duration>,
     last_used: Instant,
+}
+
+/// The back-off state of one origin of a key.
+#[derive(Debug)]
+struct OriginBlock {
+    /// `scheme://host:port` ([`super::origin_key`]).
+    origin: String,
+    failures: FailureCount,
+    blocked_until: Option<Instant>,
 }
 
 /// One run's wanted period on a host.
@@ -98,10 +118,47 @@ impl HostState {
             claims: Vec::new(),
             limiter: None,
             last_start: None,
-            blocked_until: None,
-            failures: 0,
+            origins: Vec::new(),
+            adapted: None,
             last_used: now,
         }
+    }
+
+    fn origin(&self, origin: &str) -> Option<&OriginBlock> {
+        self.origins.iter().find(|o| o.origin == origin)
+    }
+
+    /// The block state of `origin`, created when new (the least blocked
+    /// one goes when the key tracks too many).
+    fn origin_mut(&mut self, origin: &str, now: Instant) -> &mut OriginBlock {
+        if let Some(i) = self.origins.iter().position(|o| o.origin == origin) {
+            return &mut self.origins[i];
+        }
+        if self.origins.len() >= MAX_ORIGINS_PER_KEY {
+            let least = self
+                .origins
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, o)| o.blocked_until.filter(|b| *b > now))
+                .map(|(i, _)| i);
+            if let Some(i) = least {
+                self.origins.swap_remove(i);
+            }
+        }
+        self.origins.push(OriginBlock {
+            origin: origin.to_string(),
+            failures: FailureCount::default(),
+            blocked_until: None,
+        });
+        let last = self.origins.len() - 1;
+        &mut self.origins[last]
+    }
+
+    /// How long `origin` is still blocked at `now`.
+    fn origin_wait(&self, origin: &str, now: Instant) -> Duration {
+        self.origin(origin)
+            .and_then(|o| o.blocked_until)
+            .map_or(Duration::ZERO, |until| until.saturating_duration_since(now))
     }
 
     /// Records the period run `run` wants; the host's period becomes the
@@ -156,15 +213,14 @@ impl HostState {
         &mut self,
         run: u64,
         wanted: Duration,
+        origin: &str,
         now: Instant,
     ) -> Option<Duration> {
         self.last_used = now;
         self.adopt_period(run, wanted, now);
-        if let Some(until) = self.blocked_until {
-            if until > now {
-                return Some(until - now);
-            }
-            self.blocked_until = None;
+        let blocked = self.origin_wait(origin, now);
+        if !blocked.is_zero() {
+            return Some(blocked);
         }
         // A limiter swapped in by `adopt_period` starts with a full burst, so
         // the last start must bridge the swap.
@@ -187,65 +243,96 @@ impl HostState {
 
     /// How long until [`HostState::try_start`] could start a request for
     /// `wanted`, without recording anything; zero when it could now.
-    pub(crate) fn wait_for(&self, wanted: Duration, now: Instant) -> Duration {
+    pub(crate) fn wait_for(&self, wanted: Duration, origin: &str, now: Instant) -> Duration {
         let wanted = if wanted.is_zero() {
             Duration::ZERO
         } else {
             wanted.saturating_add(START_MARGIN)
         };
         let period = self.period.max(wanted);
-        let mut wait = self
-            .blocked_until
-            .map_or(Duration::ZERO, |until| until.saturating_duration_since(now));
+        let mut wait = self.origin_wait(origin, now);
         if let Some(last) = self.last_start.filter(|_| !period.is_zero()) {
             wait = wait.max((last + period).saturating_duration_since(now));
         }
         wait
     }
 
-    /// Updates failures and blocks from the outcome of an exchange.
-    pub(crate) fn record(&mut self, outcome: Outcome, now: Instant, max_backoff: Duration) {
+    /// Updates the failures and block of `origin` from the outcome of an
+    /// exchange: failures back off by `policy` (with `draw`, uniform in
+    /// `[0, 1)`, for its jitter), a Retry-After blocks for what the server
+    /// asked, at most `retry_cap`.
+    pub(crate) fn record(
+        &mut self,
+        outcome: Outcome,
+        origin: &str,
+        now: Instant,
+        retry_cap: Duration,
+        policy: &BackoffPolicy,
+        draw: f64,
+    ) {
         self.last_used = now;
-        match outcome {
-            Outcome::Success => self.failures = 0,
+        let period = self.period;
+        let o = self.origin_mut(origin, now);
+        let backoff = match outcome {
+            Outcome::Success => {
+                o.failures.succeed();
+                return;
+            }
             Outcome::Failure => {
-                self.failures = self.failures.saturating_add(1);
-                let exp = self.failures.min(MAX_BACKOFF_EXPONENT);
-                let unit = self.period.max(MIN_FAILURE_BACKOFF);
-                let backoff = unit.saturating_mul(1 << exp).min(max_backoff);
-                if !backoff.is_zero() {
-                    self.block_until(now + backoff);
-                }
+                let n = o.failures.fail(now, policy);
+                policy.backoff(period.max(MIN_FAILURE_BACKOFF), n, draw)
             }
             Outcome::ServerError => {
-                self.failures = self.failures.saturating_add(1);
-                let exp = (self.failures - 1).min(SERVER_ERROR_MAX_EXPONENT);
-                let backoff = self.period.saturating_mul(1 << exp).min(max_backoff);
-                if !backoff.is_zero() {
-                    self.block_until(now + backoff);
-                }
+                let n = o.failures.fail(now, policy);
+                let exp = (n - 1).min(SERVER_ERROR_MAX_EXPONENT);
+                policy.backoff(period, exp, draw)
             }
             Outcome::RetryAfter(wait) => {
-                self.failures = self.failures.saturating_add(1);
-                self.block_until(now + wait.min(max_backoff));
+                o.failures.fail(now, policy);
+                // The server said how long: no jitter, no doubling.
+                wait.min(retry_cap)
             }
+        };
+        if !backoff.is_zero() {
+            o.block_until(now + backoff);
         }
     }
 
-    fn block_until(&mut self, until: Instant) {
-        self.blocked_until = Some(self.blocked_until.map_or(until, |b| b.max(until)));
+    /// Hold `origin` back until `until` without counting a failure (its
+    /// robots.txt is cached as unavailable until then).
+    pub(crate) fn block_origin(&mut self, origin: &str, until: Instant, now: Instant) {
+        self.last_used = now;
+        self.origin_mut(origin, now).block_until(until);
     }
 
-    /// How long the host is still blocked by Retry-After or back-off.
-    pub(crate) fn blocked_for(&self, now: Instant) -> Option<Duration> {
-        self.blocked_until
-            .filter(|b| *b > now)
-            .map(|b| b.saturating_duration_since(now))
+    /// How long `origin` is still blocked by Retry-After or back-off.
+    pub(crate) fn blocked_for(&self, origin: &str, now: Instant) -> Option<Duration> {
+        Some(self.origin_wait(origin, now)).filter(|d| !d.is_zero())
     }
 
-    /// Whether forgetting this state would lose nothing but the failure count.
+    /// The longest block of any origin of the key.
+    pub(crate) fn longest_block(&self, now: Instant) -> Option<Duration> {
+        self.origins
+            .iter()
+            .filter_map(|o| o.blocked_until)
+            .map(|until| until.saturating_duration_since(now))
+            .filter(|d| !d.is_zero())
+            .max()
+    }
+
+    /// The adapted delay for a job with `policy`: its floor until the host answered.
+    pub(crate) fn adapted(&self, policy: &AdaptiveDelay) -> Duration {
+        self.adapted.map_or(policy.min, |d| policy.clamp(d))
+    }
+
+    /// An answer (or a failure: `ok` false) that took `latency` adapts the delay.
+    pub(crate) fn observe_latency(&mut self, latency: Duration, ok: bool, policy: &AdaptiveDelay) {
+        self.adapted = Some(policy.next(self.adapted, latency, ok));
+    }
+
+    /// Whether forgetting this state would lose nothing but failure counts.
     fn is_quiet(&self, now: Instant) -> bool {
-        let unblocked = self.blocked_until.is_none_or(|b| b <= now);
+        let unblocked = self.longest_block(now).is_none();
         let spaced = self.last_start.is_none_or(|s| s + self.period <= now);
         unblocked && spaced
     }
@@ -256,8 +343,16 @@ impl HostState {
     }
 
     #[cfg(test)]
-    pub(crate) fn failures(&self) -> u32 {
-        self.failures
+    pub(crate) fn failures(&self, origin: &str) -> u32 {
+        self.origin(origin).map_or(0, |o| {
+            o.failures.count(Instant::now(), &BackoffPolicy::default())
+        })
+    }
+}
+
+impl OriginBlock {
+    fn block_until(&mut self, until: Instant) {
+        self.blocked_until = Some(self.blocked_until.map_or(until, |b| b.max(until)));
     }
 }
 
@@ -288,7 +383,17 @@ impl HostSlot {
         &self,
         run: u64,
         wanted: Duration,
+        origin: &str,
     ) -> Result<OwnedSemaphorePermit, FetchError> {
+        // An origin held back waits before it takes the key's permit: held
+        // while it waits, the permit would hold the host's other origins.
+        loop {
+            let blocked = self.state().blocked_for(origin, Instant::now());
+            match blocked {
+                Some(d) => tokio::time::sleep(d).await,
+                None => break,
+            }
+        }
         let permit = self
             .gate
             .clone()
@@ -296,7 +401,7 @@ impl HostSlot {
             .await
             .map_err(|_| FetchError::Shutdown)?;
         loop {
-            let wait = self.state().try_start(run, wanted, Instant::now());
+            let wait = self.state().try_start(run, wanted, origin, Instant::now());
             match wait {
                 None => return Ok(permit),
                 // Never spin on a zero wait the clock has not caught up with.
@@ -305,16 +410,32 @@ impl HostSlot {
         }
     }
 
-    pub(crate) fn record(&self, outcome: Outcome, max_backoff: Duration) {
-        self.state().record(outcome, Instant::now(), max_backoff);
+    /// Records an exchange's outcome for `origin` (see [`HostState::record`]),
+    /// drawing the jitter here.
+    pub(crate) fn record(
+        &self,
+        outcome: Outcome,
+        origin: &str,
+        retry_cap: Duration,
+        policy: &BackoffPolicy,
+    ) {
+        let draw = rand::random::<f64>();
+        self.state()
+            .record(outcome, origin, Instant::now(), retry_cap, policy, draw);
     }
 
-    /// When a request for `wanted` could start: `None` while one is in flight.
-    pub(crate) fn readiness(&self, wanted: Duration, now: Instant) -> Option<Duration> {
+    /// When a request for `wanted` to `origin` could start: `None` while one
+    /// is in flight on the key.
+    pub(crate) fn readiness(
+        &self,
+        wanted: Duration,
+        origin: &str,
+        now: Instant,
+    ) -> Option<Duration> {
         if self.gate.available_permits() == 0 {
             return None;
         }
-        Some(self.state().wait_for(wanted, now))
+        Some(self.state().wait_for(wanted, origin, now))
     }
 
     /// Moves the last request start to now (see [`super::Fetcher::send`]).
@@ -423,23 +544,37 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+    /// The origin the tests fail.
+    const O: &str = "http://a.test:80";
+
+    /// A back-off capped at `max`, without jitter (the tests draw 0).
+    fn policy(max: Duration) -> BackoffPolicy {
+        BackoffPolicy {
+            max,
+            forgive_after: Duration::from_secs(3600),
+            jitter: 0.25,
+        }
+    }
 
     #[test]
     fn wait_for_agrees_with_try_start() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        assert_eq!(s.wait_for(100 * MS, t0), Duration::ZERO);
-        assert_eq!(s.try_start(1, 100 * MS, Instant::now()), None);
+        assert_eq!(s.wait_for(100 * MS, O, t0), Duration::ZERO);
+        assert_eq!(s.try_start(1, 100 * MS, O, Instant::now()), None);
         let now = Instant::now();
-        let wait = s.wait_for(100 * MS, now);
+        let wait = s.wait_for(100 * MS, O, now);
         assert!(wait > 90 * MS && wait <= 101 * MS, "{wait:?}");
-        assert_eq!(s.wait_for(100 * MS, now + 200 * MS), Duration::ZERO);
+        assert_eq!(s.wait_for(100 * MS, O, now + 200 * MS), Duration::ZERO);
         s.record(
             Outcome::RetryAfter(Duration::from_secs(5)),
+            O,
             now,
             Duration::from_secs(60),
+            &policy(Duration::from_secs(60)),
+            0.0,
         );
-        assert!(s.wait_for(Duration::ZERO, now) >= Duration::from_secs(4));
+        assert!(s.wait_for(Duration::ZERO, O, now) >= Duration::from_secs(4));
     }
 
     #[test]
@@ -447,15 +582,15 @@ mod tests {
         let now = Instant::now();
         let mut s = HostState::new(now);
         for _ in 0..100 {
-            assert_eq!(s.try_start(1, Duration::ZERO, now), None);
+            assert_eq!(s.try_start(1, Duration::ZERO, O, now), None);
         }
     }
 
     #[test]
     fn second_start_waits_for_the_period() {
         let mut s = HostState::new(Instant::now());
-        assert_eq!(s.try_start(1, 100 * MS, Instant::now()), None);
-        let wait = s.try_start(1, 100 * MS, Instant::now()).unwrap();
+        assert_eq!(s.try_start(1, 100 * MS, O, Instant::now()), None);
+        let wait = s.try_start(1, 100 * MS, O, Instant::now()).unwrap();
         assert!(wait > 90 * MS && wait <= 101 * MS, "{wait:?}");
     }
 
@@ -508,9 +643,9 @@ mod tests {
     #[test]
     fn limiter_swap_keeps_the_gap_from_the_last_start() {
         let mut s = HostState::new(Instant::now());
-        assert_eq!(s.try_start(1, 50 * MS, Instant::now()), None);
+        assert_eq!(s.try_start(1, 50 * MS, O, Instant::now()), None);
         // A job with a larger delay arrives: the fresh limiter would allow a burst.
-        let wait = s.try_start(2, 200 * MS, Instant::now()).unwrap();
+        let wait = s.try_start(2, 200 * MS, O, Instant::now()).unwrap();
         assert!(wait > 150 * MS, "{wait:?}");
     }
 
@@ -520,46 +655,113 @@ mod tests {
         let mut s = HostState::new(t0);
         s.adopt_period(1, 500 * MS, t0);
         let p = s.period();
-        s.record(Outcome::Failure, t0, Duration::from_secs(600));
-        assert_eq!(s.blocked_for(t0), Some(p * 2));
-        s.record(Outcome::Failure, t0, Duration::from_secs(600));
-        assert_eq!(s.blocked_for(t0), Some(p * 4));
-        s.record(Outcome::Failure, t0, Duration::from_millis(500));
-        assert_eq!(s.blocked_for(t0), Some(p * 4), "a block never shrinks");
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
+        assert_eq!(s.blocked_for(O, t0), Some(p * 2));
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
+        assert_eq!(s.blocked_for(O, t0), Some(p * 4));
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_millis(500),
+            &policy(Duration::from_millis(500)),
+            0.0,
+        );
+        assert_eq!(s.blocked_for(O, t0), Some(p * 4), "a block never shrinks");
         for _ in 0..100 {
-            s.record(Outcome::Failure, t0, Duration::from_secs(600));
+            s.record(
+                Outcome::Failure,
+                O,
+                t0,
+                Duration::from_secs(600),
+                &policy(Duration::from_secs(600)),
+                0.0,
+            );
         }
-        assert_eq!(s.blocked_for(t0), Some(Duration::from_secs(600)), "capped");
-        s.record(Outcome::Success, t0, Duration::from_secs(600));
-        assert_eq!(s.failures(), 0);
+        assert_eq!(
+            s.blocked_for(O, t0),
+            Some(Duration::from_secs(600)),
+            "capped"
+        );
+        s.record(
+            Outcome::Success,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
+        assert_eq!(s.failures(O), 0);
     }
 
     #[test]
     fn server_errors_back_off_less_than_outages() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.record(Outcome::ServerError, t0, Duration::from_secs(600));
+        s.record(
+            Outcome::ServerError,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(
-            s.blocked_for(t0),
+            s.blocked_for(O, t0),
             None,
             "no delay, one broken page: no wait"
         );
         let mut s = HostState::new(t0);
         s.adopt_period(1, 500 * MS, t0);
         let unit = s.period();
-        s.record(Outcome::ServerError, t0, Duration::from_secs(600));
-        assert_eq!(s.blocked_for(t0), Some(unit), "the first: the delay");
+        s.record(
+            Outcome::ServerError,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
+        assert_eq!(s.blocked_for(O, t0), Some(unit), "the first: the delay");
         for _ in 0..10 {
-            s.record(Outcome::ServerError, t0, Duration::from_secs(600));
+            s.record(
+                Outcome::ServerError,
+                O,
+                t0,
+                Duration::from_secs(600),
+                &policy(Duration::from_secs(600)),
+                0.0,
+            );
         }
         assert_eq!(
-            s.blocked_for(t0),
+            s.blocked_for(O, t0),
             Some(unit * (1 << SERVER_ERROR_MAX_EXPONENT))
         );
         let t1 = t0 + Duration::from_secs(60);
-        s.record(Outcome::Failure, t1, Duration::from_secs(600));
+        s.record(
+            Outcome::Failure,
+            O,
+            t1,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
         assert_eq!(
-            s.blocked_for(t1),
+            s.blocked_for(O, t1),
             Some(Duration::from_secs(600)),
             "an outage escalates, to the cap"
         );
@@ -571,29 +773,153 @@ mod tests {
         let mut s = HostState::new(t0);
         s.record(
             Outcome::RetryAfter(Duration::from_secs(3600)),
+            O,
             t0,
             Duration::from_secs(5),
+            &policy(Duration::from_secs(5)),
+            0.0,
         );
-        assert_eq!(s.blocked_for(t0), Some(Duration::from_secs(5)));
+        assert_eq!(s.blocked_for(O, t0), Some(Duration::from_secs(5)));
         let wait = s
-            .try_start(1, Duration::ZERO, t0 + Duration::from_secs(1))
+            .try_start(1, Duration::ZERO, O, t0 + Duration::from_secs(1))
             .unwrap();
         assert_eq!(wait, Duration::from_secs(4));
         assert_eq!(
-            s.try_start(1, Duration::ZERO, t0 + Duration::from_secs(5)),
+            s.try_start(1, Duration::ZERO, O, t0 + Duration::from_secs(5)),
             None
         );
+    }
+
+    /// An https origin whose TLS fails must not hold back the http origin
+    /// of the same host: only the gate and the delay are shared.
+    #[test]
+    fn a_failing_origin_never_holds_another_origin_of_its_host() {
+        let t0 = Instant::now();
+        let mut s = HostState::new(t0);
+        let dead = "https://a.test:443";
+        for _ in 0..6 {
+            s.record(
+                Outcome::Failure,
+                dead,
+                t0,
+                Duration::from_secs(600),
+                &policy(Duration::from_secs(600)),
+                0.0,
+            );
+        }
+        assert!(s
+            .blocked_for(dead, t0)
+            .is_some_and(|d| d >= Duration::from_secs(16)));
+        assert_eq!(s.blocked_for(O, t0), None);
+        assert_eq!(s.wait_for(Duration::ZERO, O, t0), Duration::ZERO);
+        assert_eq!(s.try_start(1, Duration::ZERO, O, t0), None);
+        assert!(s.try_start(1, Duration::ZERO, dead, t0).is_some());
+        assert_eq!(s.longest_block(t0), s.blocked_for(dead, t0));
+        assert_eq!(s.failures(O), 0);
+        // A robots.txt block counts no failure, and is the origin's alone.
+        s.block_origin(O, t0 + Duration::from_secs(3), t0);
+        assert_eq!(s.failures(O), 0);
+        assert_eq!(s.blocked_for(O, t0), Some(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn the_origins_of_a_key_stay_bounded() {
+        let t0 = Instant::now();
+        let mut s = HostState::new(t0);
+        for i in 0..100 {
+            let origin = format!("http://h{i}.a.test:80");
+            s.record(
+                Outcome::Failure,
+                &origin,
+                t0,
+                Duration::from_secs(600),
+                &policy(Duration::from_secs(600)),
+                0.0,
+            );
+        }
+        assert!(s.origins.len() <= MAX_ORIGINS_PER_KEY);
+    }
+
+    #[test]
+    fn backoff_has_jitter_and_is_forgiven_after_a_quiet_time() {
+        let t0 = Instant::now();
+        let p = BackoffPolicy {
+            max: Duration::from_secs(3600),
+            forgive_after: Duration::from_secs(60),
+            jitter: 0.25,
+        };
+        let mut s = HostState::new(t0);
+        s.record(Outcome::Failure, O, t0, Duration::from_secs(600), &p, 0.0);
+        s.record(Outcome::Failure, O, t0, Duration::from_secs(600), &p, 0.0);
+        assert_eq!(s.blocked_for(O, t0), Some(MIN_FAILURE_BACKOFF * 4));
+        let mut j = HostState::new(t0);
+        j.record(Outcome::Failure, O, t0, Duration::from_secs(600), &p, 0.0);
+        j.record(Outcome::Failure, O, t0, Duration::from_secs(600), &p, 0.99);
+        let b = j.blocked_for(O, t0).unwrap();
+        // The first block (0.5 s, no jitter) is shorter than the jittered second.
+        assert!(
+            b < MIN_FAILURE_BACKOFF * 4 && b >= MIN_FAILURE_BACKOFF * 3,
+            "{b:?}"
+        );
+        // A minute without failure: the next one counts as the first.
+        let later = t0 + Duration::from_secs(61);
+        s.record(
+            Outcome::Failure,
+            O,
+            later,
+            Duration::from_secs(600),
+            &p,
+            0.0,
+        );
+        assert_eq!(s.blocked_for(O, later), Some(MIN_FAILURE_BACKOFF * 2));
+    }
+
+    #[test]
+    fn the_adapted_delay_follows_the_host_within_each_jobs_bounds() {
+        let t0 = Instant::now();
+        let mut s = HostState::new(t0);
+        let slow = AdaptiveDelay {
+            min: 100 * MS,
+            max: 2000 * MS,
+            factor: 1.0,
+        };
+        let tight = AdaptiveDelay {
+            max: 300 * MS,
+            ..slow
+        };
+        assert_eq!(s.adapted(&slow), 100 * MS, "the floor before any answer");
+        s.observe_latency(800 * MS, true, &slow);
+        assert_eq!(s.adapted(&slow), 800 * MS);
+        assert_eq!(s.adapted(&tight), 300 * MS, "each job's own ceiling");
+        s.observe_latency(10 * MS, false, &slow);
+        assert_eq!(s.adapted(&slow), 800 * MS, "an error never lowers it");
+        s.observe_latency(10 * MS, true, &slow);
+        assert!(s.adapted(&slow) < 800 * MS);
     }
 
     #[test]
     fn zero_period_failures_still_back_off() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.record(Outcome::Failure, t0, Duration::from_secs(600));
-        assert_eq!(s.blocked_for(t0), Some(MIN_FAILURE_BACKOFF * 2));
-        s.record(Outcome::Failure, t0, Duration::from_secs(600));
-        assert_eq!(s.blocked_for(t0), Some(MIN_FAILURE_BACKOFF * 4));
-        assert_eq!(s.failures(), 2);
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
+        assert_eq!(s.blocked_for(O, t0), Some(MIN_FAILURE_BACKOFF * 2));
+        s.record(
+            Outcome::Failure,
+            O,
+            t0,
+            Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
+            0.0,
+        );
+        assert_eq!(s.blocked_for(O, t0), Some(MIN_FAILURE_BACKOFF * 4));
+        assert_eq!(s.failures(O), 2);
     }
 
     #[test]
@@ -630,7 +956,9 @@ mod tests {
         let t0 = Instant::now();
         table.slot("blocked.test", t0).record(
             Outcome::RetryAfter(Duration::from_secs(60)),
+            O,
             Duration::from_secs(600),
+            &policy(Duration::from_secs(600)),
         );
         for i in 0..100u64 {
             drop(table.slot(&format!("h{i}.test"), t0));

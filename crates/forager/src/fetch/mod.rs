@@ -37,7 +37,8 @@ use reqwest::header::{
 use url::{Host, Url};
 
 use crate::exchange::{ExchangeHead, HttpHead};
-use forager_core::http_options::{redacted_proxy, HttpOptions};
+use forager_core::http_options::{redacted_proxy, CaFile, HttpOptions};
+use forager_core::politeness::{AdaptiveDelay, BackoffPolicy};
 
 pub use error::{FetchError, TimeoutPhase};
 pub use robots::{
@@ -46,7 +47,7 @@ pub use robots::{
 };
 pub use ssrf::is_forbidden_ip;
 
-use error::{error_chain, find_in_chain};
+use error::{error_chain, find_in_chain, tls_failure, tls_hint};
 use host::{HostSlot, HostTable, Outcome};
 use robots::{robots_url, RobotsCache};
 use ssrf::{ForbiddenAddress, GuardedResolver};
@@ -119,7 +120,7 @@ impl Default for FetchConfig {
 }
 
 /// The politeness settings of the job making a request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Politeness {
     /// Minimum gap between two request starts to one host; zero = none.
     pub delay: Duration,
@@ -131,8 +132,29 @@ pub struct Politeness {
     /// strictest delay among the runs using it now, and a run's claim goes
     /// with [`Fetcher::end_run`].
     pub run: u64,
-    /// Extra headers, per-host credentials and the proxy of the job.
+    /// Extra headers, per-host credentials, the proxy and the extra trusted
+    /// roots of the job.
     pub http: Arc<HttpOptions>,
+    /// The job's adaptive delay (`[politeness] adaptive_delay`), if any.
+    pub adaptive: Option<AdaptiveDelay>,
+    /// How the job backs off an origin that keeps failing.
+    pub backoff: BackoffPolicy,
+}
+
+impl Default for Politeness {
+    /// No delay, robots.txt obeyed, the default user agent, no run, nothing
+    /// added to requests, no adaptive delay, the default back-off.
+    fn default() -> Self {
+        Politeness {
+            delay: Duration::ZERO,
+            robots: true,
+            user_agent: forager_core::config::DEFAULT_USER_AGENT.to_string(),
+            run: 0,
+            http: Arc::default(),
+            adaptive: None,
+            backoff: BackoffPolicy::default(),
+        }
+    }
 }
 
 /// The HTTP methods a crawler needs.
@@ -177,6 +199,9 @@ pub struct Fetcher {
     inner: Arc<Inner>,
 }
 
+/// What sets a route apart: its proxy and the extra roots it trusts.
+type RouteKey = (Option<String>, Option<Vec<Vec<u8>>>);
+
 /// The HTTP clients for one route (direct, or through one proxy).
 struct Clients {
     client: reqwest::Client,
@@ -186,8 +211,12 @@ struct Clients {
 
 struct Inner {
     direct: Arc<Clients>,
-    /// Clients through a proxy, by the proxy's URL; built when a job first asks.
-    proxied: std::sync::Mutex<std::collections::HashMap<String, Arc<Clients>>>,
+    /// Clients through a proxy or trusting a job's `ca_file`, by the
+    /// proxy's URL and the file's certificates; built when a job first asks.
+    proxied: std::sync::Mutex<std::collections::HashMap<RouteKey, Arc<Clients>>>,
+    /// robots.txt fetches that failed (network error, 5xx, 429, broken
+    /// body), since the fetcher was built: a metric.
+    robots_failures: std::sync::atomic::AtomicU64,
     cfg: FetchConfig,
     hosts: HostTable,
     robots: RobotsCache,
@@ -200,7 +229,11 @@ impl Clients {
     /// guard (an institutional proxy often has a private address); through a
     /// proxy, target names are resolved by the proxy, so the guard can only
     /// refuse IP-literal targets.
-    fn build(cfg: &FetchConfig, proxy: Option<&Url>) -> Result<Clients, FetchError> {
+    fn build(
+        cfg: &FetchConfig,
+        proxy: Option<&Url>,
+        ca: Option<&CaFile>,
+    ) -> Result<Clients, FetchError> {
         let mut resolver = GuardedResolver::new(&cfg.resolve, cfg.allow_private);
         let proxy = match proxy {
             Some(url) => {
@@ -219,6 +252,19 @@ impl Clients {
             None => None,
         };
         let resolver = Arc::new(resolver);
+        // Checked when the config was read; reqwest checks them again.
+        let roots = match ca {
+            Some(ca) => ca
+                .certificates
+                .iter()
+                .map(|der| {
+                    reqwest::Certificate::from_der(der).map_err(|e| {
+                        FetchError::Config(format!("ca_file {}: {}", ca.path, error_chain(&e)))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
         let builder = || {
             let b = reqwest::Client::builder()
                 .no_proxy()
@@ -230,6 +276,9 @@ impl Clients {
                 .tcp_keepalive(Duration::from_secs(60))
                 .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
                 .dns_resolver(resolver.clone());
+            let b = roots
+                .iter()
+                .fold(b, |b, root| b.add_root_certificate(root.clone()));
             match &proxy {
                 Some(p) => b.proxy(p.clone()),
                 None => b,
@@ -260,7 +309,7 @@ impl Fetcher {
     /// Builds the shared HTTP client (rustls, decompression, no proxy, no
     /// automatic redirects, pooled keep-alive) behind the SSRF-guarded resolver.
     pub fn new(cfg: FetchConfig) -> Result<Fetcher, FetchError> {
-        let direct = Arc::new(Clients::build(&cfg, None)?);
+        let direct = Arc::new(Clients::build(&cfg, None, None)?);
         Ok(Fetcher {
             inner: Arc::new(Inner {
                 direct,
@@ -269,21 +318,28 @@ impl Fetcher {
                 hosts: HostTable::new(HOST_IDLE_TTL, MAX_HOSTS),
                 robots: RobotsCache::new(),
                 runs: std::sync::atomic::AtomicU64::new(1),
+                robots_failures: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
 
-    /// The clients for a job: direct, or through its proxy (built once per proxy).
-    fn clients(&self, proxy: Option<&Url>) -> Result<Arc<Clients>, FetchError> {
-        let Some(proxy) = proxy else {
+    /// The clients for a job: direct, or through its proxy and trusting its
+    /// `ca_file` (built once per proxy and set of roots).
+    fn clients(&self, http: &HttpOptions) -> Result<Arc<Clients>, FetchError> {
+        let (proxy, ca) = (http.proxy.as_ref(), http.ca.as_ref());
+        if proxy.is_none() && ca.is_none() {
             return Ok(self.inner.direct.clone());
-        };
+        }
+        let key: RouteKey = (
+            proxy.map(Url::to_string),
+            ca.map(|ca| ca.certificates.clone()),
+        );
         let mut proxied = self.inner.proxied.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = proxied.get(proxy.as_str()) {
+        if let Some(c) = proxied.get(&key) {
             return Ok(c.clone());
         }
-        let built = Arc::new(Clients::build(&self.inner.cfg, Some(proxy))?);
-        proxied.insert(proxy.to_string(), built.clone());
+        let built = Arc::new(Clients::build(&self.inner.cfg, proxy, ca)?);
+        proxied.insert(key, built.clone());
         Ok(built)
     }
 
@@ -297,20 +353,46 @@ impl Fetcher {
         politeness: &Politeness,
         host_key: &str,
     ) -> Option<Duration> {
-        let wanted = self.wanted_period(url, politeness);
-        match self.inner.hosts.get(host_key) {
-            Some(slot) => slot.readiness(wanted, Instant::now()),
-            None => Some(Duration::ZERO),
-        }
+        let Some(slot) = self.inner.hosts.get(host_key) else {
+            return Some(Duration::ZERO);
+        };
+        let wanted = self.wanted_period(url, politeness, &slot);
+        slot.readiness(wanted, &origin_of(url), Instant::now())
     }
 
-    /// Hold every request to `host_key` back for `wait` (at most the longest
-    /// back-off): what a host that cannot be asked now costs, e.g. while its
-    /// robots.txt is unavailable and cached as such.
-    pub fn back_off(&self, host_key: &str, wait: Duration) {
-        let slot = self.inner.hosts.slot(host_key, Instant::now());
+    /// Hold the requests to `url`'s origin back for `wait` (at most the
+    /// longest back-off), without counting a failure: what an origin that
+    /// cannot be asked now costs, e.g. while its robots.txt is unavailable
+    /// and cached as such. The other origins of `host_key` go on.
+    pub fn back_off(&self, url: &Url, host_key: &str, wait: Duration) {
+        let now = Instant::now();
+        let slot = self.inner.hosts.slot(host_key, now);
         let wait = wait.min(self.inner.cfg.max_backoff);
-        slot.record(Outcome::RetryAfter(wait), self.inner.cfg.max_backoff);
+        slot.state().block_origin(&origin_of(url), now + wait, now);
+    }
+
+    /// How long `url`'s origin is still held back (Retry-After, back-off of
+    /// failures, robots.txt unavailable), whatever the key's delay.
+    pub fn origin_blocked(&self, url: &Url, host_key: &str) -> Option<Duration> {
+        let slot = self.inner.hosts.get(host_key)?;
+        let state = slot.state();
+        state.blocked_for(&origin_of(url), Instant::now())
+    }
+
+    /// How many fetches in a row found the robots.txt of `url`'s origin
+    /// unavailable (0 once it answered, or before it was asked).
+    pub fn robots_failures_in_a_row(&self, url: &Url) -> u32 {
+        origin_key(url)
+            .and_then(|origin| self.inner.robots.peek_record(&origin))
+            .filter(|r| r.status == RobotsStatus::Unavailable)
+            .map_or(0, |r| r.failures)
+    }
+
+    /// robots.txt fetches that failed since the fetcher was built.
+    pub fn robots_failures(&self) -> u64 {
+        self.inner
+            .robots_failures
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A new crawl run's id, for [`Politeness::run`].
@@ -367,12 +449,15 @@ impl Fetcher {
                 politeness.user_agent
             ))
         })?;
-        let wanted = self.wanted_period(url, politeness);
         let slot = self.inner.hosts.slot(host_key, Instant::now());
-        let permit = slot.acquire(politeness.run, wanted).await?;
+        let wanted = self.wanted_period(url, politeness, &slot);
+        let origin = origin_of(url);
+        let permit = slot.acquire(politeness.run, wanted, &origin).await?;
+        let policy = &politeness.backoff;
         if let (Some(pacer), false) = (&self.inner.cfg.pacer, wanted.is_zero()) {
             // After this node's own pacing (which keeps one request per key
-            // in flight here): the database orders the nodes.
+            // in flight here, and holds back an origin in back-off): the
+            // database orders the nodes.
             if let Err(e) = pacer.0.pace(host_key, wanted).await {
                 // Without the database only this node's spacing is known:
                 // keep a whole delay more, so that a node that reserved
@@ -393,7 +478,7 @@ impl Fetcher {
         } else {
             (deadline, TimeoutPhase::Total, cfg.total_timeout)
         };
-        let clients = self.clients(politeness.http.proxy.as_ref())?;
+        let clients = self.clients(&politeness.http)?;
         let (client, accept_encoding) = if names_compressed_file(url) {
             (&clients.raw_client, "identity")
         } else {
@@ -429,7 +514,8 @@ impl Fetcher {
             Ok(Err(e)) => {
                 let err = self.map_send_error(url, e);
                 if err.is_host_failure() {
-                    slot.record(Outcome::Failure, cfg.max_backoff);
+                    slot.record(Outcome::Failure, &origin, cfg.max_backoff, policy);
+                    self.adapt(&slot, politeness, started.elapsed(), false);
                 }
                 if let FetchError::Forbidden { addr, .. } = &err {
                     tracing::warn!(%url, %addr, "SSRF guard refused a resolved address");
@@ -437,7 +523,8 @@ impl Fetcher {
                 return Err(err);
             }
             Err(_) => {
-                slot.record(Outcome::Failure, cfg.max_backoff);
+                slot.record(Outcome::Failure, &origin, cfg.max_backoff, policy);
+                self.adapt(&slot, politeness, started.elapsed(), false);
                 return Err(FetchError::Timeout {
                     url: url.to_string(),
                     phase: head_phase,
@@ -445,6 +532,7 @@ impl Fetcher {
                 });
             }
         };
+        let latency = started.elapsed();
 
         let headers = inner.headers();
         let header_bytes: usize = headers
@@ -452,7 +540,7 @@ impl Fetcher {
             .map(|(k, v)| k.as_str().len() + v.len() + 4)
             .sum();
         if header_bytes > cfg.max_header_bytes {
-            slot.record(Outcome::Failure, cfg.max_backoff);
+            slot.record(Outcome::Failure, &origin, cfg.max_backoff, policy);
             tracing::warn!(%url, header_bytes, "response head over the limit");
             return Err(FetchError::TooManyHeaders {
                 url: url.to_string(),
@@ -486,9 +574,10 @@ impl Fetcher {
             (429 | 500..=599, _) => Outcome::Failure,
             _ => Outcome::Success,
         };
-        slot.record(outcome, cfg.max_backoff);
+        slot.record(outcome, &origin, cfg.max_backoff, policy);
+        self.adapt(&slot, politeness, latency, (200..400).contains(&status));
         if outcome != Outcome::Success {
-            tracing::info!(%url, status, host_key, blocked_for = ?slot.state().blocked_for(Instant::now()), "host slowed down");
+            tracing::info!(%url, status, host_key, blocked_for = ?slot.state().blocked_for(&origin, Instant::now()), "origin slowed down");
         }
 
         Ok(Response {
@@ -501,15 +590,24 @@ impl Fetcher {
             content_type,
             content_length,
             retry_after,
-            latency: started.elapsed(),
+            latency,
             inner,
             permit: Some(permit),
             slot,
+            origin,
+            backoff: politeness.backoff,
             deadline,
             read_timeout: cfg.read_timeout,
             total_timeout: cfg.total_timeout,
             max_backoff: cfg.max_backoff,
         })
+    }
+
+    /// A job with an adaptive delay learns the host's from this exchange.
+    fn adapt(&self, slot: &HostSlot, politeness: &Politeness, latency: Duration, ok: bool) {
+        if let Some(adaptive) = &politeness.adaptive {
+            slot.state().observe_latency(latency, ok, adaptive);
+        }
     }
 
     /// The robots.txt rules of `url`'s origin for the job's user agent.
@@ -561,10 +659,26 @@ impl Fetcher {
         if let Some(hit) = cached(&entry) {
             return Ok(hit);
         }
-        let (record, requests) = self
+        let (record, requests, failure) = self
             .download_robots(url, &origin, politeness, host_key)
             .await?;
-        let record = record.after(entry.record().as_deref());
+        let mut record = record.after(entry.record().as_deref());
+        record.error.clone_from(&failure);
+        if let Some(error) = failure {
+            // Loud: the origin's links wait for it, and a user must see why.
+            self.inner
+                .robots_failures
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let retry_at = humantime::format_rfc3339_seconds(record.expires_at());
+            tracing::warn!(
+                url = %robots_url(url),
+                origin,
+                error,
+                retry_in = ?record.retry_in(),
+                %retry_at,
+                "robots.txt unavailable: the links of this origin wait until it is asked again"
+            );
+        }
         self.inner.robots.store(record.clone());
         let rules = entry
             .fresh_rules(&agent, SystemTime::now())
@@ -579,9 +693,17 @@ impl Fetcher {
         origin: &str,
         politeness: &Politeness,
         host_key: &str,
-    ) -> Result<(RobotsRecord, u32), FetchError> {
+    ) -> Result<(RobotsRecord, u32, Option<String>), FetchError> {
         let record = |status: RobotsStatus, body: Vec<u8>| {
             RobotsRecord::new(origin.to_string(), status, body, SystemTime::now())
+        };
+        // What made the origin unavailable, for the log.
+        let down = |why: String, requests: u32| {
+            (
+                record(RobotsStatus::Unavailable, Vec::new()),
+                requests,
+                Some(why),
+            )
         };
         let mut target = robots_url(page);
         let mut requests: u32 = 0;
@@ -597,14 +719,13 @@ impl Fetcher {
                 Err(e) => {
                     if e.reached_network() {
                         requests += 1;
-                        tracing::info!(%target, error = %e, "robots.txt unreachable, disallowing the origin for now");
-                        return Ok((record(RobotsStatus::Unavailable, Vec::new()), requests));
+                        return Ok(down(e.to_string(), requests));
                     }
                     if hop == 0 {
                         return Err(e);
                     }
                     // A redirect to somewhere unfetchable: as if there were no robots.txt.
-                    return Ok((record(RobotsStatus::Missing, Vec::new()), requests));
+                    return Ok((record(RobotsStatus::Missing, Vec::new()), requests, None));
                 }
             };
             requests += 1;
@@ -616,12 +737,9 @@ impl Fetcher {
                             // RFC 9309: parse what fits; the rest of the file is ignored.
                             tracing::warn!(%target, limit = ROBOTS_MAX_BYTES, "robots.txt cut at the size limit; rules past it are ignored");
                         }
-                        (record(RobotsStatus::Fetched, body.bytes), requests)
+                        (record(RobotsStatus::Fetched, body.bytes), requests, None)
                     }
-                    Err(e) => {
-                        tracing::info!(%target, error = %e, "robots.txt body failed, disallowing the origin for now");
-                        (record(RobotsStatus::Unavailable, Vec::new()), requests)
-                    }
+                    Err(e) => down(e.to_string(), requests),
                 });
             }
             let next = resp.location.clone();
@@ -635,13 +753,12 @@ impl Fetcher {
                     }
                     _ => RobotsStatus::Missing,
                 },
-                429 => RobotsStatus::Unavailable,
-                400..=499 => RobotsStatus::Missing,
-                _ => RobotsStatus::Unavailable,
+                400..=499 if status != 429 => RobotsStatus::Missing,
+                _ => return Ok(down(format!("{target} answered HTTP {status}"), requests)),
             };
-            return Ok((record(status, Vec::new()), requests));
+            return Ok((record(status, Vec::new()), requests, None));
         }
-        Ok((record(RobotsStatus::Missing, Vec::new()), requests))
+        Ok((record(RobotsStatus::Missing, Vec::new()), requests, None))
     }
 
     /// Loads a persisted robots record (kept if newer than the cached one).
@@ -654,12 +771,13 @@ impl Fetcher {
         self.inner.robots.records()
     }
 
-    /// How long `host_key` is still blocked by Retry-After or back-off.
+    /// How long an origin of `host_key` is still blocked by Retry-After or
+    /// back-off (the longest of them).
     pub fn blocked_for(&self, host_key: &str) -> Option<Duration> {
         self.inner
             .hosts
             .get(host_key)
-            .and_then(|slot| slot.state().blocked_for(Instant::now()))
+            .and_then(|slot| slot.state().longest_block(Instant::now()))
     }
 
     /// Number of hosts whose politeness state is tracked (a status gauge).
@@ -667,10 +785,14 @@ impl Fetcher {
         self.inner.hosts.len()
     }
 
-    /// The gap this request asks for: the job's delay, or robots.txt's
+    /// The gap this request asks for: the job's delay (adapted to the
+    /// host's response time when the job asks for it), or robots.txt's
     /// Crawl-delay clamped to [delay, 60 s] when it is known and larger.
-    fn wanted_period(&self, url: &Url, politeness: &Politeness) -> Duration {
-        let mut period = politeness.delay;
+    fn wanted_period(&self, url: &Url, politeness: &Politeness, slot: &HostSlot) -> Duration {
+        let mut period = match &politeness.adaptive {
+            Some(adaptive) => politeness.delay.max(slot.state().adapted(adaptive)),
+            None => politeness.delay,
+        };
         if politeness.robots {
             let crawl_delay = origin_key(url)
                 .and_then(|origin| {
@@ -732,6 +854,15 @@ impl Fetcher {
                 after,
             };
         }
+        if let Some(tls) = tls_failure(&err) {
+            return FetchError::Tls {
+                url: url.to_string(),
+                host: url.host_str().unwrap_or_default().to_string(),
+                reason: tls.to_string(),
+                hint: tls_hint(tls),
+                source: err,
+            };
+        }
         let detail = error_chain(&err);
         if err.is_connect() {
             FetchError::Connect {
@@ -747,6 +878,12 @@ impl Fetcher {
             }
         }
     }
+}
+
+/// The origin a URL's failures and blocks count against (its scheme, host
+/// and port; the URL itself when it has none, which no request reaches).
+fn origin_of(url: &Url) -> String {
+    origin_key(url).unwrap_or_else(|| url.to_string())
 }
 
 /// The request fields as the server receives them: Host first (hyper adds it
@@ -852,6 +989,9 @@ pub struct Response {
     inner: reqwest::Response,
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
     slot: Arc<HostSlot>,
+    /// The origin a broken body counts against.
+    origin: String,
+    backoff: BackoffPolicy,
     deadline: tokio::time::Instant,
     read_timeout: Duration,
     total_timeout: Duration,
@@ -1006,7 +1146,12 @@ impl Response {
 
     /// Releases the host and counts a failure against it.
     fn fail(&mut self) {
-        self.slot.record(Outcome::Failure, self.max_backoff);
+        self.slot.record(
+            Outcome::Failure,
+            &self.origin,
+            self.max_backoff,
+            &self.backoff,
+        );
         self.permit = None;
     }
 }

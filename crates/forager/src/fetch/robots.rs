@@ -65,6 +65,14 @@ pub struct RobotsRecord {
     /// after [`ROBOTS_FIRST_RETRY`].
     #[serde(skip)]
     pub(crate) unavailable_for: Duration,
+    /// Why an `Unavailable` record is so (the fetch error, the status), for
+    /// messages. Not stored, like `unavailable_for`.
+    #[serde(skip)]
+    pub(crate) error: Option<String>,
+    /// Fetches in a row that found the origin unavailable, this one
+    /// included (0 unless `Unavailable`). Not stored either.
+    #[serde(skip)]
+    pub(crate) failures: u32,
 }
 
 impl RobotsRecord {
@@ -80,7 +88,14 @@ impl RobotsRecord {
             body,
             fetched_at_ms,
             unavailable_for: Duration::ZERO,
+            error: None,
+            failures: 0,
         }
+    }
+
+    /// Why the origin is unavailable, when this fetch said.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
     }
 
     /// How long an `Unavailable` record keeps the origin disallowed.
@@ -93,9 +108,12 @@ impl RobotsRecord {
     /// unavailable too, wait twice as long before asking again.
     pub(crate) fn after(mut self, previous: Option<&RobotsRecord>) -> Self {
         if self.status == RobotsStatus::Unavailable {
-            self.unavailable_for = match previous {
-                Some(p) if p.status == RobotsStatus::Unavailable => p.retry_in().saturating_mul(2),
-                _ => ROBOTS_FIRST_RETRY,
+            (self.unavailable_for, self.failures) = match previous {
+                Some(p) if p.status == RobotsStatus::Unavailable => (
+                    p.retry_in().saturating_mul(2),
+                    p.failures.max(1).saturating_add(1),
+                ),
+                _ => (ROBOTS_FIRST_RETRY, 1),
             };
         }
         self
@@ -214,6 +232,11 @@ impl RobotsRules {
     /// When the rules must be fetched again.
     pub fn expires_at(&self) -> SystemTime {
         self.record.expires_at()
+    }
+
+    /// Why the origin is unavailable, when known.
+    pub fn error(&self) -> Option<&str> {
+        self.record.error()
     }
 
     /// The persistent record (raw body and fetch time) for the store.
@@ -419,6 +442,12 @@ impl RobotsCache {
         e
     }
 
+    /// The cached record of `origin`, fresh or not, without creating an entry.
+    pub(crate) fn peek_record(&self, origin: &str) -> Option<Arc<RobotsRecord>> {
+        let entry = self.inner().map.get(origin).cloned()?;
+        entry.record()
+    }
+
     /// Parsed rules already in the cache, without I/O or parsing (for Crawl-delay).
     pub(crate) fn peek(&self, origin: &str, agent: &str) -> Option<Arc<RobotsRules>> {
         let entry = self.inner().map.get(origin).cloned()?;
@@ -595,6 +624,12 @@ mod tests {
         };
         let mut rec = down(None);
         assert_eq!(rec.retry_in(), ROBOTS_FIRST_RETRY);
+        assert_eq!(rec.failures, 1);
+        assert_eq!(
+            down(Some(&down(Some(&rec)))).failures,
+            3,
+            "counted in a row"
+        );
         let mut waits = vec![rec.retry_in()];
         for _ in 0..12 {
             rec = down(Some(&rec));
@@ -607,6 +642,7 @@ mod tests {
         // An answer in between starts the count again.
         let up = RobotsRecord::new("o".into(), RobotsStatus::Missing, vec![], now);
         assert_eq!(down(Some(&up)).retry_in(), ROBOTS_FIRST_RETRY);
+        assert_eq!(down(Some(&up)).failures, 1);
     }
 
     #[test]

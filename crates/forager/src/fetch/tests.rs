@@ -229,7 +229,7 @@ fn polite(delay: Duration) -> Politeness {
         delay,
         robots: true,
         user_agent: UA.to_string(),
-        http: Default::default(),
+        ..Politeness::default()
     }
 }
 

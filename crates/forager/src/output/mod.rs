@@ -13,6 +13,11 @@
 //! before that leaves nothing to clean up) where the filesystem supports it,
 //! else a named file in `.partial` renamed into place. No part of a URL or of a server's headers ever becomes
 //! a file name: names are hex digests plus an extension from a fixed table.
+//! The extension comes from the served type; when that type says nothing
+//! (`application/octet-stream`, `text/plain`, none: [`GENERIC_TYPES`]), from
+//! the file's name (`Content-Disposition`, else the URL) when its extension
+//! is in the table, else from the body's first bytes
+//! ([`forager_core::mime::sniff_extension`]).
 //!
 //! With `[output] warc = true` each saved target's exchange is also archived
 //! in `targets/<job>/warc/` ([`warc`]), written before the target's row
@@ -30,6 +35,7 @@ use crate::crashpoint::{self, CrashPoint};
 use crate::exchange::ExchangeHead;
 use crate::store::ManifestRow;
 use forager_core::config::OutputSpec;
+use forager_core::mime::GENERIC_TYPES;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -187,24 +193,38 @@ impl TargetDir {
 
     /// Start writing a target body; `mime` only picks the file extension.
     pub fn begin(&self, mime: &str) -> io::Result<TargetFile> {
+        self.begin_named(mime, None)
+    }
+
+    /// Start writing a target body whose extension comes from `mime`, or,
+    /// when that type is generic, from `name` (the file name the server or
+    /// the URL gave, see [`forager_core::mime::file_name`]) or the body's
+    /// first bytes: see [`TargetFile::finish`].
+    pub fn begin_named(&self, mime: &str, name: Option<&str>) -> io::Result<TargetFile> {
         if self.unnamed {
             let file = unnamed_file_in(&self.dir)?;
-            Ok(self.target_file(mime, TempName::Unnamed, file))
+            Ok(self.target_file(mime, name, TempName::Unnamed, file))
         } else {
-            self.begin_partial(mime)
+            self.begin_partial(mime, name)
         }
     }
 
-    /// [`TargetDir::begin`] with a named temp file in `.partial`.
-    fn begin_partial(&self, mime: &str) -> io::Result<TargetFile> {
+    /// [`TargetDir::begin_named`] with a named temp file in `.partial`.
+    fn begin_partial(&self, mime: &str, name: Option<&str>) -> io::Result<TargetFile> {
         let (path, file) = tempfile_in(&self.dir.join(".partial"))?;
-        Ok(self.target_file(mime, TempName::Partial(path), file))
+        Ok(self.target_file(mime, name, TempName::Partial(path), file))
     }
 
-    fn target_file(&self, mime: &str, tmp: TempName, file: File) -> TargetFile {
+    fn target_file(&self, mime: &str, name: Option<&str>, tmp: TempName, file: File) -> TargetFile {
+        let essence = forager_core::mime::essence(mime);
+        let generic = essence.is_empty() || GENERIC_TYPES.contains(&essence.as_str());
         TargetFile {
             final_dir: self.dir.clone(),
             ext: extension_for(mime),
+            guess: generic.then(|| ExtensionGuess {
+                named: name.and_then(extension_from_name),
+                head: Vec::new(),
+            }),
             tmp,
             file,
             hasher: Sha256::new(),
@@ -238,6 +258,14 @@ impl TargetDir {
             Some(writer) => writer.sync(),
             None => Ok(()),
         }
+    }
+
+    /// Whether WARC records were written since the last [`TargetDir::sync`]
+    /// (their index lines wait for it).
+    pub fn warc_unsynced(&self) -> bool {
+        self.warc
+            .lock()
+            .is_ok_and(|slot| slot.as_ref().is_some_and(WarcWriter::has_unindexed))
     }
 
     /// Append a document's statements to `data.nq.gz`, then run `then` (which
@@ -274,7 +302,7 @@ impl TargetDir {
             .map_err(|_| io::Error::other("data file writer poisoned by a panic"))
     }
 
-    /// Append committed rows to `manifest.jsonl`.
+    /// Append committed rows to `manifest.jsonl` (each with its `found_by`).
     pub fn append_manifest(&self, rows: &[ManifestRow]) -> io::Result<()> {
         if rows.is_empty() {
             return Ok(());
@@ -285,7 +313,7 @@ impl TargetDir {
             .open(self.manifest_path())?;
         let mut buf = Vec::new();
         for row in rows {
-            jsonl::push_line(&mut buf, row)?;
+            jsonl::push_line(&mut buf, &ManifestLine::of(row))?;
         }
         f.write_all(&buf)?;
         f.sync_data()
@@ -300,7 +328,7 @@ impl TargetDir {
             let mut f = File::create(&tmp)?;
             let mut buf = Vec::new();
             for row in rows {
-                jsonl::push_line(&mut buf, row)?;
+                jsonl::push_line(&mut buf, &ManifestLine::of(row))?;
             }
             f.write_all(&buf)?;
             f.sync_all()?;
@@ -424,15 +452,17 @@ pub fn set_aside_manifest(state_dir: &Path, job: &str) -> io::Result<Option<Path
 }
 
 /// Whether `name` is one [`TargetFile::finish`] gives: 64 lower-case hex
-/// digits, then nothing or an extension of [`extension_for`]'s table.
+/// digits, then nothing or an extension of [`extension_for`]'s table or of
+/// [`NAME_EXTENSIONS`].
 fn is_target_name(name: &str) -> bool {
     let Some(digest) = name.get(..64) else {
         return false;
     };
+    let ext = &name[64..];
     digest
         .bytes()
         .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        && (name.len() == 64 || TARGET_EXTENSIONS.contains(&&name[64..]))
+        && (ext.is_empty() || TARGET_EXTENSIONS.contains(&ext) || NAME_EXTENSIONS.contains(&ext))
 }
 
 /// Every 64-hex-digit run in the job's manifest files (`manifest.jsonl`, and
@@ -481,7 +511,10 @@ pub fn jobs_with_manifests(state_dir: &Path) -> io::Result<Vec<String>> {
 /// A target body being written.
 pub struct TargetFile {
     final_dir: PathBuf,
+    /// The extension of the served type ([`extension_for`]).
     ext: &'static str,
+    /// When the served type is generic: what else may name the file.
+    guess: Option<ExtensionGuess>,
     tmp: TempName,
     file: File,
     hasher: Sha256,
@@ -496,8 +529,25 @@ pub struct SavedTarget {
     pub bytes: u64,
 }
 
+/// What names a file served under a generic type.
+struct ExtensionGuess {
+    /// The extension of its name, when the table knows it.
+    named: Option<&'static str>,
+    /// Its first [`SNIFF_BYTES`] bytes.
+    head: Vec<u8>,
+}
+
+/// Bytes of a body kept to sniff its type (the longest magic number is 16).
+const SNIFF_BYTES: usize = 64;
+
 impl TargetFile {
     pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        if let Some(guess) = &mut self.guess {
+            let room = SNIFF_BYTES.saturating_sub(guess.head.len());
+            guess
+                .head
+                .extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
         self.hasher.update(chunk);
         self.bytes += chunk.len() as u64;
         self.file.write_all(chunk)?;
@@ -515,6 +565,19 @@ impl TargetFile {
         self.hasher.clone().finalize().into()
     }
 
+    /// The extension the file gets: the served type's, unless that type is
+    /// generic; then its name's, else its sniffed type's, else the generic
+    /// type's own (`.txt` for `text/plain`, none for the others).
+    fn extension(&self) -> &'static str {
+        let Some(guess) = &self.guess else {
+            return self.ext;
+        };
+        guess
+            .named
+            .or_else(|| forager_core::mime::sniff_extension(&guess.head).and_then(table_extension))
+            .unwrap_or(self.ext)
+    }
+
     /// fsync, then name it `<sha256><ext>`; identical content lands on the
     /// same name. The name is durable after [`TargetDir::sync`].
     pub fn finish(self) -> io::Result<SavedTarget> {
@@ -522,8 +585,9 @@ impl TargetFile {
             self.tmp.remove();
             return Err(e);
         }
+        let ext = self.extension();
         let sha256 = hex::encode(self.hasher.finalize());
-        let name = format!("{sha256}{}", self.ext);
+        let name = format!("{sha256}{ext}");
         let dest = self.final_dir.join(&name);
         match &self.tmp {
             TempName::Unnamed => match link_unnamed(&self.file, &dest) {
@@ -653,6 +717,96 @@ const TARGET_EXTENSIONS: &[&str] = &[
     ".txt",
 ];
 
+/// Extensions a file served under a generic type may get from its name or
+/// its first bytes: the data, document and archive formats the presets
+/// harvest by name, RDF, source and notebooks. A fixed table, so that no
+/// server or URL ever chooses a file name's characters.
+const NAME_EXTENSIONS: &[&str] = &[
+    ".csv",
+    ".tsv",
+    ".tab",
+    ".dat",
+    ".json",
+    ".ndjson",
+    ".jsonl",
+    ".geojson",
+    ".xml",
+    ".xls",
+    ".xlsx",
+    ".xlsm",
+    ".ods",
+    ".parquet",
+    ".feather",
+    ".arrow",
+    ".sav",
+    ".zsav",
+    ".por",
+    ".dta",
+    ".sas7bdat",
+    ".xpt",
+    ".rds",
+    ".rdata",
+    ".rda",
+    ".nc",
+    ".netcdf",
+    ".h5",
+    ".hdf5",
+    ".hdf",
+    ".sdmx",
+    ".ipynb",
+    ".yaml",
+    ".yml",
+    ".rdf",
+    ".ttl",
+    ".nt",
+    ".nq",
+    ".trig",
+    ".owl",
+    ".jsonld",
+    ".n3",
+    ".sqlite",
+    ".db",
+    ".dbf",
+    ".shp",
+    ".gpkg",
+    ".kml",
+    ".kmz",
+    ".pdf",
+    ".doc",
+    ".docx",
+    ".odt",
+    ".rtf",
+    ".ppt",
+    ".pptx",
+    ".odp",
+    ".zip",
+    ".gz",
+    ".tgz",
+    ".tar",
+    ".7z",
+    ".bz2",
+    ".xz",
+    ".rar",
+    ".zst",
+    ".py",
+    ".r",
+    ".txt",
+    ".md",
+];
+
+/// The table's entry for an extension (lower-case, no dot), if it has one.
+fn table_extension(ext: &str) -> Option<&'static str> {
+    NAME_EXTENSIONS
+        .iter()
+        .find(|known| known[1..] == *ext)
+        .copied()
+}
+
+/// The table's extension for a file name (`data.CSV` → `.csv`), if any.
+fn extension_from_name(name: &str) -> Option<&'static str> {
+    table_extension(&forager_core::mime::extension_of(name)?)
+}
+
 /// File extension for a MIME essence, from a fixed table (never from the URL).
 pub fn extension_for(mime: &str) -> &'static str {
     match forager_core::mime::essence(mime).as_str() {
@@ -728,7 +882,7 @@ mod tests {
         let mut a = dir.begin("text/csv").unwrap();
         a.write(b"x,y\n").unwrap();
         let a = a.finish().unwrap();
-        let mut b = dir.begin_partial("text/csv").unwrap();
+        let mut b = dir.begin_partial("text/csv", None).unwrap();
         b.write(b"x,y\n").unwrap();
         // Until it is finished the body has a name only in `.partial`.
         assert_eq!(in_partial(&dir), 1);
@@ -736,7 +890,7 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(fs::read(dir.path().join(&b.file)).unwrap(), b"x,y\n");
         assert_eq!(in_partial(&dir), 0);
-        let mut c = dir.begin_partial("text/csv").unwrap();
+        let mut c = dir.begin_partial("text/csv", None).unwrap();
         c.write(b"z").unwrap();
         c.abandon();
         assert_eq!(in_partial(&dir), 0);
@@ -903,8 +1057,60 @@ mod tests {
     }
 
     #[test]
+    fn generic_types_take_the_name_then_the_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = TargetDir::create(tmp.path(), "job").unwrap();
+        let save = |mime: &str, name: Option<&str>, body: &[u8]| {
+            let mut f = dir.begin_named(mime, name).unwrap();
+            // Two writes: the sniffed bytes may span chunks.
+            f.write(&body[..1]).unwrap();
+            f.write(&body[1..]).unwrap();
+            let saved = f.finish().unwrap();
+            assert_eq!(fs::read(dir.path().join(&saved.file)).unwrap(), body);
+            assert!(is_target_name(&saved.file), "{}", saved.file);
+            saved.file[64..].to_string()
+        };
+        let octet = "application/octet-stream";
+        assert_eq!(save(octet, Some("Pop.CSV"), b"a,b\n"), ".csv");
+        assert_eq!(save(octet, Some("nb.ipynb"), b"{\"cells\": []}"), ".ipynb");
+        assert_eq!(save(octet, Some("run.py"), b"print(1)\n"), ".py");
+        assert_eq!(save("text/plain", Some("t.tsv"), b"a\tb\n"), ".tsv");
+        // A name the table does not know, or none: the bytes decide.
+        assert_eq!(save(octet, Some("download"), b"%PDF-1.4 x"), ".pdf");
+        assert_eq!(save(octet, Some("x.exe"), b"PK\x03\x04zz"), ".zip");
+        assert_eq!(save("", None, b"<?xml version=\"1.0\"?><a/>"), ".xml");
+        // Nothing says: the generic type's own extension, or none.
+        assert_eq!(save("text/plain", None, b"hello"), ".txt");
+        assert_eq!(save(octet, Some("blob"), b"\x00\x01"), "");
+        // A specific type is believed, whatever the name says.
+        assert_eq!(save("application/pdf", Some("x.csv"), b"%PDF-"), ".pdf");
+        assert_eq!(save("text/csv", Some("x.pdf"), b"%PDF-"), ".csv");
+        // A name cannot smuggle anything into the file name.
+        assert_eq!(save(octet, Some("../../x.c/sv"), b"q"), "");
+    }
+
+    #[test]
     fn server_supplied_types_never_shape_file_names() {
         assert_eq!(extension_for("../../etc/passwd"), "");
         assert_eq!(extension_for("application/pdf; name=../x"), ".pdf");
+    }
+}
+
+/// A row of `manifest.jsonl`: the stored row and how its file was found
+/// (`found_by`: seed, page link, sitemap, rdf link, catalog:KIND), told by
+/// the tag path the row keeps, so the stored row needs no field of its own.
+#[derive(serde::Serialize)]
+struct ManifestLine<'a> {
+    #[serde(flatten)]
+    row: &'a ManifestRow,
+    found_by: &'static str,
+}
+
+impl<'a> ManifestLine<'a> {
+    fn of(row: &'a ManifestRow) -> Self {
+        ManifestLine {
+            row,
+            found_by: forager_core::catalog::found_by(&row.tag_path),
+        }
     }
 }

@@ -220,6 +220,10 @@ pub(super) struct Section {
     page_off: u64,
     pub(super) listings: u64,
     pub(super) items: u64,
+    /// Data sections: items that link targets (one in `stride`; all with 1).
+    pub(super) holders: u64,
+    /// Data sections: one item in `stride` links targets (see `holder_index`).
+    pub(super) stride: u64,
     /// Data sections: global id of the first target.
     pub(super) target_off: u64,
     pub(super) targets: u64,
@@ -262,6 +266,12 @@ impl SyntheticSite {
             .take((holders % n_data as u64) as usize)
         {
             *x += 1;
+        }
+        // Each holder comes with `stride - 1` reference pages that link no file.
+        let stride = u64::from(params.holder_stride.max(1));
+        let data_holders = data_items.clone();
+        for x in &mut data_items {
+            *x *= stride;
         }
         let data_pages: u64 = data_items.iter().map(|&i| mult * listings_for(i) + i).sum();
         let min_content = n_content as u64 * (mult + 1);
@@ -309,26 +319,34 @@ impl SyntheticSite {
         let mut page_off = fixed;
         let (mut di, mut ci) = (0usize, 0usize);
         for (s, &is_data) in order.iter().enumerate() {
-            let (slug, items) = if is_data {
+            let (slug, items, holders) = if is_data {
                 let name = unique_name(&data_names, di);
                 di += 1;
-                (name, data_items[di - 1])
+                (name, data_items[di - 1], data_holders[di - 1])
             } else {
                 let name = unique_name(&content_names, ci);
                 ci += 1;
-                (name, content_items[ci - 1])
+                (name, content_items[ci - 1], 0)
             };
+            let reference = is_data && stride > 1;
             let listings = listings_for(items);
             let title = title_case(&slug);
             sections.push(Section {
                 slug,
                 title,
                 data: is_data,
-                style: UrlStyle::ALL[(s + style_shift) % 4],
+                // A reference section's URLs carry a package name (`/node/N` cannot).
+                style: if reference {
+                    UrlStyle::Docs
+                } else {
+                    UrlStyle::ALL[(s + style_shift) % 4]
+                },
                 look: (s + look_shift) % LOOKS.len(),
                 page_off,
                 listings,
                 items,
+                holders,
+                stride: if is_data { stride } else { 1 },
                 target_off: 0,
                 targets: 0,
                 primary: *rng.pick(&TargetKind::ALL),
@@ -351,7 +369,7 @@ impl SyntheticSite {
             let t = if n + 1 == data_idx.len() {
                 targets - given
             } else {
-                (targets * sections[s].items / holders).max(sections[s].items)
+                (targets * sections[s].holders / holders).max(sections[s].holders)
             };
             sections[s].target_off = target_off;
             sections[s].targets = t;
@@ -463,13 +481,28 @@ impl SyntheticSite {
         }
     }
 
-    /// Section-local (first target, count) of data item `j` of section `sec`.
+    /// The holder index of item `i` of section `sec` when it links targets:
+    /// one item in each block of `stride`, at a seeded position.
+    pub(super) fn holder_index(&self, sec: usize, i: u64) -> Option<u64> {
+        let s = &self.sections[sec];
+        if !s.data || i >= s.items {
+            return None;
+        }
+        if s.stride <= 1 {
+            return Some(i);
+        }
+        let block = i / s.stride;
+        let slot = hash(self.params.seed, &[0xB1, sec as u64, block]) % s.stride;
+        (i % s.stride == slot).then_some(block)
+    }
+
+    /// Section-local (first target, count) of holder `j` of section `sec`.
     ///
     /// Counts vary around the mean in pairs (+v, −v) so the prefix sum has a
     /// closed form: any holder's files are found without a table.
     pub(super) fn holder_targets(&self, sec: usize, j: u64) -> (u64, u64) {
         let s = &self.sections[sec];
-        let n = s.items.max(1);
+        let n = s.holders.max(1);
         let base = s.targets / n;
         let rem = s.targets % n;
         let v = |k: u64| {

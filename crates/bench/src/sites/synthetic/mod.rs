@@ -111,6 +111,17 @@ pub struct SyntheticParams {
     /// "Print preview" (`/_preview/N`, an extension-less `image/png`,
     /// breadcrumb) or "Edit" (`/_edit/N`, a 404, breadcrumb).
     pub variant_links: bool,
+    /// In data sections, one item in `holder_stride` links targets; the
+    /// others are reference pages with no file, listed beside them under the
+    /// same markup (1: every item of a data section links targets). A
+    /// section with a stride above 1 is a Sphinx-like reference
+    /// (`/SECTION/PACKAGE-words-N.html`).
+    pub holder_stride: u32,
+    /// With a stride above 1: the items that link targets all sit in one
+    /// package (`plotting-…`), the others in other packages, so the URL tells
+    /// them apart; `false`: every item's package is drawn at random and
+    /// nothing in a link tells.
+    pub holder_tell: bool,
 }
 
 /// Named parameter sets.
@@ -131,10 +142,16 @@ pub enum Preset {
     /// ~1.5 k pages, 15 % targets, and two links per page to source, raw,
     /// print-preview or broken variants of the page ([`SyntheticParams::variant_links`]).
     Variants,
+    /// ~8 k pages; a 2 000-page reference section whose listings give every
+    /// page one tag path, one page in 50 linking targets (~100 in all), told
+    /// by a package name in its URL ([`SyntheticParams::holder_stride`]).
+    Rare,
+    /// [`Preset::Rare`] where nothing in a link tells the pages with targets.
+    RareBlind,
 }
 
 impl Preset {
-    pub const ALL: [Preset; 7] = [
+    pub const ALL: [Preset; 9] = [
         Preset::Small,
         Preset::Medium,
         Preset::Large,
@@ -142,6 +159,8 @@ impl Preset {
         Preset::Sparse,
         Preset::Dense,
         Preset::Variants,
+        Preset::Rare,
+        Preset::RareBlind,
     ];
 
     pub fn name(self) -> &'static str {
@@ -153,6 +172,8 @@ impl Preset {
             Preset::Sparse => "sparse",
             Preset::Dense => "dense",
             Preset::Variants => "variants",
+            Preset::Rare => "rare",
+            Preset::RareBlind => "rare-blind",
         }
     }
 
@@ -177,6 +198,8 @@ impl Preset {
             calendar_trap: true,
             print_links: true,
             variant_links: false,
+            holder_stride: 1,
+            holder_tell: false,
         };
         match self {
             Preset::Small => base,
@@ -236,6 +259,20 @@ impl Preset {
                 variant_links: true,
                 ..base
             },
+            // Shaped like the API documentation of issue #41 (plots on ~35
+            // of 6 000 reference pages, all in one tag-path group).
+            Preset::Rare | Preset::RareBlind => SyntheticParams {
+                pages: 8_000,
+                target_density: 0.012,
+                holder_share: 0.005,
+                sections: 6,
+                data_sections: 1,
+                per_page: 20,
+                pagination: Pagination::Window(3),
+                holder_stride: 50,
+                holder_tell: self == Preset::Rare,
+                ..base
+            },
         }
     }
 }
@@ -249,7 +286,7 @@ impl FromStr for Preset {
             .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 anyhow::anyhow!(
-                    "unknown synthetic preset {s:?}: expected one of small, medium, large, deep, sparse, dense, variants"
+                    "unknown synthetic preset {s:?}: expected one of small, medium, large, deep, sparse, dense, variants, rare, rare-blind"
                 )
             })
     }
@@ -475,6 +512,12 @@ fn validate(p: &SyntheticParams) -> Result<()> {
         bail!(
             "synthetic site: per_page = {} must be at least 2",
             p.per_page
+        );
+    }
+    if !(1..=1000).contains(&p.holder_stride) {
+        bail!(
+            "synthetic site: holder_stride = {} is outside [1, 1000]",
+            p.holder_stride
         );
     }
     if let Pagination::Window(0) = p.pagination {

@@ -468,10 +468,9 @@ impl PageWriter<'_> {
                 1 + hash(site.params.seed, &[0x1F, gid]) % 12,
                 1 + hash(site.params.seed, &[0x20, gid]) % 28
             );
-            let files = if s.data {
-                format!(" ({} files)", site.holder_targets(sec, i).1)
-            } else {
-                String::new()
+            let files = match site.holder_index(sec, i) {
+                Some(j) => format!(" ({} files)", site.holder_targets(sec, j).1),
+                None => String::new(),
             };
             match look.listing {
                 ListingMarkup::Table => {
@@ -602,8 +601,9 @@ impl PageWriter<'_> {
             }
             self.out.push_str("</p>\n");
         }
-        if s.data {
-            self.files(sec, i);
+        let holder = site.holder_index(sec, i);
+        if let Some(j) = holder {
+            self.files(sec, j);
         }
         if p.neither_links && self.rng.chance(0.3) {
             let n = self.rng.below(site.images);
@@ -626,14 +626,15 @@ impl PageWriter<'_> {
         }
         if self.rng.chance(p.redirect_share) {
             // Articles: short link to the next article; datasets: to their first file.
-            let r = if s.data {
-                let (start, count) = site.holder_targets(sec, i);
-                (count > 0).then(|| 2 * (s.target_off + start) + 1)
-            } else {
-                near(1).map(|j| 2 * site.item_gid(sec, j))
+            let r = match holder {
+                Some(j) => {
+                    let (start, count) = site.holder_targets(sec, j);
+                    (count > 0).then(|| 2 * (s.target_off + start) + 1)
+                }
+                None => near(1).map(|j| 2 * site.item_gid(sec, j)),
             };
             if let Some(r) = r {
-                let label = if s.data {
+                let label = if holder.is_some() {
                     "Permalink to the data"
                 } else {
                     "Next article"
@@ -669,10 +670,11 @@ impl PageWriter<'_> {
             .collect()
     }
 
-    fn files(&mut self, sec: usize, i: u64) {
+    /// The file block of holder `j` of section `sec`.
+    fn files(&mut self, sec: usize, j: u64) {
         let site = self.site;
         let s = &site.sections[sec];
-        let (start, count) = site.holder_targets(sec, i);
+        let (start, count) = site.holder_targets(sec, j);
         let markup = LOOKS[s.look].files;
         let (open, close) = match markup {
             FilesMarkup::Table => (

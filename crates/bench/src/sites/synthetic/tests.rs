@@ -469,6 +469,7 @@ proptest::proptest! {
         let mut site = SyntheticSite::preset(Preset::Small, seed).unwrap();
         let sec = site.sections.iter().position(|s| s.data).unwrap();
         site.sections[sec].items = items;
+        site.sections[sec].holders = items;
         site.sections[sec].targets = items + extra;
         let mut next = 0;
         for j in 0..items {
@@ -604,4 +605,62 @@ fn thread_cpu_secs() -> f64 {
             .unwrap_or(0.0)
     };
     (ticks(11) + ticks(12)) / 100.0
+}
+
+#[test]
+fn rare_presets_hide_a_few_pages_with_targets_in_one_large_reference_section() {
+    for preset in [Preset::Rare, Preset::RareBlind] {
+        let site = SyntheticSite::preset(preset, 3).unwrap();
+        let gt = ground_truth(&site);
+        check_against_plan(&site, &gt);
+        let sec = site.sections.iter().position(|s| s.data).unwrap();
+        let s = &site.sections[sec];
+        assert_eq!(s.stride, 50);
+        assert_eq!(s.items, 50 * s.holders, "{preset:?}");
+        assert!(s.items >= 1_500, "a large reference section: {}", s.items);
+        // One holder per block of 50; every holder links its files.
+        let holders: Vec<u64> = (0..s.items)
+            .filter(|&i| site.holder_index(sec, i).is_some())
+            .collect();
+        assert_eq!(holders.len() as u64, s.holders);
+        assert!(
+            (gt.holder_share() - 0.005).abs() < 0.002,
+            "{}",
+            gt.holder_share()
+        );
+        // The package in the URL tells holders only in `rare`.
+        let plotting = |i: u64| site.item_path(sec, i).contains("/plotting-");
+        let told = holders.iter().filter(|&&i| plotting(i)).count();
+        let others = (0..s.items)
+            .filter(|&i| site.holder_index(sec, i).is_none() && plotting(i))
+            .count();
+        match preset {
+            Preset::Rare => assert_eq!((told, others), (holders.len(), 0)),
+            _ => {
+                assert!(told < holders.len() / 2, "{told}");
+                assert!(others > 100, "{others}");
+            }
+        }
+        // Every item of the section is listed under one markup.
+        let listing = body_text(get(&site, &site.listing_path(sec, 0)));
+        // (Sphinx-like: the listing links its items by relative URLs.)
+        let first = site.item_path(sec, 0);
+        let file = first.rsplit('/').next().unwrap();
+        assert!(listing.contains(&format!("href=\"{file}\"")), "{first}");
+        // The floor needs about the holders, their listings and the targets.
+        let floor = gt.floor90.unwrap();
+        assert!(
+            floor.pages >= s.holders * 9 / 10 && floor.pages < 400,
+            "{floor:?}"
+        );
+    }
+}
+
+#[test]
+fn a_stride_of_one_leaves_every_data_item_a_holder() {
+    let site = SyntheticSite::preset(Preset::Small, 7).unwrap();
+    for (sec, s) in site.sections.iter().enumerate().filter(|(_, s)| s.data) {
+        assert_eq!(s.items, s.holders);
+        assert!((0..s.items).all(|i| site.holder_index(sec, i) == Some(i)));
+    }
 }

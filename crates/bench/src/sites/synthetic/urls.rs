@@ -97,6 +97,14 @@ impl Variant {
     }
 }
 
+/// Packages of a reference section's pages that link no file (with a tell).
+const PACKAGES: [&str; 8] = [
+    "core", "io", "linalg", "stats", "utils", "sparse", "signal", "optimize",
+];
+const PACKAGES_AND_PLOTTING: [&str; 9] = [
+    "core", "io", "linalg", "stats", "utils", "sparse", "signal", "optimize", "plotting",
+];
+
 impl SyntheticSite {
     // -- addressing --------------------------------------------------------
 
@@ -153,7 +161,30 @@ impl SyntheticSite {
                 i
             ),
             UrlStyle::Press => format!("/{}/{}/{}/", s.slug, i, self.stem(0x57, gid, 3)),
+            UrlStyle::Docs if s.stride > 1 => format!(
+                "/{}/{}-{}-{}.html",
+                s.slug,
+                self.package_of(sec, i),
+                self.stem(0x57, gid, 2),
+                i
+            ),
             UrlStyle::Docs => format!("/{}/{}-{}.html", s.slug, self.stem(0x57, gid, 2), i),
+        }
+    }
+
+    /// The package of item `i` of a reference section (a stride above 1):
+    /// with [`SyntheticParams::holder_tell`](super::SyntheticParams) the
+    /// items that link targets are all in `plotting`, the others in another
+    /// package; without it, any item is in any package.
+    fn package_of(&self, sec: usize, i: u64) -> &'static str {
+        let h = hash(self.params.seed, &[0xB2, sec as u64, i]) as usize;
+        if self.params.holder_tell && self.holder_index(sec, i).is_some() {
+            "plotting"
+        } else if self.params.holder_tell {
+            PACKAGES[h % PACKAGES.len()]
+        } else {
+            // "plotting" among the others, so no package is a tell.
+            PACKAGES_AND_PLOTTING[h % PACKAGES_AND_PLOTTING.len()]
         }
     }
 

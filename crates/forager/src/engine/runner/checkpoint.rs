@@ -96,9 +96,11 @@ impl Runner<'_> {
                 job: self.spec.name.clone(),
                 source,
             })?;
-        if !taken.rows.is_empty() {
-            // The rows about to commit name files renamed (and statements
-            // appended) before the take: make them durable first.
+        // The rows about to commit name files renamed (and statements
+        // appended) before the take: make them durable first. WARC records
+        // without a row (a revisit that saved nothing) are synced too, so
+        // that their index lines follow within a checkpoint interval.
+        if !taken.rows.is_empty() || self.out.warc_unsynced() {
             if let Err(source) = self.out.sync() {
                 self.core().commit_failed(taken.delta, taken.rows);
                 return Err(EngineError::Output {
@@ -109,6 +111,11 @@ impl Runner<'_> {
         }
         if self.engine.claim_shared_staging(last) {
             crate::engine::filters::stage(&mut lock(&self.engine.filters), &mut taken.delta);
+            crate::engine::prior::stage(
+                &self.spec.targets,
+                self.core().strategy(),
+                &mut taken.delta,
+            );
             self.engine
                 .robots
                 .stage(&self.engine.fetcher, &mut taken.delta);

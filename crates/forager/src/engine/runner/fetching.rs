@@ -1,7 +1,7 @@
 //! One request and what its answer means: sending it through the fetcher
 //! (redirects followed by hand, each hop re-checked), HEADs, GETs, and the
-//! body of a 2xx answer — a page's links, a sitemap's, or a target streamed
-//! to disk (`targets.rs`). Parsing runs through [`parse_body`]. Every
+//! body of a 2xx answer — a page's links, a sitemap's, a catalog's
+//! (`catalogs.rs`), or a target streamed to disk (`targets.rs`). Parsing runs through [`parse_body`]. Every
 //! decision about the links found is the core's.
 
 use super::*;
@@ -192,6 +192,7 @@ impl Runner<'_> {
         tally: &mut StepTally,
     ) -> Result<Fetched, EngineError> {
         let mut url = link.url.clone();
+        self.admit_catalogs(&url);
         for _ in 0..=MAX_REDIRECTS {
             let this = |fault, reason: String| Fetched::retry(link, &url, fault, reason);
             match self.robots_gate(&url).await {
@@ -272,6 +273,9 @@ impl Runner<'_> {
         let latency = Some(resp.latency);
         if sitemap::is_sitemap(&link.tag_path) {
             return Ok(self.handle_sitemap(link, url, resp, latency).await);
+        }
+        if let Some(kind) = catalog::catalog_of(&link.tag_path) {
+            return Ok(self.handle_catalog(kind, link, url, resp, latency).await);
         }
         let fields = self.validator_fields(&resp);
         let content_type = resp.content_type.clone();
@@ -452,8 +456,35 @@ impl Runner<'_> {
         resp: Response,
         latency: Option<Duration>,
     ) -> Fetched {
+        let limits = self.limits.clone();
+        self.handle_link_list(
+            LinkList {
+                source: "sitemap",
+                cap: MAX_PAGE_BYTES,
+            },
+            link,
+            url,
+            resp,
+            latency,
+            move |body, url| sitemap::sitemap_links(body, url, &limits),
+        )
+        .await
+    }
+
+    /// A document that only lists links (a sitemap, a catalog): read up to
+    /// `cap`, counted and logged as a page, parsed off the async workers by
+    /// `parse`; a parser that panics costs this document only.
+    pub(super) async fn handle_link_list(
+        &self,
+        list: LinkList,
+        link: &Link,
+        url: Url,
+        resp: Response,
+        latency: Option<Duration>,
+        parse: impl FnOnce(&[u8], &Url) -> PageLinks + Send + 'static,
+    ) -> Fetched {
         let fields = self.validator_fields(&resp);
-        let Ok(body) = self.read_body(&url, resp, MAX_PAGE_BYTES).await else {
+        let Ok(body) = self.read_body(&url, resp, list.cap).await else {
             return Fetched::Nothing;
         };
         self.core().count(Count::Page {
@@ -469,14 +500,12 @@ impl Runner<'_> {
             false,
             latency,
         );
-        let limits = self.limits.clone();
-        let sitemap_url = url.clone();
+        let source = list.source;
+        let list_url = url.clone();
         let body_cut = body.truncated;
-        let links =
-            parse_body(move || sitemap::sitemap_links(&body.bytes, &sitemap_url, &limits)).await;
-        match links {
+        match parse_body(move || parse(&body.bytes, &list_url)).await {
             Ok(links) => {
-                info!(job = %self.spec.name, url = %url, links = links.links.len(), "sitemap read");
+                info!(job = %self.spec.name, url = %url, source, links = links.links.len(), "link list read");
                 self.note_cut(&url, &links, body_cut);
                 Fetched::Page {
                     url,
@@ -484,11 +513,19 @@ impl Runner<'_> {
                 }
             }
             Err(e) => {
-                warn!(job = %self.spec.name, url = %url, error = %e, "sitemap parsing failed");
+                warn!(job = %self.spec.name, url = %url, source, error = %e, "link list parsing failed");
                 Fetched::Nothing
             }
         }
     }
+}
+
+/// What kind of link list a document is, and how much of it is read.
+pub(super) struct LinkList {
+    /// Its kind in the log (`sitemap`, a catalog kind).
+    pub source: &'static str,
+    /// Bytes read at most; what lies past them is lost.
+    pub cap: u64,
 }
 
 /// Parsing a body panicked: that page is lost, never the job.

@@ -59,6 +59,8 @@ impl Runner<'_> {
         }
         let content_type = resp.content_type.clone();
         let mime = essence(content_type.as_deref().unwrap_or(""));
+        // A document served as `text/plain` is named by its name (`.ttl`…).
+        let name = file_name_of(&resp);
         let exchange = self.spec.output.warc.then(|| resp.exchange_head());
         let cap = self.spec.limits.max_body.min(MAX_RDF_BYTES);
         // Its share of the process-wide budget, before a byte is read.
@@ -153,7 +155,10 @@ impl Runner<'_> {
             job: job.clone(),
             source,
         };
-        let mut file = self.out.begin(&mime).map_err(out_err)?;
+        let mut file = self
+            .out
+            .begin_named(&mime, name.as_deref())
+            .map_err(out_err)?;
         if let Err(e) = file.write(&body.bytes) {
             file.abandon();
             return Err(out_err(e));

@@ -299,10 +299,21 @@ impl Runner<'_> {
         };
         let page_url = url.clone();
         let is_sitemap = sitemap::is_sitemap(&link.tag_path);
+        // A revisited catalog is read as a catalog again (its new entries).
+        let catalog = forager_core::catalog::catalog_of(&link.tag_path);
         let body_cut = body.truncated;
         let links = parse_body(move || {
             if is_sitemap {
                 sitemap::sitemap_links(&body.bytes, &page_url, &limits)
+            } else if let Some(kind) = catalog {
+                let essence = forager_core::mime::essence(content_type.as_deref().unwrap_or(""));
+                forager_core::catalog::catalog_links(
+                    kind,
+                    &body.bytes,
+                    &page_url,
+                    &essence,
+                    &limits,
+                )
             } else {
                 extract::extract_links(&body.bytes, &page_url, content_type.as_deref(), &limits)
             }

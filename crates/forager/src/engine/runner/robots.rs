@@ -22,15 +22,23 @@ impl Runner<'_> {
                     .count(Count::RobotsFetches(u64::from(verdict.requests)));
                 self.admit_sitemaps(url, &verdict.rules);
                 if verdict.rules.status() == RobotsStatus::Unavailable {
+                    if verdict.requests > 0 {
+                        // This job's own try failed (the fetcher logged it).
+                        lock(&self.observer).robots_failed(verdict.rules.origin());
+                    }
                     // Cached as unavailable until it expires: ask nothing of
-                    // the host before then, so a retry finds a fresh answer.
-                    let left = verdict
-                        .rules
-                        .expires_at()
-                        .duration_since(SystemTime::now())
-                        .unwrap_or_default();
-                    self.engine.fetcher.back_off(&key, left);
-                    return Gate::Unavailable("robots.txt unavailable".to_string());
+                    // the origin before then, so a retry finds a fresh
+                    // answer. Only this origin waits: the host's other
+                    // origins (its http port when https fails) go on.
+                    let until = verdict.rules.expires_at();
+                    let left = until.duration_since(SystemTime::now()).unwrap_or_default();
+                    self.engine.fetcher.back_off(url, &key, left);
+                    let origin = verdict.rules.origin().to_string();
+                    let why = verdict.rules.error().unwrap_or("no answer");
+                    return Gate::Unavailable(format!(
+                        "robots.txt of {origin} unavailable ({why}); asked again at {}",
+                        humantime::format_rfc3339_seconds(until)
+                    ));
                 }
                 if verdict.rules.allowed(url) {
                     Gate::Allowed

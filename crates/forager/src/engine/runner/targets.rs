@@ -42,7 +42,12 @@ impl Runner<'_> {
             job: job.clone(),
             source,
         };
-        let mut file = self.out.begin(&mime).map_err(out_err)?;
+        // A file served as `application/octet-stream` is named by its name or bytes.
+        let name = file_name_of(&resp);
+        let mut file = self
+            .out
+            .begin_named(&mime, name.as_deref())
+            .map_err(out_err)?;
         let mut sha1 = sha1.then(sha1::Sha1::new);
         let cap = self.spec.limits.max_body;
         let mut truncated = false;

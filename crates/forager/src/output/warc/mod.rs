@@ -23,7 +23,12 @@
 //! `Content-Encoding` are kept as `X-Archive-Orig-…` fields, Content-Length is
 //! the archived length, and a cut body carries `WARC-Truncated: length`. The
 //! warcinfo record says so.
+//!
+//! Each file has its CDXJ index beside it ([`cdx`]), replaced by
+//! [`WarcWriter::sync`] after the records it names are durable, and checked
+//! (rebuilt from the file when it falls short) when a series is opened.
 
+pub mod cdx;
 pub mod read;
 
 use crate::crashpoint::{self, CrashPoint};
@@ -113,6 +118,9 @@ pub struct WarcWriter {
     size: u64,
     serial: u32,
     warcinfo_id: String,
+    /// Index lines of the records written to this file since its index was
+    /// last replaced ([`WarcWriter::sync`]).
+    pending: Vec<cdx::Entry>,
 }
 
 impl std::fmt::Debug for WarcWriter {
@@ -166,7 +174,9 @@ impl WarcWriter {
                     size: scan.valid_len,
                     serial,
                     warcinfo_id: String::new(),
+                    pending: Vec::new(),
                 };
+                reindex_series(&w.cfg.dir, &w.cfg.prefix)?;
                 if scan.records == 0 {
                     w.write_warcinfo()?;
                 } else {
@@ -175,6 +185,7 @@ impl WarcWriter {
                 }
                 return Ok((w, recovery));
             }
+            reindex_series(&cfg.dir, &cfg.prefix)?;
             let mut w = WarcWriter::create(cfg, serial + 1)?;
             w.write_warcinfo()?;
             return Ok((w, recovery));
@@ -204,6 +215,7 @@ impl WarcWriter {
             size: 0,
             serial,
             warcinfo_id: String::new(),
+            pending: Vec::new(),
         })
     }
 
@@ -217,9 +229,33 @@ impl WarcWriter {
         self.size
     }
 
-    /// Makes every record written so far durable.
+    /// Makes every record written so far durable, then its index line: the
+    /// index is replaced only once the records it names are on disk, so it
+    /// never points past the file's valid end, whenever the process dies.
     pub fn sync(&mut self) -> io::Result<()> {
-        self.file.sync_data()
+        self.file.sync_data()?;
+        self.flush_index()
+    }
+
+    /// Whether records were written since the last [`WarcWriter::sync`].
+    pub fn has_unindexed(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Replaces the current file's index with its lines and the pending
+    /// ones. Call it only when the pending records are durable. On failure
+    /// the pending lines are kept for the next try.
+    fn flush_index(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let path = cdx::index_path(&self.path);
+        let mut lines = cdx::read_lines(&path)?;
+        lines.extend(self.pending.iter().map(|e| e.line.clone()));
+        cdx::replace(&path, lines)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        self.pending.clear();
+        Ok(())
     }
 
     fn write_warcinfo(&mut self) -> io::Result<()> {
@@ -244,11 +280,7 @@ impl WarcWriter {
             block.extend_from_slice(clean_field(value).as_bytes());
             block.extend_from_slice(b"\r\n");
         }
-        let filename = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let filename = file_name_of(&self.path);
         let header = Header::new("warcinfo", &id, SystemTime::now())
             .field("WARC-Filename", &filename)
             .field("Content-Type", "application/warc-fields");
@@ -263,6 +295,8 @@ impl WarcWriter {
             return Ok(());
         }
         self.file.sync_all()?;
+        // The full file's index is complete before the next file exists.
+        self.flush_index()?;
         let next = WarcWriter::create(self.cfg.clone(), self.serial + 1)?;
         *self = next;
         self.write_warcinfo()?;
@@ -377,7 +411,7 @@ impl WarcWriter {
         }
         let header = header.field("Content-Type", "application/http; msgtype=response");
         let total = response_head.len() as u64 + length;
-        self.write_record(header, total, |out| {
+        self.write_record(header, total, &response_head, |out| {
             out.write_all(&response_head)?;
             copy_payload(payload, length, out)
         })?;
@@ -463,23 +497,29 @@ impl WarcWriter {
     }
 
     fn write_bytes_record(&mut self, header: Header, block: &[u8]) -> io::Result<()> {
-        self.write_record(header, block.len() as u64, |out| out.write_all(block))
+        self.write_record(header, block.len() as u64, block, |out| {
+            out.write_all(block)
+        })
     }
 
-    /// Writes one record as one gzip member. On any error the file is cut
-    /// back to where the member began, so a full disk never leaves a partial
-    /// record behind a live writer.
+    /// Writes one record as one gzip member, and keeps its index line for
+    /// the next [`WarcWriter::sync`] (`block_start`: the first bytes of the
+    /// block, where an HTTP head says the status and type). On any error the
+    /// file is cut back to where the member began, so a full disk never
+    /// leaves a partial record behind a live writer.
     fn write_record(
         &mut self,
         header: Header,
         length: u64,
+        block_start: &[u8],
         block: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> io::Result<()> {
         let start = self.size;
+        let head = header.finish(length);
         let result = (|| {
             let buffered = BufWriter::with_capacity(256 << 10, &mut self.file);
             let mut gz = GzEncoder::new(buffered, Compression::default());
-            gz.write_all(&header.finish(length))?;
+            gz.write_all(&head)?;
             block(&mut gz)?;
             if crashpoint::is_armed(CrashPoint::WarcWrite) {
                 // The crash test wants the member's start on disk when it
@@ -498,12 +538,35 @@ impl WarcWriter {
         match result {
             Ok(()) => {
                 self.size = self.file.stream_position()?;
+                // The line is made from the record's first bytes, as a
+                // rebuild from the file makes it (`reindex_series`).
+                let mut prefix = head;
+                let room = cdx::RECORD_PREFIX.saturating_sub(prefix.len());
+                prefix.extend_from_slice(&block_start[..block_start.len().min(room)]);
+                let filename = file_name_of(&self.path);
+                if let Some(entry) = cdx::entry(&prefix, start, self.size - start, &filename) {
+                    self.pending.push(entry);
+                }
                 Ok(())
             }
             Err(e) => {
                 let _ = self.file.set_len(start);
                 let _ = self.file.seek(SeekFrom::Start(start));
                 Err(e)
+            }
+        }
+    }
+}
+
+/// A writer dropped with records its index lacks (a run that ended without
+/// a last sync) syncs them: the index is then whole without waiting for the
+/// series to be opened again. A failure costs nothing but that wait.
+impl Drop for WarcWriter {
+    fn drop(&mut self) {
+        if self.has_unindexed() {
+            if let Err(e) = self.sync() {
+                tracing::warn!(file = %self.path.display(), error = %e,
+                    "WARC index not updated at close; it is rebuilt when the series is opened again");
             }
         }
     }
@@ -741,6 +804,46 @@ pub fn series(dir: &Path, prefix: &str) -> io::Result<Vec<(u32, PathBuf)>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// The last component of a path, as text.
+fn file_name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Checks the index of every file of a series and rebuilds, from the file,
+/// each that does not cover it exactly ([`cdx::covers`]): a crash between a
+/// record's sync and its index's, a rotation cut short, or a file written
+/// before forager kept indexes. Call it once the newest file's partial tail
+/// is cut.
+fn reindex_series(dir: &Path, prefix: &str) -> io::Result<()> {
+    for (_, path) in series(dir, prefix)? {
+        let index = cdx::index_path(&path);
+        let file = File::open(&path)?;
+        let len = file.metadata()?.len();
+        if cdx::covers(&cdx::read_lines(&index)?, len) {
+            continue;
+        }
+        let filename = file_name_of(&path);
+        let mut lines = Vec::new();
+        read::scan_records(&file, cdx::RECORD_PREFIX, |offset, length, head| {
+            if let Some(entry) = cdx::entry(head, offset, length, &filename) {
+                lines.push(entry.line);
+            }
+        })?;
+        lines.sort_unstable();
+        // A file with only its warcinfo never "covers": its empty index is
+        // written once and left alone after that.
+        if index.exists() && cdx::read_lines(&index)? == lines {
+            continue;
+        }
+        tracing::info!(file = %path.display(), lines = lines.len(), "WARC index rebuilt from its file");
+        cdx::replace(&index, lines)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", index.display())))?;
+    }
+    Ok(())
 }
 
 /// The record id of a file's first record (its warcinfo).

@@ -153,6 +153,18 @@ pub struct Scan {
 /// at the first one that is cut, corrupt, or not one well-formed record.
 /// Appends only ever damage a file's tail, so everything before is kept.
 pub fn scan(file: &File) -> io::Result<Scan> {
+    scan_records(file, 0, |_, _, _| {})
+}
+
+/// [`scan`], calling `each(offset, length, prefix)` for every complete
+/// record: where its gzip member starts, its compressed length, and its
+/// first `prefix_len` decompressed bytes (WARC header, then the start of its
+/// block), from which the WARC index is rebuilt ([`super::cdx`]).
+pub fn scan_records(
+    file: &File,
+    prefix_len: usize,
+    mut each: impl FnMut(u64, u64, &[u8]),
+) -> io::Result<Scan> {
     let file_len = file.metadata()?.len();
     let mut reader = BufReader::with_capacity(256 << 10, file);
     reader.rewind()?;
@@ -165,13 +177,18 @@ pub fn scan(file: &File) -> io::Result<Scan> {
         if reader.fill_buf()?.is_empty() {
             return Ok(scan);
         }
-        let mut check = RecordCheck::default();
+        let mut check = RecordCheck {
+            prefix_len,
+            ..RecordCheck::default()
+        };
         let copied = io::copy(&mut GzDecoder::new(&mut reader), &mut check);
         if copied.is_err() || !check.complete() {
             return Ok(scan);
         }
+        let end = reader.stream_position()?;
+        each(scan.valid_len, end - scan.valid_len, &check.prefix);
         scan.records += 1;
-        scan.valid_len = reader.stream_position()?;
+        scan.valid_len = end;
     }
 }
 
@@ -185,6 +202,9 @@ struct RecordCheck {
     bad: bool,
     total: u64,
     tail: [u8; 4],
+    /// The record's first bytes, kept up to `prefix_len`.
+    prefix: Vec<u8>,
+    prefix_len: usize,
 }
 
 impl RecordCheck {
@@ -201,6 +221,8 @@ impl RecordCheck {
 impl Write for RecordCheck {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.total += buf.len() as u64;
+        let room = self.prefix_len.saturating_sub(self.prefix.len());
+        self.prefix.extend_from_slice(&buf[..buf.len().min(room)]);
         for &b in buf.iter().rev().take(4).rev() {
             self.tail.rotate_left(1);
             self.tail[3] = b;

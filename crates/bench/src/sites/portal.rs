@@ -1,0 +1,346 @@
+//! Open-data portals whose catalogs reach files their HTML does not.
+//!
+//! [`Portal`] is CKAN-shaped: a home page, HTML listing pages of datasets
+//! (ten a page), a page per dataset linking its files, and the CKAN Action
+//! API's `package_search` answering JSON pages of `rows` datasets from
+//! `start` (CKAN's own paging; at most 1 000 rows, its cap). Every
+//! `api_only_every`-th dataset is *unlisted*: no HTML page links it, so its
+//! files are reachable only through the API. [`DcatSite`] is a statistics
+//! office with a few HTML pages and a DCAT catalog at `/catalog.ttl`, some
+//! of whose distributions no page links. [`LyingPortal`] publishes catalogs
+//! that lie: an API that claims 10⁹ datasets and pages on forever, whose
+//! entries are HTML pages and dead links, and a `data.json` of 10⁶ entries.
+//!
+//! Each is a pure function of its parameters: the ground truth
+//! ([`Portal::files`], [`DcatSite::files`]) needs no crawl. Must not know
+//! anything of the crawl.
+
+use super::server::{Site, SiteRequest, SiteResponse};
+use std::fmt::Write;
+
+/// Datasets listed per HTML listing page.
+const PER_LISTING: usize = 10;
+/// CKAN's cap on `rows`.
+const CKAN_MAX_ROWS: usize = 1000;
+
+/// A CKAN-shaped portal; see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Portal {
+    pub datasets: usize,
+    pub files_per_dataset: usize,
+    /// Every this many datasets is unlisted (reachable only through the API).
+    pub api_only_every: usize,
+    /// robots.txt disallows the API (`/api/`).
+    pub robots_disallow_api: bool,
+}
+
+impl Default for Portal {
+    fn default() -> Self {
+        Portal {
+            datasets: 30,
+            files_per_dataset: 2,
+            api_only_every: 3,
+            robots_disallow_api: false,
+        }
+    }
+}
+
+impl Portal {
+    fn unlisted(&self, d: usize) -> bool {
+        self.api_only_every > 0 && d % self.api_only_every == 0
+    }
+
+    fn listed(&self) -> Vec<usize> {
+        (0..self.datasets).filter(|&d| !self.unlisted(d)).collect()
+    }
+
+    fn file_path(d: usize, f: usize) -> String {
+        format!("/files/ds-{d}-{f}.csv")
+    }
+
+    /// Every file's path (the ground truth), and whether only the API reaches it.
+    pub fn files(&self) -> Vec<(String, bool)> {
+        (0..self.datasets)
+            .flat_map(|d| {
+                (0..self.files_per_dataset).map(move |f| (Self::file_path(d, f), self.unlisted(d)))
+            })
+            .collect()
+    }
+
+    fn home(&self) -> String {
+        let pages = self.listed().len().div_ceil(PER_LISTING).max(1);
+        let mut h = String::from("<html><body><h1>Open data portal</h1><nav><a href=\"/about\">about</a></nav><ul class=\"pages\">");
+        for p in 1..=pages {
+            let _ = write!(h, "<li><a href=\"/dataset?page={p}\">page {p}</a></li>");
+        }
+        h.push_str("</ul></body></html>");
+        h
+    }
+
+    fn listing(&self, page: usize) -> Option<String> {
+        let listed = self.listed();
+        let start = page.checked_sub(1)? * PER_LISTING;
+        if start >= listed.len() {
+            return None;
+        }
+        let mut h = String::from("<html><body><a href=\"/\">home</a><ul class=\"datasets\">");
+        for d in listed.iter().skip(start).take(PER_LISTING) {
+            let _ = write!(h, "<li><a href=\"/dataset/ds-{d}\">dataset {d}</a></li>");
+        }
+        h.push_str("</ul></body></html>");
+        Some(h)
+    }
+
+    fn dataset(&self, d: usize) -> String {
+        let mut h = format!(
+            "<html><body><a href=\"/\">home</a><h1>dataset {d}</h1><ul class=\"resources\">"
+        );
+        for f in 0..self.files_per_dataset {
+            let _ = write!(
+                h,
+                "<li><a href=\"{}\">file {f}</a></li>",
+                Self::file_path(d, f)
+            );
+        }
+        h.push_str("</ul></body></html>");
+        h
+    }
+
+    fn package_search(&self, req: &SiteRequest) -> String {
+        let mut start = 0usize;
+        let mut rows = 10usize;
+        for (k, v) in req.query_pairs() {
+            match k.as_str() {
+                "start" => start = v.parse().unwrap_or(0),
+                "rows" => rows = v.parse().unwrap_or(10).min(CKAN_MAX_ROWS),
+                _ => {}
+            }
+        }
+        let host = &req.host;
+        let results: Vec<serde_json::Value> = (start..self.datasets)
+            .take(rows)
+            .map(|d| {
+                let resources: Vec<serde_json::Value> = (0..self.files_per_dataset)
+                    .map(|f| {
+                        serde_json::json!({
+                            "id": format!("r-{d}-{f}"),
+                            "format": "CSV",
+                            "url": format!("http://{host}{}", Self::file_path(d, f)),
+                        })
+                    })
+                    .collect();
+                serde_json::json!({"name": format!("ds-{d}"), "private": false, "resources": resources})
+            })
+            .collect();
+        serde_json::json!({
+            "help": format!("http://{host}/api/3/action/help_show?name=package_search"),
+            "success": true,
+            "result": {"count": self.datasets, "results": results},
+        })
+        .to_string()
+    }
+}
+
+fn csv(path: &str) -> SiteResponse {
+    SiteResponse::ok("text/csv", format!("id,path\n1,{path}\n"))
+}
+
+impl Site for Portal {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path.as_str();
+        if path == "/" {
+            return SiteResponse::html(self.home());
+        }
+        if path == "/robots.txt" && self.robots_disallow_api {
+            return SiteResponse::ok("text/plain", "User-agent: *\nDisallow: /api/\n");
+        }
+        if path == "/about" {
+            return SiteResponse::html("<html><body><a href=\"/\">home</a> about us</body></html>");
+        }
+        if path == "/dataset" {
+            let page = req
+                .query_pairs()
+                .into_iter()
+                .find(|(k, _)| k == "page")
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(1);
+            return match self.listing(page) {
+                Some(h) => SiteResponse::html(h),
+                None => SiteResponse::not_found(),
+            };
+        }
+        if let Some(d) = path
+            .strip_prefix("/dataset/ds-")
+            .and_then(|d| d.parse::<usize>().ok())
+        {
+            if d < self.datasets && !self.unlisted(d) {
+                return SiteResponse::html(self.dataset(d));
+            }
+            return SiteResponse::not_found();
+        }
+        if path == "/api/3/action/package_search" {
+            return SiteResponse::ok("application/json", self.package_search(req));
+        }
+        if self.files().iter().any(|(p, _)| p == path) {
+            return csv(path);
+        }
+        SiteResponse::not_found()
+    }
+}
+
+/// A statistics office with a DCAT catalog; see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DcatSite {
+    pub tables: usize,
+    /// Every this many tables is linked from no page (only the catalog has it).
+    pub catalog_only_every: usize,
+}
+
+impl Default for DcatSite {
+    fn default() -> Self {
+        DcatSite {
+            tables: 12,
+            catalog_only_every: 2,
+        }
+    }
+}
+
+impl DcatSite {
+    fn catalog_only(&self, t: usize) -> bool {
+        self.catalog_only_every > 0 && t % self.catalog_only_every == 0
+    }
+
+    /// Every table's path, and whether only the catalog reaches it.
+    pub fn files(&self) -> Vec<(String, bool)> {
+        (0..self.tables)
+            .map(|t| (format!("/tables/t{t}.csv"), self.catalog_only(t)))
+            .collect()
+    }
+
+    fn catalog(&self, host: &str) -> String {
+        let mut ttl = String::from(
+            "@prefix dcat: <http://www.w3.org/ns/dcat#> .\n@prefix dct: <http://purl.org/dc/terms/> .\n",
+        );
+        let _ = writeln!(ttl, "<http://{host}/catalog> a dcat:Catalog .");
+        for t in 0..self.tables {
+            let _ = writeln!(
+                ttl,
+                "<http://{host}/catalog> dcat:dataset <http://{host}/ds/{t}> .\n<http://{host}/ds/{t}> a dcat:Dataset ; dct:title \"Table {t}\" ; dcat:distribution [ a dcat:Distribution ; dcat:mediaType \"text/csv\" ; dcat:downloadURL <http://{host}/tables/t{t}.csv> ] ."
+            );
+        }
+        ttl
+    }
+}
+
+impl Site for DcatSite {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path.as_str();
+        match path {
+            "/" => {
+                let mut h = String::from("<html><head><link rel=\"alternate\" type=\"text/turtle\" href=\"/catalog.ttl\"></head><body><h1>Statistics</h1><ul>");
+                for (p, only) in self.files() {
+                    if !only {
+                        let _ = write!(h, "<li><a href=\"{p}\">{p}</a></li>");
+                    }
+                }
+                h.push_str("</ul><a href=\"/methods\">methods</a></body></html>");
+                SiteResponse::html(h)
+            }
+            "/methods" => SiteResponse::html("<html><body><a href=\"/\">home</a></body></html>"),
+            "/catalog.ttl" => SiteResponse::ok("text/turtle", self.catalog(&req.host)),
+            _ if self.files().iter().any(|(p, _)| p == path) => csv(path),
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
+/// Catalogs that lie; see the module documentation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LyingPortal;
+
+/// Entries per page of the lying API.
+pub const LYING_PER_PAGE: usize = 10;
+/// Entries of the lying `data.json`.
+pub const LYING_DATA_JSON_ENTRIES: usize = 1_000_000;
+
+impl Site for LyingPortal {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path.as_str();
+        match path {
+            "/" => SiteResponse::html(
+                "<html><body><a href=\"/files/real.csv\">the one real file</a></body></html>",
+            ),
+            "/files/real.csv" => csv(path),
+            "/api/3/action/package_search" => {
+                let start: usize = req
+                    .query_pairs()
+                    .into_iter()
+                    .find(|(k, _)| k == "start")
+                    .and_then(|(_, v)| v.parse().ok())
+                    .unwrap_or(0);
+                // Half the entries are HTML pages, half dead links.
+                let results: Vec<serde_json::Value> = (0..LYING_PER_PAGE)
+                    .map(|i| {
+                        let n = start + i;
+                        let url = if i % 2 == 0 {
+                            format!("/page/{n}")
+                        } else {
+                            format!("/dead/{n}.csv")
+                        };
+                        serde_json::json!({"resources": [{"url": url}]})
+                    })
+                    .collect();
+                SiteResponse::ok(
+                    "application/json",
+                    serde_json::json!({"success": true, "result": {"count": 1_000_000_000u64, "results": results}})
+                        .to_string(),
+                )
+            }
+            "/data.json" => {
+                let mut body = String::with_capacity(LYING_DATA_JSON_ENTRIES * 60);
+                body.push_str("{\"dataset\":[");
+                for i in 0..LYING_DATA_JSON_ENTRIES {
+                    if i > 0 {
+                        body.push(',');
+                    }
+                    let _ = write!(
+                        body,
+                        "{{\"distribution\":[{{\"downloadURL\":\"/dead/j{i}.csv\"}}]}}"
+                    );
+                }
+                body.push_str("]}");
+                SiteResponse::ok("application/json", body)
+            }
+            p if p.starts_with("/page/") => {
+                SiteResponse::html("<html><body>nothing here</body></html>")
+            }
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_third_of_the_portal_is_api_only_and_the_api_pages_through_all() {
+        let p = Portal::default();
+        let files = p.files();
+        assert_eq!(files.len(), 60);
+        assert_eq!(files.iter().filter(|(_, only)| *only).count(), 20);
+        let mut seen = 0;
+        let mut start = 0;
+        while start < p.datasets {
+            let req = SiteRequest::get(
+                "portal.test",
+                &format!("/api/3/action/package_search?rows=7&start={start}"),
+            );
+            let r = p.package_search(&req);
+            let v: serde_json::Value = serde_json::from_str(&r).unwrap_or_default();
+            seen += v["result"]["results"].as_array().map_or(0, Vec::len);
+            start += 7;
+        }
+        assert_eq!(seen, p.datasets);
+    }
+}

@@ -1,0 +1,189 @@
+//! Catalogs as link sources, through the real binary, on loopback portals
+//! (`forager_bench::sites::portal`): a CKAN-shaped portal whose Action API
+//! lists datasets no HTML page links, a statistics site whose DCAT catalog
+//! does the same, and a portal whose catalogs lie. With `catalogs = true`
+//! every file is harvested and the manifest
+//! says which came from a catalog; with `catalogs = false` (the default)
+//! exactly the catalog-only files are missing; a lying catalog costs
+//! bounded requests.
+
+use crate::harness::sites::serve_host;
+use crate::harness::{manifest_by_final_url, Crawl, JobFile};
+use forager_bench::sites::portal::{DcatSite, LyingPortal, Portal, LYING_PER_PAGE};
+use forager_core::catalog::MAX_CKAN_PAGES;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Crawls `host` with `strategy` and catalogs on or off; the manifest rows by final URL.
+async fn crawl(
+    dir: &Path,
+    host: &str,
+    port: u16,
+    strategy: &str,
+    catalogs: bool,
+    extra: &[(&str, &str, &str)],
+) -> BTreeMap<String, serde_json::Value> {
+    let name = format!("{}-{strategy}-{catalogs}", host.replace('.', "-"));
+    let mut job = JobFile::new(&name)
+        .seed(format!("http://{host}/"))
+        .strategy(strategy)
+        .delay("1ms")
+        .no_early_stop()
+        .set("targets", "catalogs", catalogs);
+    for (table, key, value) in extra {
+        job = job.set(table, key, value);
+    }
+    let job = job.write(dir);
+    let state = dir.join(format!("state-{name}"));
+    Crawl::new(&job, &state)
+        .allow_private()
+        .resolve(host, port)
+        .succeed()
+        .await;
+    let targets = state.join("targets").join(&name);
+    // No URL twice.
+    let _ = manifest_by_final_url(&targets);
+    let text = std::fs::read_to_string(targets.join("manifest.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| (v["final_url"].as_str().unwrap_or_default().to_string(), v))
+        .collect()
+}
+
+fn paths(host: &str, files: &[(String, bool)], only: Option<bool>) -> BTreeSet<String> {
+    files
+        .iter()
+        .filter(|(_, catalog_only)| only.is_none_or(|o| o == *catalog_only))
+        .map(|(p, _)| format!("http://{host}{p}"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ckan_api_reaches_the_datasets_no_page_links() {
+    let host = "portal.test";
+    let portal = Portal::default();
+    let files = portal.files();
+    let server = serve_host(host, Arc::new(portal)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for strategy in ["sb", "bfs"] {
+        let on = crawl(dir.path(), host, server.port(), strategy, true, &[]).await;
+        let got: BTreeSet<String> = on.keys().cloned().collect();
+        assert_eq!(got, paths(host, &files, None), "{strategy}, catalogs on");
+        for url in paths(host, &files, Some(true)) {
+            assert_eq!(on[&url]["found_by"], "catalog:ckan", "{strategy}: {url}");
+        }
+        let off = crawl(dir.path(), host, server.port(), strategy, false, &[]).await;
+        let got: BTreeSet<String> = off.keys().cloned().collect();
+        assert_eq!(
+            got,
+            paths(host, &files, Some(false)),
+            "{strategy}, catalogs off"
+        );
+        assert!(off.values().all(|r| r["found_by"] == "page link"));
+    }
+    // With catalogs off, nothing was asked of the API by those jobs: every
+    // API request of the log came from the catalog-on runs (two
+    // strategies, at most a few pages each).
+    let api = server
+        .log()
+        .iter()
+        .filter(|r| r.path_and_query.starts_with("/api/"))
+        .count();
+    assert!((2..=8).contains(&api), "{api} API requests");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dcat_catalog_reaches_the_tables_no_page_links() {
+    let host = "stats.test";
+    let site = DcatSite::default();
+    let files = site.files();
+    let server = serve_host(host, Arc::new(site)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let on = crawl(dir.path(), host, server.port(), "sb", true, &[]).await;
+    let got: BTreeSet<String> = on.keys().cloned().collect();
+    assert_eq!(got, paths(host, &files, None));
+    for url in paths(host, &files, Some(true)) {
+        assert_eq!(on[&url]["found_by"], "catalog:dcat", "{url}");
+    }
+    let off = crawl(dir.path(), host, server.port(), "sb", false, &[]).await;
+    let got: BTreeSet<String> = off.keys().cloned().collect();
+    assert_eq!(got, paths(host, &files, Some(false)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lying_catalog_costs_bounded_requests() {
+    let host = "liar.test";
+    let server = serve_host(host, Arc::new(LyingPortal)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let max_links = 100u64;
+    let on = crawl(
+        dir.path(),
+        host,
+        server.port(),
+        "sb",
+        true,
+        &[("limits", "max_links_per_page", "100")],
+    )
+    .await;
+    // The one real file; no page or dead link became a target.
+    assert_eq!(
+        on.keys().cloned().collect::<Vec<_>>(),
+        vec![format!("http://{host}/files/real.csv")]
+    );
+    let log = server.log();
+    let api_pages = log
+        .iter()
+        .filter(|r| r.path_and_query.starts_with("/api/"))
+        .count() as u64;
+    assert!(api_pages <= MAX_CKAN_PAGES, "{api_pages} API pages");
+    // A claim of 10⁹ datasets: at most MAX_CKAN_PAGES pages of entries; a
+    // data.json of 10⁶: its body cap and the job's links cap.
+    let bound = MAX_CKAN_PAGES * (1 + LYING_PER_PAGE as u64) + max_links + 10;
+    assert!(
+        (log.len() as u64) <= bound,
+        "{} requests, bound {bound}",
+        log.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_refuses_a_catalogs_switch_that_is_no_boolean() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\nseeds = [\"http://a.test/\"]\n\n[targets]\ncatalogs = \"yes\"\n",
+    )
+    .expect("write the job");
+    let out =
+        crate::harness::bin::output(crate::harness::bin::command().arg("check").arg(&bad)).await;
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("bad.toml:5: targets.catalogs: expected a boolean, found a string"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn robots_txt_that_disallows_the_api_keeps_the_catalog_unread() {
+    let host = "closed.test";
+    let portal = Portal {
+        robots_disallow_api: true,
+        ..Portal::default()
+    };
+    let files = portal.files();
+    let server = serve_host(host, Arc::new(portal)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let on = crawl(dir.path(), host, server.port(), "sb", true, &[]).await;
+    let got: BTreeSet<String> = on.keys().cloned().collect();
+    assert_eq!(got, paths(host, &files, Some(false)));
+    assert!(
+        !server
+            .log()
+            .iter()
+            .any(|r| r.path_and_query.starts_with("/api/")),
+        "the API was asked despite robots.txt"
+    );
+}
