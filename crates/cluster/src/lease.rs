@@ -10,7 +10,8 @@
 //!   success, as this node's clock measures from *before* it sent that
 //!   renewal; then the keeper says stop, leaving a third of the lease for the
 //!   job to stop before the lease can lapse in the database.
-//! - **Release** on a clean stop; **finish** when the job is done.
+//! - **Release** on a clean stop; **finish** when the job is done; **fail**
+//!   when its run failed (kept with the reason until the file changes).
 //! - **Fencing**: every durable write of a job locks the job's row `FOR KEY
 //!   SHARE` where owner, epoch and an unexpired lease are the writer's
 //!   ([`Lease::fence`]). That lock conflicts with an acquisition's `FOR
@@ -149,6 +150,26 @@ impl Cluster {
         if n == 0 {
             return Err(self.fenced(&lease.job, lease.epoch, "lease expired or taken over"));
         }
+        Ok(())
+    }
+
+    /// Mark the job failed under its epoch, with why: no node leases it
+    /// again until it is registered with new content (a run that fails
+    /// here would most likely fail on every node in turn).
+    pub async fn fail(&self, lease: &Lease, why: &str) -> Result<()> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "UPDATE forager_jobs SET status = 'failed', failure = $4, owner = NULL, lease_until = NULL
+                 WHERE name = $1 AND owner = $2 AND epoch = $3",
+                &[&lease.job, &self.node(), &lease.epoch, &why],
+            )
+            .await
+            .map_err(|e| self.query_error(&format!("mark job {} failed", lease.job), e))?;
+        if n == 0 {
+            return Err(self.fenced(&lease.job, lease.epoch, "taken over"));
+        }
+        tracing::warn!(node = self.node(), job = %lease.job, epoch = lease.epoch, reason = why, "job marked failed in the cluster");
         Ok(())
     }
 

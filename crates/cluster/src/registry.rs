@@ -5,7 +5,7 @@
 //! Registration is idempotent: the same name with the same content (SHA-256
 //! of the text) changes nothing, however many nodes register it; a changed
 //! text replaces the stored one (the owner picks it up at its next safe
-//! point) and makes a finished job active again.
+//! point) and makes a finished or failed job active again.
 
 use sha2::{Digest, Sha256};
 use std::time::SystemTime;
@@ -27,8 +27,10 @@ pub enum Registration {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobRow {
     pub name: String,
-    /// `active` or `done`.
+    /// `active`, `done` or `failed`.
     pub status: String,
+    /// Why its last run failed (status `failed`).
+    pub failure: Option<String>,
     /// The node holding its lease, if any (it may have lapsed: see `lease_until`).
     pub owner: Option<String>,
     pub epoch: i64,
@@ -50,7 +52,7 @@ impl Cluster {
                 "INSERT INTO forager_jobs AS j (name, spec, spec_sha256) VALUES ($1, $2, $3)
                  ON CONFLICT (name) DO UPDATE
                      SET spec = EXCLUDED.spec, spec_sha256 = EXCLUDED.spec_sha256,
-                         updated_at = now(), status = 'active'
+                         updated_at = now(), status = 'active', failure = NULL
                      WHERE j.spec_sha256 <> EXCLUDED.spec_sha256
                  RETURNING (xmax = 0) AS inserted",
                 &[&name, &spec, &sha],
@@ -81,7 +83,7 @@ impl Cluster {
         let rows = client
             .query(
                 "SELECT name, status, owner, epoch, lease_until,
-                        coalesce(lease_until > now(), false), spec_sha256
+                        coalesce(lease_until > now(), false), spec_sha256, failure
                  FROM forager_jobs ORDER BY name",
                 &[],
             )
@@ -97,6 +99,7 @@ impl Cluster {
                     lease_until: r.try_get(4)?,
                     leased: r.try_get(5)?,
                     spec_sha256: r.try_get(6)?,
+                    failure: r.try_get(7)?,
                 })
             })
             .collect::<Result<_, tokio_postgres::Error>>()

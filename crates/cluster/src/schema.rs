@@ -82,8 +82,18 @@ CREATE UNLOGGED TABLE forager_pacing (
 );
 "#;
 
+/// Version 2: a job whose run failed is `failed`, with the reason, and is
+/// leased again only once its file changes (before, it was given back and
+/// failed on each node in turn).
+const V2: &str = r#"
+ALTER TABLE forager_jobs DROP CONSTRAINT forager_jobs_status_check;
+ALTER TABLE forager_jobs ADD CONSTRAINT forager_jobs_status_check
+    CHECK (status IN ('active', 'done', 'failed'));
+ALTER TABLE forager_jobs ADD COLUMN failure text;
+"#;
+
 /// The steps, in order: step `i` brings the tables to version `i + 1`.
-const STEPS: &[&str] = &[V1];
+const STEPS: &[&str] = &[V1, V2];
 
 /// The newest schema this forager knows.
 pub const VERSION: i32 = STEPS.len() as i32;

@@ -407,9 +407,10 @@ pub(super) fn stop_on_lease_loss(
     (rx, done_tx, task)
 }
 
-/// After a run: a finished job is marked done in the registry; any other
-/// end gives the lease back, so another node (or this one) takes the job
-/// on from its last checkpoint. A lease already lost needs nothing.
+/// After a run: a finished job is marked done in the registry, a failed
+/// one failed (with the reason, until its file changes); a stopped one
+/// gives the lease back, so another node (or this one) takes the job on
+/// from its last checkpoint. A lease already lost needs nothing.
 pub(super) async fn settle(
     cluster: &Cluster,
     lease: &Lease,
@@ -419,12 +420,7 @@ pub(super) async fn settle(
     let (node, job, epoch) = (cluster.node(), &lease.job, lease.epoch);
     let outcome = match result {
         Ok(Some(_)) => cluster.finish(lease).await.map(|()| "done"),
-        Err(e) => {
-            // A failure is this node's to report; another node may fare
-            // better (a full disk here), so the job is given back.
-            warn!(node, job = %job, epoch, error = %e, "job failed on this node; giving its lease back");
-            cluster.release(lease).await.map(|_| "released")
-        }
+        Err(e) => cluster.fail(lease, e).await.map(|()| "failed"),
         Ok(None) => cluster.release(lease).await.map(|_| "released"),
     };
     match outcome {

@@ -959,8 +959,14 @@ async fn job_task(task: JobTask) {
             observer.lease = Some(keeper.clock());
             let (stop, done, forwarder) =
                 cluster::stop_on_lease_loss(stop, keeper, name.clone(), node.clone());
+            // A restore that fails (the database away) is no failure of
+            // the job: its lease is given back, not marked failed.
+            let mut restored = true;
             let result = match cluster::restore(&engine.store, &cluster, &lease).await {
-                Err(e) => Err(e),
+                Err(e) => {
+                    restored = false;
+                    Err(e)
+                }
                 Ok(()) => {
                     let (mirror_tx, mirror) =
                         cluster::mirror(engine.store.clone(), cluster.clone(), lease.clone());
@@ -980,7 +986,9 @@ async fn job_task(task: JobTask) {
             let _ = done.send(());
             // Renewing until the lease is settled; dropped right after.
             let _keeper = forwarder.await;
-            cluster::settle(&cluster, &lease, &ended, &result).await;
+            let not_run = Ok(None);
+            let settle_as = if restored { &result } else { &not_run };
+            cluster::settle(&cluster, &lease, &ended, settle_as).await;
             result
         }
     };
