@@ -12,6 +12,7 @@ mod harness;
 
 mod bench_smoke;
 mod changing;
+mod cluster;
 mod continuous;
 mod crash;
 mod crawl;

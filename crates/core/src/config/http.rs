@@ -353,7 +353,7 @@ fn read_basic_auth(r: &mut Reader<'_>, t: &Table<'_>) -> Option<Option<HeaderVal
 }
 
 /// A password file's first line (a trailing newline is not part of it).
-fn read_secret_file(path: &std::path::Path) -> Result<String, String> {
+pub(crate) fn read_secret_file(path: &std::path::Path) -> Result<String, String> {
     use std::io::Read as _;
     let path_text = path.display();
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path_text}: {e}"))?;

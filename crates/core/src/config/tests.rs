@@ -844,7 +844,7 @@ fn resolve_overrides_are_checked() {
 fn daemon_errors() {
     assert_eq!(
         daemon_err("max_job = 3\n"),
-        "forager.toml:1: max_job: unknown field (expected one of: jobs_dir, state_dir, admin_listen, admin_public, max_jobs, checkpoint_interval, allow_private, resolve, log_format, watch, poll_interval, cache_size, parse_memory, log_level, http)"
+        "forager.toml:1: max_job: unknown field (expected one of: jobs_dir, state_dir, admin_listen, admin_public, max_jobs, checkpoint_interval, allow_private, resolve, log_format, watch, poll_interval, cache_size, parse_memory, log_level, http, cluster)"
     );
     assert_eq!(
         daemon_err("max_jobs = 0\n"),

@@ -33,6 +33,7 @@ pub mod daemon_notes;
 pub mod poison;
 pub mod repair;
 pub mod state;
+pub mod transfer;
 
 pub use forager_core::record::{
     ChangeKind, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, RdfStatements,
