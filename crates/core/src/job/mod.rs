@@ -591,6 +591,7 @@ impl JobCore {
             link: &p.entry.link,
             key: p.key,
             targets: reward,
+            fetched: tally.requests > 0,
         });
         self.traps.record_page(&p.entry.link.url, reward);
         if let (true, Some(referrer)) = (reward > 0, &p.entry.link.referrer) {
@@ -671,6 +672,9 @@ impl JobCore {
             self.unsettled.remove(&h);
             let key = self.requeue_key(&link);
             let id = self.record_entry(link, key);
+            // Pushed when its wait is over, or at a restore; what its triage
+            // computed (sb: its ranking features) is kept for it now.
+            self.strategy.triaged_for_later(id);
             let wait = RETRY_SPACING_STEPS << (tries - 1).min(16);
             self.waiting_retries
                 .insert((self.steps_begun.saturating_add(wait), id), key);
