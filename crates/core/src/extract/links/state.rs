@@ -9,10 +9,13 @@ use super::{
     ExtractLimits, ExtractedLink, PageCut, PageLinks, MAX_ANCHOR_RAW_BYTES, MAX_CLASS_BYTES,
     MAX_DEPTH, MAX_ID_BYTES, MAX_PAGE_PATH_BYTES, MAX_PATH_BYTES, MAX_TAG_BYTES,
 };
+use super::{CATALOG_MARKUP_BYTES, CATALOG_MARKUP_STATEMENTS, DCAT_ALTERNATE_TYPES};
+use crate::catalog::schema_org::dataset_downloads;
+use crate::catalog::CatalogKind;
 use crate::extract::normalize::{
     normalize, resolve_with_encoding, LinkRejected, RejectCounts, UrlRules,
 };
-use crate::extract::structured::Collector;
+use crate::extract::structured::{Collector, StructuredOptions};
 use crate::link::TagPath;
 use encoding_rs::Encoding;
 use foldhash::fast::RandomState;
@@ -230,6 +233,11 @@ pub(super) struct State {
 
     structured_data: bool,
     pub(super) collector: Option<Collector>,
+    /// Read the page's catalog markup and `<link rel="alternate">` catalogs.
+    catalogs: bool,
+    /// The collector runs only for the catalog markup: its statements are
+    /// not the job's and are dropped once read.
+    collector_for_catalogs: bool,
     cut: Option<PageCut>,
     rejected: RejectCounts,
 }
@@ -242,6 +250,25 @@ impl State {
     ) -> Self {
         let mut page = page_url.clone();
         normalize(&mut page, &limits.url_rules);
+        let asked = limits.structured.as_ref().filter(|o| o.any());
+        let catalogs = limits.sources.catalogs;
+        let collector = match (asked, catalogs) {
+            (Some(o), _) => Some(Collector::new(page_url, o)),
+            // schema.org markup comes in all three RDF syntaxes; microformats
+            // carry no downloads.
+            (None, true) => Some(Collector::new(
+                page_url,
+                &StructuredOptions {
+                    json_ld: true,
+                    microdata: true,
+                    rdfa: true,
+                    microformats: false,
+                    max_statements: CATALOG_MARKUP_STATEMENTS,
+                    max_bytes: CATALOG_MARKUP_BYTES,
+                },
+            )),
+            (None, false) => None,
+        };
         State {
             rules: limits.url_rules.clone(),
             max_links: limits.max_links,
@@ -263,11 +290,9 @@ impl State {
             anchor_raw: String::new(),
             anchor_space_pending: false,
             structured_data: false,
-            collector: limits
-                .structured
-                .as_ref()
-                .filter(|o| o.any())
-                .map(|o| Collector::new(page_url, o)),
+            collector_for_catalogs: asked.is_none() && collector.is_some(),
+            collector,
+            catalogs,
             cut: None,
             rejected: RejectCounts::default(),
         }
@@ -279,11 +304,25 @@ impl State {
     }
 
     pub(super) fn take_result(&mut self) -> PageLinks {
+        let mut structured = self.collector.take().map(Collector::finish);
+        if self.catalogs {
+            if let Some(data) = &structured {
+                // After the page's own links: a file both linked and named
+                // by the markup keeps its page link (first occurrence wins).
+                for d in dataset_downloads(&data.triples) {
+                    let anchor = d.format.as_deref().map(anchor_text).unwrap_or_default();
+                    self.add_source_link(&d.raw, d.tag_path, anchor);
+                }
+            }
+        }
+        if self.collector_for_catalogs {
+            structured = None;
+        }
         PageLinks {
             links: std::mem::take(&mut self.links),
             base: self.base.clone(),
             structured_data: self.structured_data,
-            structured: self.collector.take().map(Collector::finish),
+            structured,
             cut: self.cut,
             rejected: self.rejected,
         }
@@ -340,6 +379,7 @@ impl State {
                 }
             }
             "base" => self.on_base(tag),
+            "link" if self.catalogs => self.on_link_element(tag),
             "meta" => {
                 let is_refresh = tag
                     .attr("http-equiv")
@@ -565,6 +605,65 @@ impl State {
             anchor: String::new(),
         });
         Some(index)
+    }
+
+    /// A `<link rel="alternate">` whose type is an RDF syntax portals
+    /// announce their DCAT catalog in: a catalog to read (tag path
+    /// `[catalog dcat]`, like the well-known `/catalog.ttl`).
+    fn on_link_element(&mut self, tag: &StartTag<'_, '_, '_>) {
+        let alternate = tag.attr("rel").is_some_and(|rel| {
+            rel.split(is_html_whitespace)
+                .any(|r| r.eq_ignore_ascii_case("alternate"))
+        });
+        if !alternate {
+            return;
+        }
+        let rdf = tag.attr("type").is_some_and(|ty| {
+            let essence = ty.split(';').next().unwrap_or("").trim();
+            DCAT_ALTERNATE_TYPES
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(essence))
+        });
+        if !rdf {
+            return;
+        }
+        if let Some(href) = tag.attr("href") {
+            let raw = decode_attribute(&href);
+            self.add_source_link(&raw, CatalogKind::Dcat.tag_path(), String::new());
+        }
+    }
+
+    /// A link from a source other than the page's own links (a catalog the
+    /// page names, a download of its markup, a form's submission), under
+    /// a fixed tag path of that source: `sb` files it under an action of
+    /// its own. The page's caps and its seen set apply as to any link.
+    pub(super) fn add_source_link(&mut self, raw: &str, tag_path: &str, anchor: String) -> bool {
+        if self.cut.is_some() {
+            return false;
+        }
+        let url = match self.resolve(raw) {
+            Ok(Some(url)) => url,
+            Ok(None) => return false,
+            Err(kind) => {
+                self.rejected.add(kind);
+                return false;
+            }
+        };
+        if url.as_str() == self.page.as_str() || self.seen.contains(url.as_str(), &self.links) {
+            return false;
+        }
+        if self.links.len() >= self.max_links {
+            self.cut_at(PageCut::MaxLinks);
+            return false;
+        }
+        let index = self.links.len();
+        self.seen.insert(url.as_str(), index);
+        self.links.push(ExtractedLink {
+            url,
+            tag_path: TagPath::new(tag_path),
+            anchor,
+        });
+        true
     }
 
     /// [`resolve_with_encoding`] against the base, with `#…` links (headings'
