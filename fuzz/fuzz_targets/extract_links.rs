@@ -35,6 +35,7 @@ fuzz_target!(|data: &[u8]| {
         // Catalog markup and `<link rel="alternate">` catalogs now and then.
         sources: PageSources {
             catalogs: mode & 0x20 != 0,
+            forms: (mode & 0x10 != 0).then(forager_core::form::FormLimits::default),
         },
         ..ExtractLimits::default()
     };

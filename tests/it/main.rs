@@ -26,6 +26,7 @@ mod manifest;
 mod multihost;
 mod naming;
 mod portal;
+mod portal_sources;
 mod rdf_oracle;
 mod resume;
 mod retries;

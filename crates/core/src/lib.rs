@@ -27,6 +27,7 @@ pub mod catalog;
 pub mod codec;
 pub mod config;
 pub mod extract;
+pub mod form;
 pub mod hash;
 pub mod http_options;
 pub mod job;

@@ -311,6 +311,7 @@ impl<'a> Runner<'a> {
             structured: spec.targets.structured.as_ref().map(|s| s.options.clone()),
             sources: PageSources {
                 catalogs: spec.targets.catalogs,
+                forms: spec.targets.forms,
             },
         });
         let mut runner = Runner {

@@ -40,6 +40,7 @@ mod tests;
 
 use super::normalize::{RejectCounts, UrlRules};
 use super::structured::{StructuredData, StructuredOptions};
+use crate::form::FormLimits;
 use crate::link::TagPath;
 use encoding_rs::Encoding;
 use lol_html::{
@@ -97,6 +98,9 @@ pub struct PageSources {
     /// the DCAT catalogs its `<link rel="alternate">` names
     /// ([`DCAT_ALTERNATE_TYPES`]).
     pub catalogs: bool,
+    /// Enumerate the page's GET forms of choices into links, within these
+    /// caps ([`crate::form`]); `None`: forms are not read.
+    pub forms: Option<FormLimits>,
 }
 
 /// The types of a `<link rel="alternate">` read as a DCAT catalog when

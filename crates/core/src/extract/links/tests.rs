@@ -838,7 +838,10 @@ fn measure(name: &str, html: &str) {
 
 fn with_catalogs(html: &str, catalogs: bool) -> PageLinks {
     let limits = ExtractLimits {
-        sources: PageSources { catalogs },
+        sources: PageSources {
+            catalogs,
+            ..PageSources::default()
+        },
         ..ExtractLimits::default()
     };
     extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits)
@@ -918,10 +921,83 @@ fn catalog_markup_links_keep_the_page_cap() {
     html.push_str("]}</script>");
     let limits = ExtractLimits {
         max_links: 10,
-        sources: PageSources { catalogs: true },
+        sources: PageSources {
+            catalogs: true,
+            ..PageSources::default()
+        },
         ..ExtractLimits::default()
     };
     let links = extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits);
     assert_eq!(links.links.len(), 10);
     assert_eq!(links.cut, Some(PageCut::MaxLinks));
+}
+
+// ------------------------------------------------------ GET forms (issue 40)
+
+fn with_forms(html: &str, per_form: usize) -> Vec<(String, String)> {
+    let limits = ExtractLimits {
+        sources: PageSources {
+            forms: Some(crate::form::FormLimits {
+                per_form,
+                per_site: 1_000,
+            }),
+            ..PageSources::default()
+        },
+        ..ExtractLimits::default()
+    };
+    extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits)
+        .links
+        .into_iter()
+        .map(|l| (l.url.to_string(), l.tag_path.to_string()))
+        .collect()
+}
+
+const FORMS_PAGE: &str = r#"<html><body>
+<form class="pick" action="/tables" method="get">
+  <input type="hidden" name="t" value="a&amp;b">
+  <select name="year"><option value="2020">2020</option><option value="2021" selected>2021</option></select>
+  <label><input type="radio" name="r" value="n"> N</label><label><input type="radio" name="r" value="s"> S</label>
+  <input type="submit" value="Show">
+</form>
+<form method="post" action="/tables"><select name="y"><option value="1"><option value="2"></select></form>
+<form role="search" action="/find"><select name="y"><option value="1"><option value="2"></select></form>
+<form action="/q"><input name="q"><select name="y"><option value="1"><option value="2"></select></form>
+<a href="/after">after</a>
+</body></html>"#;
+
+#[test]
+fn a_get_form_of_choices_is_a_set_of_links_under_one_path() {
+    let got = with_forms(FORMS_PAGE, 100);
+    let form = "[form] /html/body/form.pick";
+    let want = |q: &str| {
+        (
+            format!("http://example.com/tables?t=a%26b&{q}"),
+            form.to_string(),
+        )
+    };
+    assert_eq!(
+        got,
+        vec![
+            want("year=2020&r=n"),
+            want("year=2020&r=s"),
+            want("year=2021&r=n"),
+            want("year=2021&r=s"),
+            (
+                "http://example.com/after".to_string(),
+                "/html/body/a".to_string()
+            ),
+        ]
+    );
+    // Capped per form; and off unless asked.
+    assert_eq!(with_forms(FORMS_PAGE, 2).len(), 3);
+    assert_eq!(paths(FORMS_PAGE).len(), 1);
+}
+
+#[test]
+fn a_form_left_open_ends_with_the_page() {
+    let got = with_forms(
+        r#"<form action="/t"><select name="y"><option value="1"><option value="2">"#,
+        100,
+    );
+    assert_eq!(got.len(), 2, "{got:?}");
 }
