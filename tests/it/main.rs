@@ -28,6 +28,7 @@ mod multihost;
 mod naming;
 mod politeness;
 mod portal;
+mod portal_sources;
 mod rdf_oracle;
 mod resume;
 mod retries;

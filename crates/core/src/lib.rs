@@ -29,6 +29,7 @@ pub mod chunk;
 pub mod codec;
 pub mod config;
 pub mod extract;
+pub mod form;
 pub mod hash;
 pub mod http_options;
 pub mod job;

@@ -461,7 +461,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes, prior, catalogs)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes, prior, catalogs, forms, max_form_links, max_form_links_per_site)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
@@ -1630,4 +1630,28 @@ fn catalogs_must_be_a_bool() {
         job_err(&format!("{HEAD}[targets]\ncatalogs = \"yes\"\n")),
         "jobs.d/x.toml:4: targets.catalogs: expected a boolean, found a string"
     );
+}
+
+// ------------------------------------------------------------------- forms
+
+#[test]
+fn forms_are_off_unless_asked_for_and_capped() {
+    assert_eq!(job(HEAD).targets.forms, None);
+    let on = job(&format!("{HEAD}[targets]\nforms = true\n"));
+    assert_eq!(on.targets.forms, Some(crate::form::FormLimits::default()));
+    let capped = job(&format!(
+        "{HEAD}[targets]\nforms = true\nmax_form_links = 8\nmax_form_links_per_site = 100\n"
+    ));
+    assert_eq!(
+        capped.targets.forms,
+        Some(crate::form::FormLimits {
+            per_form: 8,
+            per_site: 100
+        })
+    );
+    assert!(job_err(&format!(
+        "{HEAD}[targets]\nforms = true\nmax_form_links = 0\n"
+    ))
+    .contains("targets.max_form_links"));
+    assert!(job_err(&format!("{HEAD}[targets]\nforms = 1\n")).contains("targets.forms"));
 }

@@ -2128,6 +2128,17 @@ mod tests {
             slot("https://s.test/f/1.csv", CKAN_ENTRY),
             slot("https://s.test/f/2.csv", DATA_JSON_DOWNLOAD),
             slot("https://s.test/f/3.csv", DCAT_DOWNLOAD),
+            slot(
+                "https://s.test/f/4.csv",
+                crate::catalog::schema_org::CONTENT_URL,
+            ),
+            // A form's submissions: one action, apart from the page links
+            // beside the form.
+            slot(
+                "https://s.test/t?y=1",
+                "[form] /html/body/div.main/form.pick",
+            ),
+            slot("https://s.test/next", "/html/body/div.main/form.pick/a"),
         ];
         // Each catalog source is an arm the bandit judges apart from page
         // links and from the other sources.

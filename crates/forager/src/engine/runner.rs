@@ -37,7 +37,7 @@ use crate::store::{ChangeKind, JobCounters, ManifestRow, StopReason};
 use forager_core::catalog;
 use forager_core::config::JobSpec;
 use forager_core::extract::sitemap::{self, SITEMAP_TAG_PATH};
-use forager_core::extract::{self, ExtractLimits, PageLinks, UrlRules};
+use forager_core::extract::{self, ExtractLimits, PageLinks, PageSources, UrlRules};
 use forager_core::job::{
     Admitted, Count, HeadAnswer, JobCore, NextStep, PassingFault, Readiness, RetryVerdict,
     StepTally,
@@ -309,6 +309,10 @@ impl<'a> Runner<'a> {
                 ..UrlRules::default()
             },
             structured: spec.targets.structured.as_ref().map(|s| s.options.clone()),
+            sources: PageSources {
+                catalogs: spec.targets.catalogs,
+                forms: spec.targets.forms,
+            },
         });
         let mut runner = Runner {
             engine,
