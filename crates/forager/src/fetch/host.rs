@@ -33,6 +33,15 @@ const START_MARGIN: Duration = Duration::from_millis(1);
 /// A larger period set by one job is dropped when no request asked for it this long.
 const PERIOD_STALE_AFTER: Duration = Duration::from_secs(300);
 
+/// The period a claim of `wanted` stands for (see [`START_MARGIN`]).
+fn with_margin(wanted: Duration) -> Duration {
+    if wanted.is_zero() {
+        Duration::ZERO
+    } else {
+        wanted.saturating_add(START_MARGIN)
+    }
+}
+
 /// How often the table looks for idle hosts to forget.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
@@ -164,11 +173,7 @@ impl HostState {
     /// Records the period run `run` wants; the host's period becomes the
     /// largest claim still live (a claim nobody re-asserts expires).
     fn adopt_period(&mut self, run: u64, wanted: Duration, now: Instant) {
-        let wanted = if wanted.is_zero() {
-            Duration::ZERO
-        } else {
-            wanted.saturating_add(START_MARGIN)
-        };
+        let wanted = with_margin(wanted);
         match self.claims.iter_mut().find(|c| c.run == run) {
             Some(c) => {
                 c.period = wanted;
@@ -208,6 +213,20 @@ impl HostState {
         }
     }
 
+    /// The period [`HostState::adopt_period`] would settle on if run `run`
+    /// claimed `wanted` at `now`: its own earlier claim is replaced, not
+    /// kept, so a delay that shrinks (the adaptive delay coming down) is
+    /// seen by the very request that adopts it, not one request late.
+    fn period_if_adopted(&self, run: u64, wanted: Duration, now: Instant) -> Duration {
+        self.claims
+            .iter()
+            .filter(|c| {
+                c.run != run && now.saturating_duration_since(c.asserted_at) < PERIOD_STALE_AFTER
+            })
+            .map(|c| c.period)
+            .fold(with_margin(wanted), Duration::max)
+    }
+
     /// Either records a request start now (`None`) or says how long to wait.
     pub(crate) fn try_start(
         &mut self,
@@ -241,15 +260,16 @@ impl HostState {
         None
     }
 
-    /// How long until [`HostState::try_start`] could start a request for
-    /// `wanted`, without recording anything; zero when it could now.
-    pub(crate) fn wait_for(&self, wanted: Duration, origin: &str, now: Instant) -> Duration {
-        let wanted = if wanted.is_zero() {
-            Duration::ZERO
-        } else {
-            wanted.saturating_add(START_MARGIN)
-        };
-        let period = self.period.max(wanted);
+    /// How long until [`HostState::try_start`] could start a request of run
+    /// `run` for `wanted`, without recording anything; zero when it could now.
+    pub(crate) fn wait_for(
+        &self,
+        run: u64,
+        wanted: Duration,
+        origin: &str,
+        now: Instant,
+    ) -> Duration {
+        let period = self.period_if_adopted(run, wanted, now);
         let mut wait = self.origin_wait(origin, now);
         if let Some(last) = self.last_start.filter(|_| !period.is_zero()) {
             wait = wait.max((last + period).saturating_duration_since(now));
@@ -428,6 +448,7 @@ impl HostSlot {
     /// is in flight on the key.
     pub(crate) fn readiness(
         &self,
+        run: u64,
         wanted: Duration,
         origin: &str,
         now: Instant,
@@ -435,7 +456,7 @@ impl HostSlot {
         if self.gate.available_permits() == 0 {
             return None;
         }
-        Some(self.state().wait_for(wanted, origin, now))
+        Some(self.state().wait_for(run, wanted, origin, now))
     }
 
     /// Moves the last request start to now (see [`super::Fetcher::send`]).
@@ -556,25 +577,52 @@ mod tests {
         }
     }
 
+    /// Records `outcome` at `at`, with Retry-After and back-off both capped
+    /// at `cap` and no jitter.
+    fn record(s: &mut HostState, outcome: Outcome, origin: &str, at: Instant, cap: Duration) {
+        s.record(outcome, origin, at, cap, &policy(cap), 0.0);
+    }
+
+    #[test]
+    fn a_shrinking_delay_is_seen_by_the_request_that_adopts_it() {
+        let t0 = Instant::now();
+        let mut s = HostState::new(t0);
+        s.adopt_period(1, 250 * MS, t0);
+        s.last_start = Some(t0);
+        // Run 1's delay came down to 100 ms: its next request waits for that,
+        // not for the 250 ms it claimed before.
+        let wait = s.wait_for(1, 100 * MS, O, t0 + 50 * MS);
+        assert_eq!(wait, 50 * MS + START_MARGIN);
+        // Another run's live claim still holds the host to its larger delay.
+        s.adopt_period(2, 250 * MS, t0);
+        assert_eq!(
+            s.wait_for(1, 100 * MS, O, t0 + 50 * MS),
+            200 * MS + START_MARGIN
+        );
+        // A stale one no longer does.
+        let later = t0 + PERIOD_STALE_AFTER + 50 * MS;
+        s.last_start = Some(later - 50 * MS);
+        assert_eq!(s.wait_for(1, 100 * MS, O, later), 50 * MS + START_MARGIN);
+    }
+
     #[test]
     fn wait_for_agrees_with_try_start() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        assert_eq!(s.wait_for(100 * MS, O, t0), Duration::ZERO);
+        assert_eq!(s.wait_for(1, 100 * MS, O, t0), Duration::ZERO);
         assert_eq!(s.try_start(1, 100 * MS, O, Instant::now()), None);
         let now = Instant::now();
-        let wait = s.wait_for(100 * MS, O, now);
+        let wait = s.wait_for(1, 100 * MS, O, now);
         assert!(wait > 90 * MS && wait <= 101 * MS, "{wait:?}");
-        assert_eq!(s.wait_for(100 * MS, O, now + 200 * MS), Duration::ZERO);
-        s.record(
+        assert_eq!(s.wait_for(1, 100 * MS, O, now + 200 * MS), Duration::ZERO);
+        record(
+            &mut s,
             Outcome::RetryAfter(Duration::from_secs(5)),
             O,
             now,
             Duration::from_secs(60),
-            &policy(Duration::from_secs(60)),
-            0.0,
         );
-        assert!(s.wait_for(Duration::ZERO, O, now) >= Duration::from_secs(4));
+        assert!(s.wait_for(1, Duration::ZERO, O, now) >= Duration::from_secs(4));
     }
 
     #[test]
@@ -655,56 +703,21 @@ mod tests {
         let mut s = HostState::new(t0);
         s.adopt_period(1, 500 * MS, t0);
         let p = s.period();
-        s.record(
-            Outcome::Failure,
-            O,
-            t0,
-            Duration::from_secs(600),
-            &policy(Duration::from_secs(600)),
-            0.0,
-        );
+        record(&mut s, Outcome::Failure, O, t0, Duration::from_secs(600));
         assert_eq!(s.blocked_for(O, t0), Some(p * 2));
-        s.record(
-            Outcome::Failure,
-            O,
-            t0,
-            Duration::from_secs(600),
-            &policy(Duration::from_secs(600)),
-            0.0,
-        );
+        record(&mut s, Outcome::Failure, O, t0, Duration::from_secs(600));
         assert_eq!(s.blocked_for(O, t0), Some(p * 4));
-        s.record(
-            Outcome::Failure,
-            O,
-            t0,
-            Duration::from_millis(500),
-            &policy(Duration::from_millis(500)),
-            0.0,
-        );
+        record(&mut s, Outcome::Failure, O, t0, Duration::from_millis(500));
         assert_eq!(s.blocked_for(O, t0), Some(p * 4), "a block never shrinks");
         for _ in 0..100 {
-            s.record(
-                Outcome::Failure,
-                O,
-                t0,
-                Duration::from_secs(600),
-                &policy(Duration::from_secs(600)),
-                0.0,
-            );
+            record(&mut s, Outcome::Failure, O, t0, Duration::from_secs(600));
         }
         assert_eq!(
             s.blocked_for(O, t0),
             Some(Duration::from_secs(600)),
             "capped"
         );
-        s.record(
-            Outcome::Success,
-            O,
-            t0,
-            Duration::from_secs(600),
-            &policy(Duration::from_secs(600)),
-            0.0,
-        );
+        record(&mut s, Outcome::Success, O, t0, Duration::from_secs(600));
         assert_eq!(s.failures(O), 0);
     }
 
@@ -712,13 +725,12 @@ mod tests {
     fn server_errors_back_off_less_than_outages() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.record(
+        record(
+            &mut s,
             Outcome::ServerError,
             O,
             t0,
             Duration::from_secs(600),
-            &policy(Duration::from_secs(600)),
-            0.0,
         );
         assert_eq!(
             s.blocked_for(O, t0),
@@ -728,23 +740,21 @@ mod tests {
         let mut s = HostState::new(t0);
         s.adopt_period(1, 500 * MS, t0);
         let unit = s.period();
-        s.record(
+        record(
+            &mut s,
             Outcome::ServerError,
             O,
             t0,
             Duration::from_secs(600),
-            &policy(Duration::from_secs(600)),
-            0.0,
         );
         assert_eq!(s.blocked_for(O, t0), Some(unit), "the first: the delay");
         for _ in 0..10 {
-            s.record(
+            record(
+                &mut s,
                 Outcome::ServerError,
                 O,
                 t0,
                 Duration::from_secs(600),
-                &policy(Duration::from_secs(600)),
-                0.0,
             );
         }
         assert_eq!(
@@ -752,14 +762,7 @@ mod tests {
             Some(unit * (1 << SERVER_ERROR_MAX_EXPONENT))
         );
         let t1 = t0 + Duration::from_secs(60);
-        s.record(
-            Outcome::Failure,
-            O,
-            t1,
-            Duration::from_secs(600),
-            &policy(Duration::from_secs(600)),
-            0.0,
-        );
+        record(&mut s, Outcome::Failure, O, t1, Duration::from_secs(600));
         assert_eq!(
             s.blocked_for(O, t1),
             Some(Duration::from_secs(600)),
@@ -771,13 +774,12 @@ mod tests {
     fn retry_after_blocks_clamped() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.record(
+        record(
+            &mut s,
             Outcome::RetryAfter(Duration::from_secs(3600)),
             O,
             t0,
             Duration::from_secs(5),
-            &policy(Duration::from_secs(5)),
-            0.0,
         );
         assert_eq!(s.blocked_for(O, t0), Some(Duration::from_secs(5)));
         let wait = s
@@ -798,20 +800,13 @@ mod tests {
         let mut s = HostState::new(t0);
         let dead = "https://a.test:443";
         for _ in 0..6 {
-            s.record(
-                Outcome::Failure,
-                dead,
-                t0,
-                Duration::from_secs(600),
-                &policy(Duration::from_secs(600)),
-                0.0,
-            );
+            record(&mut s, Outcome::Failure, dead, t0, Duration::from_secs(600));
         }
         assert!(s
             .blocked_for(dead, t0)
             .is_some_and(|d| d >= Duration::from_secs(16)));
         assert_eq!(s.blocked_for(O, t0), None);
-        assert_eq!(s.wait_for(Duration::ZERO, O, t0), Duration::ZERO);
+        assert_eq!(s.wait_for(1, Duration::ZERO, O, t0), Duration::ZERO);
         assert_eq!(s.try_start(1, Duration::ZERO, O, t0), None);
         assert!(s.try_start(1, Duration::ZERO, dead, t0).is_some());
         assert_eq!(s.longest_block(t0), s.blocked_for(dead, t0));
@@ -828,13 +823,12 @@ mod tests {
         let mut s = HostState::new(t0);
         for i in 0..100 {
             let origin = format!("http://h{i}.a.test:80");
-            s.record(
+            record(
+                &mut s,
                 Outcome::Failure,
                 &origin,
                 t0,
                 Duration::from_secs(600),
-                &policy(Duration::from_secs(600)),
-                0.0,
             );
         }
         assert!(s.origins.len() <= MAX_ORIGINS_PER_KEY);
@@ -901,23 +895,9 @@ mod tests {
     fn zero_period_failures_still_back_off() {
         let t0 = Instant::now();
         let mut s = HostState::new(t0);
-        s.record(
-            Outcome::Failure,
-            O,
-            t0,
-            Duration::from_secs(600),
-            &policy(Duration::from_secs(600)),
-            0.0,
-        );
+        record(&mut s, Outcome::Failure, O, t0, Duration::from_secs(600));
         assert_eq!(s.blocked_for(O, t0), Some(MIN_FAILURE_BACKOFF * 2));
-        s.record(
-            Outcome::Failure,
-            O,
-            t0,
-            Duration::from_secs(600),
-            &policy(Duration::from_secs(600)),
-            0.0,
-        );
+        record(&mut s, Outcome::Failure, O, t0, Duration::from_secs(600));
         assert_eq!(s.blocked_for(O, t0), Some(MIN_FAILURE_BACKOFF * 4));
         assert_eq!(s.failures(O), 2);
     }

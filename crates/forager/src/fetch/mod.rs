@@ -357,7 +357,7 @@ impl Fetcher {
             return Some(Duration::ZERO);
         };
         let wanted = self.wanted_period(url, politeness, &slot);
-        slot.readiness(wanted, &origin_of(url), Instant::now())
+        slot.readiness(politeness.run, wanted, &origin_of(url), Instant::now())
     }
 
     /// Hold the requests to `url`'s origin back for `wait` (at most the

@@ -22,19 +22,20 @@ pub(super) const DAEMON_NOTES: TableDefinition<&str, &[u8]> = TableDefinition::n
 impl Store {
     /// Every job's daemon notes, by job name.
     pub fn daemon_notes(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let table = match txn.open_table(DAEMON_NOTES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::Db(e.into())),
-        };
-        let mut out = Vec::new();
-        for row in redb::ReadableTable::iter(&table)? {
-            let (k, v) = row?;
-            out.push((k.value().to_string(), v.value().to_vec()));
-        }
-        Ok(out)
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let table = match txn.open_table(DAEMON_NOTES) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(StoreError::Db(e.into())),
+            };
+            let mut out = Vec::new();
+            for row in redb::ReadableTable::iter(&table)? {
+                let (k, v) = row?;
+                out.push((k.value().to_string(), v.value().to_vec()));
+            }
+            Ok(out)
+        })
     }
 
     /// Replace the notes of the given jobs (`None` deletes them), durably, in
@@ -44,24 +45,26 @@ impl Store {
             return Ok(());
         }
         let db = self.inner.db.get()?;
-        let mut txn = db.begin_write()?;
-        txn.set_durability(redb::Durability::Immediate)?;
-        txn.set_quick_repair(true);
-        {
-            let mut table = txn.open_table(DAEMON_NOTES)?;
-            for (job, value) in notes {
-                match value {
-                    Some(bytes) => {
-                        table.insert(job.as_str(), bytes.as_slice())?;
-                    }
-                    None => {
-                        table.remove(job.as_str())?;
+        super::guard_panics(&self.inner.db.path, || {
+            let mut txn = db.begin_write()?;
+            txn.set_durability(redb::Durability::Immediate)?;
+            txn.set_quick_repair(true);
+            {
+                let mut table = txn.open_table(DAEMON_NOTES)?;
+                for (job, value) in notes {
+                    match value {
+                        Some(bytes) => {
+                            table.insert(job.as_str(), bytes.as_slice())?;
+                        }
+                        None => {
+                            table.remove(job.as_str())?;
+                        }
                     }
                 }
             }
-        }
-        txn.commit()?;
-        Ok(())
+            txn.commit()?;
+            Ok(())
+        })
     }
 }
 

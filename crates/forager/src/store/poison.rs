@@ -66,19 +66,20 @@ pub fn url_key(url: &str) -> u64 {
 impl Store {
     /// A job's poison list.
     pub fn poison_list(&self, job: &str) -> Result<Vec<PoisonEntry>, StoreError> {
-        let db = self.inner.db.get()?;
-        let txn = db.begin_read()?;
-        let table = match txn.open_table(POISON) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::Db(e.into())),
-        };
-        let mut entries = Vec::new();
-        for row in table.range((job, 0u64)..=(job, u64::MAX))? {
-            let (_, v) = row?;
-            entries.push(decode_row("poison", v.value())?);
-        }
-        Ok(entries)
+        self.read(|db| {
+            let txn = db.begin_read()?;
+            let table = match txn.open_table(POISON) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(StoreError::Db(e.into())),
+            };
+            let mut entries = Vec::new();
+            for row in table.range((job, 0u64)..=(job, u64::MAX))? {
+                let (_, v) = row?;
+                entries.push(decode_row("poison", v.value())?);
+            }
+            Ok(entries)
+        })
     }
 
     /// Adds (or replaces) entries of a job's list, durably, in one
@@ -88,17 +89,19 @@ impl Store {
             return Ok(());
         }
         let db = self.inner.db.get()?;
-        let mut txn = db.begin_write()?;
-        txn.set_durability(redb::Durability::Immediate)?;
-        txn.set_quick_repair(true);
-        {
-            let mut table = txn.open_table(POISON)?;
-            for entry in entries {
-                table.insert((job, url_key(&entry.url)), codec::encode(entry).as_slice())?;
+        super::guard_panics(&self.inner.db.path, || {
+            let mut txn = db.begin_write()?;
+            txn.set_durability(redb::Durability::Immediate)?;
+            txn.set_quick_repair(true);
+            {
+                let mut table = txn.open_table(POISON)?;
+                for entry in entries {
+                    table.insert((job, url_key(&entry.url)), codec::encode(entry).as_slice())?;
+                }
             }
-        }
-        txn.commit()?;
-        Ok(())
+            txn.commit()?;
+            Ok(())
+        })
     }
 }
 
