@@ -141,6 +141,79 @@ async fn two_nodes_compete_for_a_job_and_exactly_one_holds_it() {
     assert_eq!((l2.job.as_str(), l2.epoch), ("again", l1.epoch + 1));
 }
 
+/// The fair share (forager-cluster's `nodes`): a dead node's jobs are
+/// shared by the live nodes round by round, where the first to ask used
+/// to take them all; a node whose beat is a lease old, or that drains,
+/// is not counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_dead_nodes_jobs_are_shared_among_the_live_nodes() {
+    use forager_cluster::Beat;
+    let pg = Postgres::start();
+    let lease = Duration::from_secs(1);
+    let a = node(&pg, "a", lease).await;
+    let b = node(&pg, "b", lease).await;
+    let dead = node(&pg, "dead", lease).await;
+    for n in [&a, &b, &dead] {
+        n.join(20).await.unwrap();
+    }
+    for i in 0..20 {
+        let name = format!("j{i}");
+        a.register(&name, &JOB.replace("\"j\"", &format!("\"{name}\"")))
+            .await
+            .unwrap();
+    }
+    // It held them all, then died: no renewal, no beat.
+    assert_eq!(dead.acquire(20).await.unwrap().len(), 20);
+    let beat = |held: usize| Beat {
+        held,
+        max_jobs: 20,
+        draining: false,
+    };
+    let lapsed = Instant::now() + lease + Duration::from_millis(300);
+    while Instant::now() < lapsed {
+        a.heartbeat(beat(0)).await.unwrap();
+        b.heartbeat(beat(0)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Rounds in turn, as two daemons' ticks: each takes its share.
+    let (mut held_a, mut held_b) = (0usize, 0usize);
+    let (first, census) = a.acquire_share(20, beat(0)).await.unwrap();
+    assert_eq!((census.free_jobs, census.live_peers), (20, 1), "{census:?}");
+    assert_eq!(first.len(), 10, "half of the free jobs, not all 20");
+    held_a += first.len();
+    for _round in 0..10 {
+        let (got, _) = b.acquire_share(20 - held_b, beat(held_b)).await.unwrap();
+        held_b += got.len();
+        let (got, _) = a.acquire_share(20 - held_a, beat(held_a)).await.unwrap();
+        held_a += got.len();
+    }
+    assert_eq!(held_a + held_b, 20);
+    assert!(held_b >= 8, "a {held_a}, b {held_b}");
+    let nodes = a.nodes().await.unwrap();
+    let live: Vec<(&str, bool)> = nodes.iter().map(|n| (n.name.as_str(), n.live)).collect();
+    assert_eq!(live, [("a", true), ("b", true), ("dead", false)]);
+
+    // A draining peer is not counted; a node that left neither.
+    a.register("k", JOB).await.unwrap();
+    a.register("l", JOB.replace("\"j\"", "\"l\"").as_str())
+        .await
+        .unwrap();
+    let mut drains = beat(held_b);
+    drains.draining = true;
+    let (none, _) = b.acquire_share(20, drains).await.unwrap();
+    assert!(none.is_empty(), "a draining node takes nothing");
+    let (both, census) = a.acquire_share(20, beat(held_a)).await.unwrap();
+    assert_eq!(census.live_peers, 0, "{census:?}");
+    assert_eq!(both.len(), 2, "alone, a takes every free job");
+    b.leave().await.unwrap();
+    let b_row = a.nodes().await.unwrap().into_iter().find(|n| n.name == "b");
+    assert!(b_row.is_some_and(|n| !n.live && n.left_at.is_some()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(have_postgres),
@@ -631,7 +704,7 @@ fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable
         lines[0].starts_with(&format!(
             "{}: cluster database answers: PostgreSQL ",
             config.display()
-        )) && lines[0].ends_with("schema version 2 (created from 0), this node is \"n1\""),
+        )) && lines[0].ends_with("schema version 3 (created from 0), this node is \"n1\""),
         "{out}"
     );
     assert_eq!(lines[1], shared_targets);
@@ -640,7 +713,7 @@ fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable
         out.lines()
             .next()
             .unwrap_or("")
-            .ends_with(", schema version 2, this node is \"n1\""),
+            .ends_with(", schema version 3, this node is \"n1\""),
         "{out}"
     );
 
@@ -1323,6 +1396,46 @@ async fn census(
     (held, rows)
 }
 
+/// One number a query answers; 0 before a node created the tables.
+async fn count(client: &tokio_postgres::Client, query: &str) -> i64 {
+    client
+        .query_one(query, &[])
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or(0)
+}
+
+/// Ask `check` every 100 ms until it is `Ok`; past `within`, fail with its
+/// last answer and every node's log.
+async fn until<F, Fut>(
+    procs: &[crate::harness::daemon::DaemonProcess],
+    names: &[&str],
+    within: Duration,
+    mut check: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        let why = match check().await {
+            Ok(()) => return,
+            Err(why) => why,
+        };
+        if Instant::now() >= deadline {
+            let logs = procs
+                .iter()
+                .zip(names)
+                .map(|(p, n)| format!("--- {n} ---\n{}", p.log()))
+                .collect::<Vec<_>>()
+                .join("\n");
+            panic!("{why} after {within:?}\n{logs}");
+        }
+        // How often the database is asked; it orders nothing.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Pages of each site of the three-node test (each links on and to one CSV
 /// target): 2 requests a page.
 const WEB_PAGES: usize = 10;
@@ -1381,32 +1494,22 @@ async fn sixty_jobs_on_three_nodes_survive_two_kills_with_every_target_once() {
             .write(&nodes[i % 3].dir.join("jobs.d"));
     }
     let client = pg.client().await;
-    let logs = |procs: &[crate::harness::daemon::DaemonProcess]| {
-        procs
-            .iter()
-            .zip(names)
-            .map(|(p, n)| format!("--- {n} ---\n{}", p.log()))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let client = &client;
     // Mid-crawl: every node holds 20 jobs, and n1 has mirrored targets
     // (3 a job on average, of 10).
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(60);
-    loop {
-        let (held, rows) = census(&client).await;
+    until(&procs, &names, Duration::from_secs(60), || async move {
+        let (held, rows) = census(client).await;
         if names.iter().all(|n| held.get(*n) == Some(&20))
             && rows.get("n1").is_some_and(|&r| r >= 60)
         {
-            break;
+            return Ok(());
         }
-        assert!(
-            Instant::now() < deadline,
-            "the nodes did not take 20 jobs each ({held:?}, rows {rows:?})\n{}",
-            logs(&procs)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        Err(format!(
+            "the nodes did not take 20 jobs each ({held:?}, rows {rows:?})"
+        ))
+    })
+    .await;
     procs[0].signal("KILL");
     assert!(
         procs[0].wait(Duration::from_secs(10)).is_some(),
@@ -1415,31 +1518,24 @@ async fn sixty_jobs_on_three_nodes_survive_two_kills_with_every_target_once() {
     let first_kill = Instant::now();
 
     // n2 runs jobs it took over from n1 and mirrored their progress: kill it too.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let taken: i64 = client
-            // A job at epoch 2 that n2 holds is one it took over from n1
-            // (nobody releases here); a row of n2's says it crawls it.
-            .query_one(
-                "SELECT count(*) FROM forager_jobs j
-                 WHERE j.owner = 'n2' AND j.status = 'active' AND j.epoch >= 2
-                   AND EXISTS (SELECT 1 FROM forager_manifest m
-                               WHERE m.job = j.name AND m.node = 'n2')",
-                &[],
-            )
-            .await
-            .map(|r| r.get(0))
-            .unwrap_or(0);
+    until(&procs, &names, Duration::from_secs(90), || async move {
+        // A job at epoch 2 that n2 holds is one it took over from n1
+        // (nobody releases here); a row of n2's says it crawls it.
+        let taken = count(
+            client,
+            "SELECT count(*) FROM forager_jobs j
+             WHERE j.owner = 'n2' AND j.status = 'active' AND j.epoch >= 2
+               AND EXISTS (SELECT 1 FROM forager_manifest m
+                           WHERE m.job = j.name AND m.node = 'n2')",
+        )
+        .await;
         if taken >= 1 {
-            break;
+            return Ok(());
         }
-        assert!(
-            Instant::now() < deadline,
-            "n2 runs none of n1's jobs\n{}",
-            logs(&procs)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        let (held, _) = census(client).await;
+        Err(format!("n2 runs none of n1's jobs (held: {held:?})"))
+    })
+    .await;
     procs[1].signal("KILL");
     assert!(
         procs[1].wait(Duration::from_secs(10)).is_some(),
@@ -1448,26 +1544,18 @@ async fn sixty_jobs_on_three_nodes_survive_two_kills_with_every_target_once() {
     let second_kill = Instant::now();
 
     // n3 finishes everything.
-    let deadline = Instant::now() + Duration::from_secs(150);
-    loop {
-        let done: i64 = client
-            .query_one(
-                "SELECT count(*) FROM forager_jobs WHERE status = 'done'",
-                &[],
-            )
-            .await
-            .map(|r| r.get(0))
-            .unwrap_or(0);
+    until(&procs, &names, Duration::from_secs(150), || async move {
+        let done = count(
+            client,
+            "SELECT count(*) FROM forager_jobs WHERE status = 'done'",
+        )
+        .await;
         if done == WEB_JOBS as i64 {
-            break;
+            return Ok(());
         }
-        assert!(
-            Instant::now() < deadline,
-            "{done} of {WEB_JOBS} jobs done\n{}",
-            logs(&procs)
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        Err(format!("{done} of {WEB_JOBS} jobs done"))
+    })
+    .await;
     let all_done = Instant::now();
 
     // Every target of every job exactly once, in the database and in the
@@ -1481,7 +1569,7 @@ async fn sixty_jobs_on_three_nodes_survive_two_kills_with_every_target_once() {
         let expected: BTreeSet<String> = (0..WEB_PAGES)
             .map(|n| format!("http://{host}:{port}/data/{n}.csv"))
             .collect();
-        let rows = manifest_rows(&client, &job).await;
+        let rows = manifest_rows(client, &job).await;
         assert_eq!(rows.len(), WEB_PAGES, "{job}: no target twice: {rows:?}");
         let urls: BTreeSet<String> = rows.iter().map(|r| r.2.clone()).collect();
         assert_eq!(urls, expected, "{job}");

@@ -23,6 +23,7 @@
 pub mod checkpoint;
 pub mod lease;
 pub mod manifest;
+pub mod nodes;
 pub mod pacing;
 pub mod registry;
 pub mod schema;
@@ -35,6 +36,7 @@ use forager_core::config::{is_valid_node_name, ClusterConfig};
 
 pub use checkpoint::{Checkpoint, CheckpointWrite};
 pub use lease::{Lease, LeaseClock, LeaseKeeper, LeaseSignal};
+pub use nodes::{fair_share, Beat, Census, NodeRow};
 pub use pacing::Reservation;
 pub use registry::{JobRow, Registration};
 

@@ -92,8 +92,26 @@ ALTER TABLE forager_jobs ADD CONSTRAINT forager_jobs_status_check
 ALTER TABLE forager_jobs ADD COLUMN failure text;
 "#;
 
+/// Version 3: the nodes, each with its heartbeat (`nodes.rs`): who is alive
+/// for the fair share of free jobs, and what `status` shows of each node.
+const V3: &str = r#"
+CREATE TABLE forager_nodes (
+    name         text PRIMARY KEY,
+    -- When the node (last) started, and its last beat (database clock).
+    started_at   timestamptz NOT NULL DEFAULT now(),
+    heartbeat_at timestamptz NOT NULL DEFAULT now(),
+    -- Leases it held and its max_jobs at that beat.
+    held         integer NOT NULL DEFAULT 0,
+    max_jobs     integer NOT NULL,
+    -- It gives its jobs back and takes none (forager drain).
+    draining     boolean NOT NULL DEFAULT false,
+    -- When it stopped cleanly; NULL while it runs (or if it died).
+    left_at      timestamptz
+);
+"#;
+
 /// The steps, in order: step `i` brings the tables to version `i + 1`.
-const STEPS: &[&str] = &[V1, V2];
+const STEPS: &[&str] = &[V1, V2, V3];
 
 /// The newest schema this forager knows.
 pub const VERSION: i32 = STEPS.len() as i32;

@@ -5,8 +5,10 @@
 //! - **Registration**: every valid job file a scan of the jobs folder finds
 //!   is registered by name and SHA-256 ([`Node::register`]); the same text
 //!   registered by several nodes is one job.
-//! - **Leases**: each tick, a node holding fewer than `max_jobs` leases asks
-//!   for more ([`Node::acquire`]). The job table is then fed one *virtual
+//! - **Leases**: each tick, a node beats and, holding fewer than
+//!   `max_jobs` leases, takes its fair share of the free jobs
+//!   ([`Node::acquire`]: at most free jobs / live nodes a round, so that a
+//!   dead node's jobs spread over the survivors). The job table is then fed one *virtual
 //!   job file* per held lease, its text the registered one, so that the
 //!   table starts and stops runners as it does for the files of one machine.
 //! - **A run under a lease** ([`JobLease`]): before the runner opens the
@@ -21,7 +23,7 @@
 
 use super::jobs::{Parsed, ScannedFile};
 use crate::store::{StopReason, Store};
-use forager_cluster::{Cluster, Lease, LeaseKeeper, Registration};
+use forager_cluster::{Beat, Cluster, Lease, LeaseKeeper, Registration};
 use forager_core::config::{self, ClusterConfig, ConfigError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -62,9 +64,11 @@ fn virtual_path(job: &str) -> PathBuf {
 }
 
 impl Node {
-    /// Connect as this node, or a clear error naming the node and the server.
-    pub async fn connect(config: &ClusterConfig) -> anyhow::Result<Node> {
+    /// Connect as this node and join the cluster's nodes, or a clear
+    /// error naming the node and the server.
+    pub async fn connect(config: &ClusterConfig, max_jobs: usize) -> anyhow::Result<Node> {
         let (cluster, probe) = Cluster::connect(config).await?;
+        cluster.join(max_jobs).await?;
         info!(
             node = cluster.node(),
             server_version = %probe.server_version,
@@ -162,19 +166,35 @@ impl Node {
         out
     }
 
-    /// Lease free jobs up to `max_jobs` held; whether any was taken.
-    pub async fn acquire(&mut self, max_jobs: usize) -> bool {
+    /// One acquisition round (each tick): beat, then lease this round's
+    /// fair share of the free jobs (forager-cluster's `nodes`), within
+    /// `max_jobs` held; whether any was taken. A draining node beats and
+    /// takes none.
+    pub async fn acquire(&mut self, max_jobs: usize, draining: bool) -> bool {
         let want = max_jobs.saturating_sub(self.held.len());
-        if want == 0 {
-            return false;
-        }
-        let leases = match self.cluster.acquire(want).await {
-            Ok(l) => l,
+        let beat = Beat {
+            held: self.held.len(),
+            max_jobs,
+            draining,
+        };
+        let want = if draining { 0 } else { want };
+        let (leases, census) = match self.cluster.acquire_share(want, beat).await {
+            Ok(r) => r,
             Err(e) => {
-                warn!(node = self.name(), error = %e, "cannot acquire job leases; retrying");
+                warn!(node = self.name(), error = %e, "cannot beat or acquire job leases; retrying");
                 return false;
             }
         };
+        if !leases.is_empty() {
+            debug!(
+                node = self.name(),
+                taken = leases.len(),
+                want,
+                free_jobs = census.free_jobs,
+                live_peers = census.live_peers,
+                "fair share of the free jobs taken"
+            );
+        }
         let mut taken = false;
         for lease in leases {
             let path = virtual_path(&lease.job);
@@ -235,6 +255,14 @@ impl Node {
     /// A run ended and settled its lease: the job is no longer this node's.
     pub fn ended(&mut self, job: &str) {
         self.held.remove(job);
+    }
+
+    /// A clean stop: peers stop counting this node at once (a node that
+    /// dies is dropped from their count after one lease).
+    pub async fn leave(&self) {
+        if let Err(e) = self.cluster.leave().await {
+            warn!(node = self.name(), error = %e, "cannot tell the cluster this node leaves; peers count it for one more lease");
+        }
     }
 
     /// Leases held, for the log.

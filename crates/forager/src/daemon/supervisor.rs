@@ -116,7 +116,7 @@ impl Daemon {
         // before anything is opened or listened on.
         let node = match &config.cluster {
             Some(c) => Some(
-                Node::connect(c)
+                Node::connect(c, config.max_jobs)
                     .await
                     .with_context(|| format!("{}: [cluster]", config_path.display()))?,
             ),
@@ -721,7 +721,7 @@ impl Daemon {
         self.tasks.retain(|_, t| !t.join.is_finished());
         let shutting_down = self.shared.table().is_shutting_down();
         if let Some(node) = &mut self.node {
-            if !shutting_down && node.acquire(self.config.max_jobs).await {
+            if !shutting_down && node.acquire(self.config.max_jobs, false).await {
                 info!(
                     node = node.name(),
                     held = node.held(),
@@ -758,6 +758,11 @@ impl Daemon {
         info!(jobs = stopping, "stopping");
         self.watcher = None;
         self.apply(actions);
+        if let Some(node) = &self.node {
+            // Peers count this node out now, so the jobs it is about to
+            // release are shared between them alone.
+            node.leave().await;
+        }
         let deadline = Instant::now() + SHUTDOWN_GRACE;
         let mut stuck = Vec::new();
         for (name, task) in self.tasks.drain() {
