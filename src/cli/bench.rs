@@ -7,6 +7,7 @@ use forager_bench::changing;
 use forager_bench::daemon_load;
 use forager_bench::linked;
 use forager_bench::multihost;
+use forager_bench::portal::PortalKind;
 use forager_bench::reference::{self, ReferenceCommand, RunSample};
 use forager_bench::report::{self, RunFigures};
 use forager_bench::runner::{
@@ -50,7 +51,11 @@ pub struct BenchArgs {
     /// files over simulated days, crawled by one continuous job per revisit policy
     /// (--policies) for --days simulated days of --day each at --budget requests a day;
     /// reports new files found, mean delay from publication to harvest and requests per
-    /// new file (mean ± std over --seeds).
+    /// new file (mean ± std over --seeds). Or `portal:NAME` (ckan, dcat, forms, markup, or
+    /// all): a loopback open-data portal whose catalogs or GET forms reach files no page
+    /// links, crawled by each strategy (default sb,bfs) with every combination of
+    /// `[targets] catalogs` and `forms` on and off (bfs: all or none), --seeds runs each;
+    /// reports the share of the portal's files harvested and the requests to 90 % of them.
     #[arg(long = "site")]
     sites: Vec<String>,
     /// A file of `NAME ROOT START_PAGE` lines, as printed by shared/corpora/get-corpora.sh.
@@ -415,7 +420,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut sites: Vec<BenchSite> = Vec::new();
     let mut webs: Vec<LinkedWeb> = Vec::new();
     let mut structured_webs: Vec<StructuredWeb> = Vec::new();
+    let mut portals: Vec<PortalKind> = Vec::new();
     for spec in &args.sites {
+        if let Some(found) = PortalKind::parse_spec(spec)? {
+            if args.cpu {
+                bail!("--cpu measures a site, not a portal's link sources ({spec:?})");
+            }
+            portals.extend(found);
+            continue;
+        }
         if let Some(web) = parse_structured(spec, args.one_domain)? {
             if args.cpu {
                 bail!("--cpu measures a site, not a structured web ({spec:?})");
@@ -432,7 +445,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(c) = &args.corpora {
         sites.extend(parse_corpora(c)?);
     }
-    if sites.is_empty() && webs.is_empty() && structured_webs.is_empty() {
+    if sites.is_empty() && webs.is_empty() && structured_webs.is_empty() && portals.is_empty() {
         sites.push(parse_site("synthetic:small")?);
     }
     let kinds = strategies(&args.strategies)?;
@@ -491,6 +504,25 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     for web in &structured_webs {
         let table = rt.block_on(bench_structured(web, &structured_kinds, &args, &state_root))?;
+        outln!("{table}");
+        markdown.push_str(&table);
+        markdown.push('\n');
+    }
+    // sb side by side with bfs, as the table asks, unless named.
+    let portal_kinds = if args.strategies.is_empty() {
+        vec![StrategyKind::Sb, StrategyKind::Bfs]
+    } else {
+        kinds.clone()
+    };
+    for &portal in &portals {
+        let table = rt.block_on(forager_bench::portal::bench(
+            portal,
+            &portal_kinds,
+            args.seeds,
+            args.max_requests,
+            args.neither_links,
+            &state_root,
+        ))?;
         outln!("{table}");
         markdown.push_str(&table);
         markdown.push('\n');

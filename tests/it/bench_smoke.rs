@@ -586,3 +586,67 @@ fn bench_cpu_crawls_a_resized_preset_and_reports_the_store() {
         "{stderr}"
     );
 }
+
+/// `bench --site portal:NAME` on the form portal: the GET forms reach every
+/// file, and without them plain links reach only the linked fifth, which
+/// the verdict states instead of a ratio.
+#[test]
+fn portal_bench_compares_each_source_on_and_off() {
+    let out = tempfile::tempdir().unwrap();
+    let run = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args(["bench", "--site", "portal:forms", "--seeds", "2", "--out"])
+            .arg(out.path()),
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(
+        table.contains("**portal:forms** (forms.portal.test) — 50 files"),
+        "{table}"
+    );
+    // The columns: strategy, sources, runs, files harvested %, requests to 90 %, runs reaching 90 %.
+    let row = |strategy: &str, sources: &str| -> Vec<String> {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {strategy} | {sources} |")))
+            .unwrap_or_else(|| panic!("no row {strategy} {sources} in {table}"));
+        line.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    for (strategy, sources, share, reached) in [
+        ("sb", "catalogs+forms", "100.0 ± 0.0", "2/2"),
+        ("sb", "forms", "100.0 ± 0.0", "2/2"),
+        ("sb", "catalogs", "20.0 ± 0.0", "0/2"),
+        ("sb", "none", "20.0 ± 0.0", "0/2"),
+        ("bfs", "catalogs+forms", "100.0", "2/2"),
+        ("bfs", "none", "20.0", "0/2"),
+    ] {
+        let cells = row(strategy, sources);
+        assert!(
+            cells[4].starts_with(share),
+            "{strategy} {sources}: {cells:?}"
+        );
+        assert_eq!(cells[6], reached, "{strategy} {sources}: {cells:?}");
+    }
+    // With forms, requests to 90 %: 45 files need at least 45 requests.
+    let req90: f64 = row("sb", "forms")[5]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(req90 >= 45.0, "{req90}");
+    // The manifest's provenance: the download form's own files say `form`.
+    assert!(row("sb", "forms")[8].contains("form 10.0"), "{table}");
+    assert!(
+        table.contains("sb without the sources never reaches 90 % (at most 20.0 % of the files)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("sb with catalogs+forms: every file in every run"),
+        "{table}"
+    );
+}

@@ -12,6 +12,7 @@ pub mod bin;
 pub mod crawl;
 pub mod daemon;
 pub mod job;
+pub mod portal;
 pub mod postgres;
 pub mod procfs;
 pub mod sites;

@@ -7,8 +7,8 @@
 //! exactly the catalog-only files are missing; a lying catalog costs
 //! bounded requests.
 
+use crate::harness::portal::crawl_portal;
 use crate::harness::sites::serve_host;
-use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager_bench::sites::portal::{DcatSite, LyingPortal, Portal, LYING_PER_PAGE};
 use forager_core::catalog::MAX_CKAN_PAGES;
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,31 +24,10 @@ async fn crawl(
     catalogs: bool,
     extra: &[(&str, &str, &str)],
 ) -> BTreeMap<String, serde_json::Value> {
-    let name = format!("{}-{strategy}-{catalogs}", host.replace('.', "-"));
-    let mut job = JobFile::new(&name)
-        .seed(format!("http://{host}/"))
-        .strategy(strategy)
-        .delay("1ms")
-        .no_early_stop()
-        .set("targets", "catalogs", catalogs);
-    for (table, key, value) in extra {
-        job = job.set(table, key, value);
-    }
-    let job = job.write(dir);
-    let state = dir.join(format!("state-{name}"));
-    Crawl::new(&job, &state)
-        .allow_private()
-        .resolve(host, port)
-        .succeed()
-        .await;
-    let targets = state.join("targets").join(&name);
-    // No URL twice.
-    let _ = manifest_by_final_url(&targets);
-    let text = std::fs::read_to_string(targets.join("manifest.jsonl")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| (v["final_url"].as_str().unwrap_or_default().to_string(), v))
-        .collect()
+    let on = if catalogs { "true" } else { "false" };
+    let mut set = vec![("targets", "catalogs", on)];
+    set.extend_from_slice(extra);
+    crawl_portal(dir, host, port, strategy, &set).await.rows
 }
 
 fn paths(host: &str, files: &[(String, bool)], only: Option<bool>) -> BTreeSet<String> {
@@ -186,4 +165,71 @@ async fn robots_txt_that_disallows_the_api_keeps_the_catalog_unread() {
             .any(|r| r.path_and_query.starts_with("/api/")),
         "the API was asked despite robots.txt"
     );
+}
+
+/// `forager explain` after a crawl of the CKAN-shaped portal with catalogs
+/// on: a row per link source, whose files add up to the manifest's
+/// `found_by`, and the catalog a source the bandit picked from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_shows_which_link_sources_paid() {
+    let host = "explained.test";
+    let server = serve_host(host, Arc::new(Portal::default())).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = crawl_portal(
+        dir.path(),
+        host,
+        server.port(),
+        "sb",
+        &[("targets", "catalogs", "true")],
+    )
+    .await;
+    let mut by: BTreeMap<String, u64> = BTreeMap::new();
+    for row in run.rows.values() {
+        *by.entry(row["found_by"].as_str().unwrap_or_default().to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(by.values().sum::<u64>(), 60, "{by:?}");
+    let out = crate::harness::bin::output(
+        crate::harness::bin::command()
+            .arg("explain")
+            .arg("--state-dir")
+            .arg(&run.state)
+            .arg(&run.job),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("link sources (how each link was found)"),
+        "{text}"
+    );
+    // The columns: source, files, picked, rewarded, waiting.
+    let row = |source: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{source}  ")))
+            .unwrap_or_else(|| panic!("no row for {source} in {text}"));
+        line[line.find(source).unwrap_or(0) + source.len()..]
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    for (source, files) in &by {
+        assert_eq!(row(source)[0], files.to_string(), "{source}: {text}");
+    }
+    // The catalog: its API pages were picked by the bandit (one a page,
+    // 30 datasets at 100 rows: one), and they led to files.
+    let ckan = row("catalog:ckan");
+    let picked: u64 = ckan[1].parse().unwrap_or(0);
+    let rewarded: f64 = ckan[2].parse().unwrap_or(0.0);
+    assert!(picked >= 1, "{text}");
+    assert!(rewarded > 0.0, "{text}");
+    // Page links were picked too; everything was fetched, nothing waits.
+    let pages = row("page link");
+    assert!(pages[1].parse::<u64>().unwrap_or(0) >= 1, "{text}");
+    assert_eq!(pages[3], "0", "{text}");
 }

@@ -6,8 +6,8 @@
 //! manifest names the source; off (the default), exactly the files only it
 //! reaches are missing; a hostile form costs bounded requests.
 
+use crate::harness::portal::{crawl_portal, urls};
 use crate::harness::sites::serve_host;
-use crate::harness::{manifest_by_final_url, Crawl, JobFile};
 use forager_bench::sites::portal::{FormSite, HostileFormSite, MarkupSite};
 use forager_bench::sites::server::Site;
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,41 +24,8 @@ async fn crawl(
     strategy: &str,
     targets: &[(&str, &str)],
 ) -> BTreeMap<String, serde_json::Value> {
-    let tag: String = targets.iter().map(|(k, v)| format!("-{k}{v}")).collect();
-    let name = format!(
-        "{}-{strategy}{}",
-        host.replace('.', "-"),
-        tag.replace('_', "")
-    );
-    let mut job = JobFile::new(&name)
-        .seed(format!("http://{host}/"))
-        .strategy(strategy)
-        .delay("1ms")
-        .no_early_stop();
-    for (key, value) in targets {
-        job = job.set("targets", key, value);
-    }
-    let job = job.write(dir);
-    let state = dir.join(format!("state-{name}"));
-    Crawl::new(&job, &state)
-        .allow_private()
-        .resolve(host, port)
-        .succeed()
-        .await;
-    let targets = state.join("targets").join(&name);
-    let _ = manifest_by_final_url(&targets);
-    let text = std::fs::read_to_string(targets.join("manifest.jsonl")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| (v["final_url"].as_str().unwrap_or_default().to_string(), v))
-        .collect()
-}
-
-fn urls(host: &str, paths: impl IntoIterator<Item = String>) -> BTreeSet<String> {
-    paths
-        .into_iter()
-        .map(|p| format!("http://{host}{p}"))
-        .collect()
+    let set: Vec<(&str, &str, &str)> = targets.iter().map(|(k, v)| ("targets", *k, *v)).collect();
+    crawl_portal(dir, host, port, strategy, &set).await.rows
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@
 //! walking it in memory ([`groundtruth`]), its oracle floor (the requests a
 //! crawler that knows the site needs, [`floor`]), the tables and plots of a run
 //! ([`report`]), one job over a web of many hosts measured from the server's
-//! log ([`multihost`]), the linked-data benchmark ([`linked`]), the structured-data benchmark
+//! log ([`multihost`]), the linked-data benchmark ([`linked`]), the open-data portals with each link source on and off ([`portal`]), the structured-data benchmark
 //! ([`structured`]), continuous jobs over a site that changes over simulated
 //! days ([`changing`]), forager side by side with a reference crawler the
 //! user names ([`reference`]: CPU per MiB of HTML and per request), and the
@@ -24,6 +24,7 @@ pub mod floor;
 pub mod groundtruth;
 pub mod linked;
 pub mod multihost;
+pub mod portal;
 pub mod reference;
 pub mod report;
 pub mod runner;

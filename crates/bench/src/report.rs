@@ -395,6 +395,7 @@ mod tests {
                     neither: bytes == 0 && !target,
                 })
                 .collect(),
+            target_urls: Vec::new(),
             counters: JobCounters {
                 requests,
                 ..Default::default()

@@ -118,6 +118,11 @@ pub struct RunResult {
     pub seed: u64,
     /// Empty unless [`RunConfig::trace`].
     pub trace: Vec<TraceRow>,
+    /// The URL of each request that saved a target, in the order of
+    /// [`RunResult::trace`]'s target rows (empty unless [`RunConfig::trace`]):
+    /// a benchmark whose ground truth is a list of files (the portals) tells
+    /// which of them a run harvested, and when.
+    pub target_urls: Vec<String>,
     pub counters: JobCounters,
     pub stats: StrategyStats,
     pub wall: Duration,
@@ -144,6 +149,7 @@ pub struct RunConfig {
 struct TraceObserver {
     keep: bool,
     rows: Vec<TraceRow>,
+    target_urls: Vec<String>,
 }
 
 impl CrawlObserver for TraceObserver {
@@ -159,6 +165,9 @@ impl CrawlObserver for TraceObserver {
             neither: e.label == Some(Label::Neither)
                 || e.status.is_some_and(|s| (400..500).contains(&s)),
         });
+        if e.saved_target {
+            self.target_urls.push(e.url.to_string());
+        }
     }
 }
 
@@ -217,6 +226,7 @@ pub async fn run_once_with_prior(
     let mut observer = TraceObserver {
         keep: config.trace,
         rows: Vec::new(),
+        target_urls: Vec::new(),
     };
     let started = Instant::now();
     let (_stop_tx, stop_rx) = watch::channel(false);
@@ -228,6 +238,7 @@ pub async fn run_once_with_prior(
         strategy: config.strategy,
         seed: config.seed,
         trace: observer.rows,
+        target_urls: observer.target_urls,
         counters: outcome.counters,
         stats: outcome.stats,
         wall: started.elapsed(),
@@ -236,7 +247,7 @@ pub async fn run_once_with_prior(
 }
 
 /// The job name of one run: its site, strategy and seed.
-fn run_name(site: &BenchSite, config: &RunConfig) -> String {
+pub(crate) fn run_name(site: &BenchSite, config: &RunConfig) -> String {
     format!(
         "{}-{}-{}",
         sanitize(&site.name),

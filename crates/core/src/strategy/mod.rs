@@ -233,6 +233,24 @@ pub struct StrategyStats {
     /// The ranking started from a prior learnt by other jobs.
     #[serde(default)]
     pub lead_prior: bool,
+    /// What each link source paid (sb): every member path of every action,
+    /// summed by how its links were found (`catalog::found_by` of the path:
+    /// page link, sitemap, catalog:KIND, form, …), most picked first.
+    #[serde(default)]
+    pub sources: Vec<SourceReport>,
+}
+
+/// The links of one source, as the bandit saw them: pages and files taken
+/// from its member paths and the targets those picks were rewarded with.
+/// Links fetched at triage (a predicted target, a
+/// HEAD) are not picks; the manifest counts their files.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SourceReport {
+    /// `found_by` of the member paths: `page link`, `catalog:ckan`, `form`, …
+    pub source: String,
+    pub picks: u64,
+    /// Sum of the rewards of those picks: targets found through them.
+    pub targets: f64,
 }
 
 /// One feature of a URL classifier and its weight (positive: towards a target).

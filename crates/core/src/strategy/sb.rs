@@ -84,7 +84,7 @@
 
 use super::{
     ActionReport, Confirm, FeatureReport, Feedback, FreeSlot, LabelSource, MemberReport, Popped,
-    Strategy, StrategyKind, StrategyStats, Triage,
+    SourceReport, Strategy, StrategyKind, StrategyStats, Triage,
 };
 use crate::codec::{self, CodecError};
 use crate::learn::neither::LinkPattern;
@@ -797,6 +797,33 @@ impl SleepingBandit {
         }
     }
 
+    /// What each link source paid: member paths summed by `found_by`. One
+    /// pass over the member paths, which the learner's caps bound.
+    fn sources(&self) -> Vec<SourceReport> {
+        let mut by: HashMap<&'static str, SourceReport> = HashMap::new();
+        for id in 0..self.actions.len() as u32 {
+            let Some(members) = self.member_bandits.get(id as usize) else {
+                continue;
+            };
+            for m in 0..members.arms() as u32 {
+                let Some(path) = self.actions.member_path(ActionId(id), m) else {
+                    continue;
+                };
+                let source = crate::catalog::found_by(path);
+                let stats = members.stats(m).unwrap_or_default();
+                let r = by.entry(source).or_insert_with(|| SourceReport {
+                    source: source.to_string(),
+                    ..SourceReport::default()
+                });
+                r.picks += stats.selections;
+                r.targets += stats.mean_reward * stats.selections as f64;
+            }
+        }
+        let mut out: Vec<SourceReport> = by.into_values().collect();
+        out.sort_by(|a, b| b.picks.cmp(&a.picks).then_with(|| a.source.cmp(&b.source)));
+        out
+    }
+
     /// The member of action `id` with the best mean reward (then most picks, then
     /// lowest index) among those picked at least once; `None` with one member.
     fn best_member(&self, id: u32) -> Option<MemberReport> {
@@ -1201,6 +1228,7 @@ impl Strategy for SleepingBandit {
                 .collect(),
             lead_examples: self.lead.examples(),
             lead_prior: self.lead.prior_used(),
+            sources: self.sources(),
         }
     }
 

@@ -1,12 +1,14 @@
 //! `forager explain`: what a job's learner has made of the site, from its last
 //! checkpoint — the actions (groups of links by where they sit on pages) best
-//! first, with example URLs. Read-only: it rebuilds the strategy from the
+//! first, with example URLs, and which link sources paid (`explain/sources.rs`). Read-only: it rebuilds the strategy from the
 //! stored record in memory and writes nothing.
 
 use crate::store::Store;
 use anyhow::Context;
 use forager_core::strategy::{StrategyKind, StrategyStats};
 use std::collections::BTreeMap;
+
+mod sources;
 
 /// What `forager explain` prints for `job`, from its last checkpoint in
 /// `store`; `None` when the job has no stored state.
@@ -40,14 +42,22 @@ pub fn explain(store: &Store, job: &str, top: usize) -> anyhow::Result<Option<St
             }
         }
     }
-    Ok(Some(format_explain(
+    let mut text = format_explain(
         job,
         &record.strategy,
         &record.counters,
         &stats,
         top,
         &examples,
-    )))
+    );
+    let (waiting, all_read) = sources::waiting_by_source(store, job, &loaded.frontier)?;
+    text.push_str(&sources::section(
+        &loaded.manifest,
+        &stats.sources,
+        &waiting,
+        all_read,
+    ));
+    Ok(Some(text))
 }
 
 /// Example URLs shown per action.
@@ -518,6 +528,7 @@ mod tests {
             ],
             lead_examples: (3, 40),
             lead_prior: true,
+            sources: Vec::new(),
         };
         let mut examples = BTreeMap::new();
         examples.insert(
