@@ -1896,7 +1896,9 @@ async fn any_node_shows_every_job_of_the_cluster_with_its_node() {
     assert!(value("forager_cluster_leases_acquired_total") >= 2.0);
     assert_eq!(value("forager_cluster_takeovers_total"), 0.0);
     assert_eq!(value("forager_cluster_lease_renew_failures_total"), 0.0);
-    assert!(value("forager_cluster_database_latency_seconds_count") >= 10.0);
+    // At least its beat, its acquisition and a checkpoint read per job:
+    // the status may be asked within a second of the start.
+    assert!(value("forager_cluster_database_latency_seconds_count") >= 4.0);
     assert!(metrics.contains("forager_cluster_database_latency_seconds_bucket{le=\"0.001\"}"));
     for p in &procs {
         p.signal("TERM");
