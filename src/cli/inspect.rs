@@ -225,6 +225,77 @@ pub fn drive(args: DriveArgs, action: forager::daemon::DriveAction) -> anyhow::R
     Ok(ExitCode::SUCCESS)
 }
 
+#[derive(Args)]
+pub struct DrainArgs {
+    /// Take jobs again (end a drain).
+    #[arg(long)]
+    cancel: bool,
+    /// Wait at most this many seconds for every lease to be released (0: do not wait).
+    #[arg(long, default_value_t = 120)]
+    wait: u64,
+    /// The daemon's state folder, where its admin token is (default: the daemon config's state_dir).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Daemon config to take state_dir and the admin API address from (default: /etc/forager/forager.toml if present).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// `forager drain [--cancel]`: through the running daemon's admin API (its
+/// token, as `pause`); then wait until the cluster database shows no job
+/// held by this node, so that stopping it afterwards costs nothing.
+pub fn drain(args: DrainArgs) -> anyhow::Result<ExitCode> {
+    let dir = match args.state_dir {
+        Some(d) => d,
+        None => super::default_state_dir(args.config.as_deref())?,
+    };
+    let admin = forager::daemon::admin_address(args.config.as_deref())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let what = if args.cancel {
+        "drain --cancel"
+    } else {
+        "drain"
+    };
+    let reply = rt
+        .block_on(forager::daemon::drain_via(admin, &dir, !args.cancel))
+        .with_context(|| format!("{what}: the daemon did not do it"))?;
+    outln!("{}", reply.message);
+    if args.cancel || args.wait == 0 {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(args.wait);
+    loop {
+        let report = rt.block_on(forager::daemon::status(admin))?;
+        let still = match &report.cluster {
+            Some(c) if c.error.is_none() => c
+                .jobs
+                .iter()
+                .filter(|j| j.node.as_deref() == Some(c.node.as_str()))
+                .count(),
+            Some(c) => anyhow::bail!(
+                "drain: cannot see the leases: {}",
+                c.error.as_deref().unwrap_or("")
+            ),
+            None => anyhow::bail!("drain: the daemon at {admin} is not a node of a cluster"),
+        };
+        if still == 0 {
+            outln!("drained: this node holds no job lease");
+            return Ok(ExitCode::SUCCESS);
+        }
+        if std::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "drain: {still} jobs still leased by this node after {} s (their last checkpoints may be slow; `forager status` shows them)",
+                args.wait
+            );
+        }
+        // How often the daemon is asked; it orders nothing.
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
 fn open_store(state_dir: Option<PathBuf>, config: Option<&Path>) -> anyhow::Result<Store> {
     let dir = match state_dir {
         Some(d) => d,

@@ -89,6 +89,8 @@ enum Command {
     Submit(inspect::SubmitArgs),
     /// Pause a daemon's job: it writes a checkpoint and stops fetching until resumed (also across daemon restarts).
     Pause(inspect::DriveArgs),
+    /// Drain a cluster node: its jobs checkpoint and release their leases to the other nodes, and it takes no new job.
+    Drain(inspect::DrainArgs),
     /// Resume a paused daemon job exactly where it stopped.
     Resume(inspect::DriveArgs),
     /// Run a finished, stopped or paused daemon job again from its seeds, as a fresh harvest (its job file must be in the jobs folder).
@@ -146,6 +148,7 @@ pub fn main() -> ExitCode {
         Command::Purge(args) => inspect::purge(args),
         Command::Submit(args) => inspect::submit(args),
         Command::Pause(args) => inspect::drive(args, forager::daemon::DriveAction::Pause),
+        Command::Drain(args) => inspect::drain(args),
         Command::Resume(args) => inspect::drive(args, forager::daemon::DriveAction::Resume),
         Command::Rerun(args) => inspect::drive(args, forager::daemon::DriveAction::Rerun),
         Command::Repair(args) => inspect::repair(args),

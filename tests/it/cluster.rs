@@ -855,6 +855,7 @@ struct TestNode {
     name: &'static str,
     dir: std::path::PathBuf,
     config: std::path::PathBuf,
+    admin: std::net::SocketAddr,
 }
 
 impl TestNode {
@@ -914,7 +915,31 @@ impl TestNode {
             ),
         )
         .unwrap();
-        TestNode { name, dir, config }
+        TestNode {
+            name,
+            dir,
+            config,
+            admin,
+        }
+    }
+
+    /// `forager ARGS --config` this node's config, to its end (at most 60 s).
+    async fn cli(&self, args: &[&str]) -> std::process::Output {
+        let mut command = crate::harness::bin::command();
+        command.args(args).arg("--config").arg(&self.config);
+        crate::harness::bin::output_within(&mut command, Duration::from_secs(60)).await
+    }
+
+    /// `GET path` of this node's admin API: (status, body).
+    async fn get(&self, path: &str) -> (u16, String) {
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let r = http
+            .get(format!("http://{}{path}", self.admin))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{} {path}: {e}", self.name));
+        let status = r.status().as_u16();
+        (status, r.text().await.unwrap_or_default())
     }
 
     fn start(&self) -> crate::harness::daemon::DaemonProcess {
@@ -1732,4 +1757,296 @@ async fn a_drained_node_hands_its_jobs_over_at_once() {
         "n2 stops\n{}",
         p2.log()
     );
+}
+
+/// A loopback web of `n` chain sites (`c0.test`…), one per job.
+async fn chain_web(n: usize) -> (forager_bench::sites::SiteServer, Vec<String>) {
+    let site = std::sync::Arc::new(Chain::default());
+    let hosts: Vec<String> = (0..n).map(|i| format!("c{i}.test")).collect();
+    let server = forager_bench::sites::SiteServer::start(
+        hosts
+            .iter()
+            .map(|h| {
+                (
+                    h.clone(),
+                    site.clone() as std::sync::Arc<dyn forager_bench::sites::Site>,
+                )
+            })
+            .collect(),
+    )
+    .await
+    .unwrap();
+    (server, hosts)
+}
+
+/// Issue 38 point 7: any node's `forager status`, `/status` and dashboard
+/// show every job of the cluster with the node that runs it, and every
+/// node with its heartbeat; its `/metrics` has its lease and database
+/// numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn any_node_shows_every_job_of_the_cluster_with_its_node() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let pg = Postgres::start();
+    let (server, hosts) = chain_web(6).await;
+    let port = server.port();
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("shared-targets");
+    std::fs::create_dir(&shared).unwrap();
+    let names = ["n1", "n2", "n3"];
+    let nodes: Vec<TestNode> = names
+        .iter()
+        .map(|&n| TestNode::with(root.path(), n, 2, &pg, port, &shared, &hosts, "1s"))
+        .collect();
+    let procs: Vec<_> = nodes.iter().map(TestNode::start).collect();
+    for (i, host) in hosts.iter().enumerate() {
+        crate::harness::JobFile::new(&format!("job{i}"))
+            .seed(format!("http://{host}:{port}/"))
+            .strategy("bfs")
+            .no_early_stop()
+            .delay("300ms")
+            .write(&nodes[i % 3].dir.join("jobs.d"));
+    }
+    let client = pg.client().await;
+    let client = &client;
+    until(&procs, &names, Duration::from_secs(60), || async move {
+        let (held, _) = census(client).await;
+        if names.iter().all(|n| held.get(*n) == Some(&2)) {
+            return Ok(());
+        }
+        Err(format!("the nodes did not take 2 jobs each ({held:?})"))
+    })
+    .await;
+
+    // n1's status, as JSON through the binary: all six jobs, by node.
+    let out = nodes[0].cli(&["status", "--json"]).await;
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cluster = &report["cluster"];
+    assert_eq!(cluster["node"], "n1", "{report}");
+    assert!(cluster["error"].is_null(), "{report}");
+    let by_node: BTreeMap<String, BTreeSet<String>> = cluster["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .fold(BTreeMap::new(), |mut m, j| {
+            m.entry(j["node"].as_str().unwrap_or("-").to_string())
+                .or_default()
+                .insert(j["name"].as_str().unwrap_or("").to_string());
+            m
+        });
+    assert_eq!(
+        by_node.keys().map(String::as_str).collect::<Vec<_>>(),
+        names,
+        "{report}"
+    );
+    assert!(by_node.values().all(|jobs| jobs.len() == 2), "{by_node:?}");
+    // The local table lists n1's own two jobs only: the rest is the cluster's view.
+    assert_eq!(report["jobs"].as_array().map(Vec::len), Some(2), "{report}");
+    let live: Vec<(&str, &str)> = cluster["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["name"].as_str().unwrap(), n["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(live, [("n1", "live"), ("n2", "live"), ("n3", "live")]);
+    assert!(cluster["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n["heartbeat_age_secs"].as_f64().is_some_and(|a| a < 3.0)));
+
+    // The text of `forager status`: a line per job of n2's.
+    let out = nodes[0].cli(&["status"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cluster (this node: n1):"), "{text}");
+    for job in &by_node["n2"] {
+        assert!(
+            text.lines().any(|l| l
+                .split_whitespace()
+                .take(3)
+                .eq([job.as_str(), "active", "n2"])),
+            "{job} on n2\n{text}"
+        );
+    }
+
+    // The dashboard of n3 lists the six jobs and the three nodes.
+    let (code, html) = nodes[2].get("/").await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        html.matches("<tr class=\"cluster-job\">").count(),
+        6,
+        "{html}"
+    );
+    assert_eq!(html.matches("<tr class=\"node\">").count(), 3, "{html}");
+
+    // n2's metrics: its two leases, acquired, and database round trips timed.
+    let (code, metrics) = nodes[1].get("/metrics").await;
+    assert_eq!(code, 200);
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}\n{metrics}"))
+    };
+    assert_eq!(value("forager_cluster_leases_held"), 2.0);
+    assert!(value("forager_cluster_leases_acquired_total") >= 2.0);
+    assert_eq!(value("forager_cluster_takeovers_total"), 0.0);
+    assert_eq!(value("forager_cluster_lease_renew_failures_total"), 0.0);
+    // At least its beat, its acquisition and a checkpoint read per job:
+    // the status may be asked within a second of the start.
+    assert!(value("forager_cluster_database_latency_seconds_count") >= 4.0);
+    assert!(metrics.contains("forager_cluster_database_latency_seconds_bucket{le=\"0.001\"}"));
+    for p in &procs {
+        p.signal("TERM");
+    }
+    for (mut p, n) in procs.into_iter().zip(names) {
+        assert!(
+            p.wait(Duration::from_secs(30)).is_some(),
+            "{n} stops\n{}",
+            p.log()
+        );
+    }
+}
+
+/// `forager drain` (docs/cluster.md): the node's jobs checkpoint and are
+/// released to the other node at once, the node stays up and takes no new
+/// job until `forager drain --cancel`; the route needs the admin token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn forager_drain_hands_a_nodes_jobs_over_and_keeps_it_up() {
+    let pg = Postgres::start();
+    let (server, hosts) = chain_web(3).await;
+    let port = server.port();
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("shared-targets");
+    std::fs::create_dir(&shared).unwrap();
+    let names = ["n1", "n2"];
+    let nodes: Vec<TestNode> = names
+        .iter()
+        .map(|&n| TestNode::with(root.path(), n, 2, &pg, port, &shared, &hosts, "1s"))
+        .collect();
+    let job = |i: usize, to: &TestNode| {
+        crate::harness::JobFile::new(&format!("job{i}"))
+            .seed(format!("http://{}:{port}/", hosts[i]))
+            .strategy("bfs")
+            .no_early_stop()
+            .delay("150ms")
+            .write(&to.dir.join("jobs.d"));
+    };
+    let mut procs = vec![nodes[0].start()];
+    job(0, &nodes[0]);
+    job(1, &nodes[0]);
+    let client = pg.client().await;
+    let client = &client;
+    until(&procs, &names, Duration::from_secs(60), || async move {
+        let (held, rows) = census(client).await;
+        if held.get("n1") == Some(&2) && rows.get("n1").is_some_and(|&r| r >= 4) {
+            return Ok(());
+        }
+        Err(format!(
+            "n1 did not take and crawl both jobs ({held:?}, {rows:?})"
+        ))
+    })
+    .await;
+    procs.push(nodes[1].start());
+
+    // Without the token: refused.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let r = http
+        .post(format!("http://{}/drain", nodes[0].admin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::UNAUTHORIZED);
+
+    let out = nodes[0].cli(&["drain"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}\n{}", procs[0].log());
+    assert!(text.contains("node n1 drains: 2 running jobs"), "{text}");
+    assert!(
+        text.contains("drained: this node holds no job lease"),
+        "{text}"
+    );
+    // Released, not lapsed: nobody's or n2's at once, and n1 is up.
+    for j in ["job0", "job1"] {
+        let row = registry_row(client, j).await;
+        assert!(
+            matches!(&row, Some((s, owner)) if s == "active" && owner.as_deref() != Some("n1")),
+            "{j}: {row:?}"
+        );
+    }
+    assert!(procs[0].running(), "n1 stays up\n{}", procs[0].log());
+    let (_, status) = nodes[0].get("/status").await;
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let n1 = status["cluster"]["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["name"] == "n1").cloned());
+    assert_eq!(
+        n1.map(|n| n["state"].clone()),
+        Some("draining".into()),
+        "{status}"
+    );
+
+    // A job dropped into the drained node's folder runs on n2.
+    job(2, &nodes[0]);
+    until(&procs, &names, Duration::from_secs(120), || async move {
+        let done = count(
+            client,
+            "SELECT count(*) FROM forager_jobs WHERE status = 'done'",
+        )
+        .await;
+        if done == 3 {
+            return Ok(());
+        }
+        Err(format!("{done} of 3 jobs done"))
+    })
+    .await;
+    let rows = manifest_rows(client, "job2").await;
+    assert_eq!(rows.len(), TAKEOVER_PAGES);
+    assert!(rows.iter().all(|r| r.1 == "n2"), "{rows:?}");
+    let mut recorders = std::collections::BTreeSet::new();
+    for j in ["job0", "job1"] {
+        let rows = manifest_rows(client, j).await;
+        assert_eq!(rows.len(), TAKEOVER_PAGES, "{j}: every target once");
+        recorders.extend(rows.into_iter().map(|r| r.1));
+    }
+    // Begun on n1, finished on n2.
+    assert_eq!(recorders.into_iter().collect::<Vec<_>>(), names);
+    let n2_log = procs[1].log();
+    assert!(
+        n2_log.contains("job restored from its checkpoint in the cluster database"),
+        "{n2_log}"
+    );
+
+    // Cancelled: n1 is live again.
+    let out = nodes[0].cli(&["drain", "--cancel"]).await;
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("node n1 takes jobs again"));
+    let (_, status) = nodes[0].get("/status").await;
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let n1 = status["cluster"]["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["name"] == "n1").cloned());
+    assert_eq!(
+        n1.map(|n| n["state"].clone()),
+        Some("live".into()),
+        "{status}"
+    );
+    for p in &procs {
+        p.signal("TERM");
+    }
+    for (mut p, n) in procs.into_iter().zip(names) {
+        assert!(
+            p.wait(Duration::from_secs(30)).is_some(),
+            "{n} stops\n{}",
+            p.log()
+        );
+    }
 }

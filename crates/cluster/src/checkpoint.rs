@@ -49,6 +49,18 @@ impl Cluster {
     /// Store `blob` as `lease`'s job's checkpoint (module doc);
     /// [`ClusterError::Fenced`] when the lease no longer holds.
     pub async fn write_checkpoint(&self, lease: &Lease, blob: &[u8]) -> Result<CheckpointWrite> {
+        self.timed(
+            "write_checkpoint",
+            self.write_checkpoint_untimed(lease, blob),
+        )
+        .await
+    }
+
+    async fn write_checkpoint_untimed(
+        &self,
+        lease: &Lease,
+        blob: &[u8],
+    ) -> Result<CheckpointWrite> {
         let cut = split(blob);
         let names: Vec<Vec<u8>> = cut.index.chunks.iter().map(|c| chunk_name(c.key)).collect();
         let head = codec::encode(&cut.index);
@@ -148,6 +160,11 @@ impl Cluster {
 
     /// `job`'s stored checkpoint, checked chunk by chunk and whole; `None` when it has none.
     pub async fn read_checkpoint(&self, job: &str) -> Result<Option<Checkpoint>> {
+        self.timed("read_checkpoint", self.read_checkpoint_untimed(job))
+            .await
+    }
+
+    async fn read_checkpoint_untimed(&self, job: &str) -> Result<Option<Checkpoint>> {
         let what = |step: &str| format!("job {job}: read checkpoint: {step}");
         let mut client = self.client().await?;
         // One snapshot for the head and its chunks: a writer committing in

@@ -37,6 +37,9 @@ pub struct Lease {
     /// This node's clock just before the request that granted the lease:
     /// the database's expiry is at least this plus the lease length.
     pub since: Instant,
+    /// The node whose lease had lapsed when this one was granted: a
+    /// take-over (`None`: the job was free, new or released).
+    pub taken_from: Option<String>,
 }
 
 /// What a [`LeaseKeeper`] says about its lease.
@@ -55,6 +58,10 @@ fn secs(d: Duration) -> f64 {
 impl Cluster {
     /// Take up to `max` free jobs for this node (see the module doc).
     pub async fn acquire(&self, max: usize) -> Result<Vec<Lease>> {
+        self.timed("acquire", self.acquire_untimed(max)).await
+    }
+
+    async fn acquire_untimed(&self, max: usize) -> Result<Vec<Lease>> {
         if max == 0 {
             return Ok(Vec::new());
         }
@@ -67,14 +74,14 @@ impl Cluster {
                 "UPDATE forager_jobs j
                  SET owner = $1, epoch = j.epoch + 1,
                      lease_until = now() + $2::float8 * interval '1 second'
-                 FROM (SELECT name FROM forager_jobs
+                 FROM (SELECT name, owner FROM forager_jobs
                        WHERE status = 'active'
                          AND (owner IS NULL OR lease_until IS NULL OR lease_until < now())
                        ORDER BY lease_until NULLS FIRST, name
                        LIMIT $3
                        FOR UPDATE SKIP LOCKED) free
                  WHERE j.name = free.name
-                 RETURNING j.name, j.epoch, j.spec",
+                 RETURNING j.name, j.epoch, j.spec, free.owner",
                 &[&self.node(), &secs(self.lease_duration()), &limit],
             )
             .await
@@ -87,12 +94,13 @@ impl Cluster {
                     epoch: r.try_get(1)?,
                     spec: r.try_get(2)?,
                     since,
+                    taken_from: r.try_get(3)?,
                 })
             })
             .collect::<Result<Vec<_>, tokio_postgres::Error>>()
             .map_err(|e| self.query_error(what, e))?;
         for l in &leases {
-            tracing::info!(node = self.node(), job = %l.job, epoch = l.epoch, "job lease acquired");
+            tracing::info!(node = self.node(), job = %l.job, epoch = l.epoch, taken_from = l.taken_from.as_deref(), "job lease acquired");
         }
         Ok(leases)
     }
@@ -100,6 +108,10 @@ impl Cluster {
     /// Extend `lease` by the lease length from now; [`ClusterError::Fenced`]
     /// when another node took the job (its epoch moved on) or it was finished.
     pub async fn renew(&self, lease: &Lease) -> Result<()> {
+        self.timed("renew", self.renew_untimed(lease)).await
+    }
+
+    async fn renew_untimed(&self, lease: &Lease) -> Result<()> {
         let client = self.client().await?;
         let n = client
             .execute(
@@ -295,17 +307,26 @@ async fn keep(cluster: Cluster, lease: Lease, tx: watch::Sender<LeaseSignal>, cl
                 tracing::trace!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, "lease renewed");
             }
             Ok(Err(e @ ClusterError::Fenced { .. })) => {
+                if let Some(o) = cluster.observer() {
+                    o.renew_failed();
+                }
                 clock.set(lease.since);
                 tracing::warn!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, error = %e, "lease lost: stopping the job");
                 let _ = tx.send(LeaseSignal::Stop(e.to_string()));
                 return;
             }
             Ok(Err(e)) => {
+                if let Some(o) = cluster.observer() {
+                    o.renew_failed();
+                }
                 tracing::warn!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, error = %e, "lease renewal failed; retrying");
                 // Retry soon, but never past the moment to say stop.
                 next = (Instant::now() + (length / 10).max(Duration::from_millis(50))).min(stop_by);
             }
             Err(_) => {
+                if let Some(o) = cluster.observer() {
+                    o.renew_failed();
+                }
                 tracing::warn!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, "lease renewal timed out");
                 next = Instant::now();
             }

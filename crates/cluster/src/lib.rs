@@ -28,8 +28,9 @@ pub mod pacing;
 pub mod registry;
 pub mod schema;
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use forager_core::config::{is_valid_node_name, ClusterConfig};
@@ -95,6 +96,15 @@ pub enum ClusterError {
 
 pub type Result<T, E = ClusterError> = std::result::Result<T, E>;
 
+/// What a node's metrics hear from its cluster handle: the daemon's
+/// `/metrics` records it (this crate keeps no metrics library of its own).
+pub trait Observer: Send + Sync {
+    /// A database operation `op` took `elapsed`, failed ones included.
+    fn query(&self, op: &'static str, elapsed: Duration);
+    /// A lease renewal failed (database away or slow) or found the lease lost.
+    fn renew_failed(&self);
+}
+
 /// One node's handle on the cluster database: a connection pool, the node's
 /// name and the lease length. Cheap to clone.
 #[derive(Clone)]
@@ -108,6 +118,8 @@ struct Inner {
     lease: Duration,
     /// Host and database, for messages (never the password).
     target: String,
+    /// Set once by the daemon, for its metrics.
+    observer: OnceLock<Arc<dyn Observer>>,
 }
 
 /// What [`Cluster::connect`] found: the server answers, and the schema is there.
@@ -250,6 +262,7 @@ impl Cluster {
                 node: node.to_string(),
                 lease: config.lease,
                 target,
+                observer: OnceLock::new(),
             }),
         };
         let client = cluster.client().await?;
@@ -283,6 +296,30 @@ impl Cluster {
 
     pub fn lease_duration(&self) -> Duration {
         self.inner.lease
+    }
+
+    /// Report database latencies and renewal failures to `observer` from
+    /// now on; false if one was set already (it stays).
+    pub fn set_observer(&self, observer: Arc<dyn Observer>) -> bool {
+        self.inner.observer.set(observer).is_ok()
+    }
+
+    pub(crate) fn observer(&self) -> Option<&Arc<dyn Observer>> {
+        self.inner.observer.get()
+    }
+
+    /// Run `op`'s database work and tell the observer how long it took.
+    pub(crate) async fn timed<T>(
+        &self,
+        op: &'static str,
+        work: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let started = Instant::now();
+        let out = work.await;
+        if let Some(o) = self.observer() {
+            o.query(op, started.elapsed());
+        }
+        out
     }
 
     /// A pooled connection.

@@ -13,6 +13,11 @@ impl Cluster {
     /// Record `rows` (row number, the manifest line's JSON) of `lease`'s job.
     /// A row number already recorded keeps its first row; returns how many were new.
     pub async fn record_manifest(&self, lease: &Lease, rows: &[(i64, &str)]) -> Result<u64> {
+        self.timed("record_manifest", self.record_manifest_untimed(lease, rows))
+            .await
+    }
+
+    async fn record_manifest_untimed(&self, lease: &Lease, rows: &[(i64, &str)]) -> Result<u64> {
         if rows.is_empty() {
             return Ok(0);
         }

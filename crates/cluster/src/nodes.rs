@@ -111,6 +111,10 @@ impl Cluster {
     /// Say this node is alive, with `beat`; returns the census this
     /// round's share is computed from. One round trip.
     pub async fn heartbeat(&self, beat: Beat) -> Result<Census> {
+        self.timed("heartbeat", self.heartbeat_untimed(beat)).await
+    }
+
+    async fn heartbeat_untimed(&self, beat: Beat) -> Result<Census> {
         let what = "send this node's heartbeat";
         let client = self.client().await?;
         // The CTE's upsert is not visible to the counts (one snapshot), and

@@ -42,6 +42,11 @@ pub struct Reservation {
 impl Cluster {
     /// Reserve the next start of a request to `key` at least `delay` after the previous one.
     pub async fn reserve(&self, key: &str, delay: Duration) -> Result<Reservation> {
+        self.timed("reserve", self.reserve_untimed(key, delay))
+            .await
+    }
+
+    async fn reserve_untimed(&self, key: &str, delay: Duration) -> Result<Reservation> {
         let client = self.client().await?;
         let row = client
             .query_one(

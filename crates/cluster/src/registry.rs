@@ -38,6 +38,8 @@ pub struct JobRow {
     /// Whether the lease is still running (by the database's clock).
     pub leased: bool,
     pub spec_sha256: Vec<u8>,
+    /// Manifest rows recorded for it (its targets, whichever node saved them).
+    pub targets: i64,
 }
 
 impl Cluster {
@@ -83,8 +85,9 @@ impl Cluster {
         let rows = client
             .query(
                 "SELECT name, status, owner, epoch, lease_until,
-                        coalesce(lease_until > now(), false), spec_sha256, failure
-                 FROM forager_jobs ORDER BY name",
+                        coalesce(lease_until > now(), false), spec_sha256, failure,
+                        (SELECT count(*) FROM forager_manifest m WHERE m.job = j.name)
+                 FROM forager_jobs j ORDER BY name",
                 &[],
             )
             .await
@@ -100,6 +103,7 @@ impl Cluster {
                     leased: r.try_get(5)?,
                     spec_sha256: r.try_get(6)?,
                     failure: r.try_get(7)?,
+                    targets: r.try_get(8)?,
                 })
             })
             .collect::<Result<_, tokio_postgres::Error>>()

@@ -11,6 +11,7 @@
 //! | `POST /jobs/{name}/purge`  | delete a stopped job's stored state (the daemon holds the store open, so `forager purge` goes through here while it runs) |
 //! | `POST /jobs/{name}/pause`, `/resume`, `/rerun` | what `forager pause|resume|rerun` send ([`DriveAction`]) |
 //! | `POST /dashboard/drive`    | the dashboard's buttons: the token comes in the form, typed by a person |
+//! | `POST /drain`, `/drain/cancel` | what `forager drain [--cancel]` sends: a cluster node gives its jobs back and takes none ([`DrainReply`]) |
 //!
 //! # Who may ask
 //!
@@ -141,6 +142,13 @@ pub struct DriveReply {
     pub message: String,
 }
 
+/// What `POST /drain` and `/drain/cancel` answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DrainReply {
+    /// What happens now, for a person.
+    pub message: String,
+}
+
 /// A request from the API to the daemon's main loop.
 #[derive(Debug)]
 pub enum Command {
@@ -153,6 +161,11 @@ pub enum Command {
     Purge {
         job: String,
         reply: oneshot::Sender<PurgeOutcome>,
+    },
+    /// Start (`on`) or end draining this cluster node.
+    Drain {
+        on: bool,
+        reply: oneshot::Sender<DriveOutcome>,
     },
     /// `forager explain`'s text for a job, from its last checkpoint.
     Explain {
@@ -313,6 +326,11 @@ pub fn router(shared: Arc<Shared>, guard_: Guard) -> Router {
             post(|s: State<Arc<Shared>>, n: Path<String>| drive_route(s, n, DriveAction::Rerun)),
         )
         .route(DASHBOARD_FORM, post(dashboard_form))
+        .route("/drain", post(|s: State<Arc<Shared>>| drain_route(s, true)))
+        .route(
+            "/drain/cancel",
+            post(|s: State<Arc<Shared>>| drain_route(s, false)),
+        )
         .route("/jobs/{name}/explain", get(explain))
         .fallback(|| async {
             error(
@@ -353,6 +371,20 @@ async fn drive_route(
             message,
         })
         .into_response(),
+        DriveOutcome::NotFound(m) => error(StatusCode::NOT_FOUND, m),
+        DriveOutcome::Conflict(m) => error(StatusCode::CONFLICT, m),
+        DriveOutcome::Failed(m) => error(StatusCode::INTERNAL_SERVER_ERROR, m),
+        DriveOutcome::Stopping => error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"),
+    }
+}
+
+async fn drain_route(State(shared): State<Arc<Shared>>, on: bool) -> Response {
+    let (reply, answer) = oneshot::channel();
+    if shared.commands.send(Command::Drain { on, reply }).is_err() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
+    }
+    match answer.await.unwrap_or(DriveOutcome::Stopping) {
+        DriveOutcome::Done(message) => Json(DrainReply { message }).into_response(),
         DriveOutcome::NotFound(m) => error(StatusCode::NOT_FOUND, m),
         DriveOutcome::Conflict(m) => error(StatusCode::CONFLICT, m),
         DriveOutcome::Failed(m) => error(StatusCode::INTERNAL_SERVER_ERROR, m),
@@ -417,7 +449,7 @@ async fn dashboard_form(
 }
 
 async fn dashboard_page(State(shared): State<Arc<Shared>>) -> Response {
-    let html = super::dashboard::page(&shared.report());
+    let html = super::dashboard::page(&shared.full_report().await);
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -451,7 +483,7 @@ async fn job_plot(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -
 }
 
 async fn status(State(shared): State<Arc<Shared>>) -> Json<StatusReport> {
-    Json(shared.report())
+    Json(shared.full_report().await)
 }
 
 async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
@@ -823,6 +855,24 @@ pub async fn drive_via(
     let seg = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
     let resp = client()?
         .post(format!("http://{admin}/jobs/{seg}/{}", action.as_str()))
+        .bearer_auth(token)
+        .send()
+        .await
+        .with_context(|| unreachable(admin))?;
+    decode(admin, resp).await
+}
+
+/// Ask the daemon at `admin`, whose state is in `state_dir` (its token is
+/// there), to drain (`on`) or to take jobs again.
+pub async fn drain_via(
+    admin: SocketAddr,
+    state_dir: &std::path::Path,
+    on: bool,
+) -> anyhow::Result<DrainReply> {
+    let token = read_token(state_dir)?;
+    let path = if on { "drain" } else { "drain/cancel" };
+    let resp = client()?
+        .post(format!("http://{admin}/{path}"))
         .bearer_auth(token)
         .send()
         .await

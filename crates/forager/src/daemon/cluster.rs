@@ -44,9 +44,14 @@ struct Held {
 /// This node in the cluster.
 pub(super) struct Node {
     cluster: Cluster,
+    /// This node's lease numbers in `/metrics`.
+    metrics: Option<super::metrics::ClusterMetrics>,
     held: BTreeMap<String, Held>,
     /// SHA-256 of the text last registered from each local job file.
     registered: HashMap<PathBuf, Vec<u8>>,
+    /// `forager drain`: the held jobs are stopped and released, and no new
+    /// one is taken, until `forager drain --cancel` (or a restart).
+    draining: bool,
 }
 
 /// What a run of a leased job needs: sent with it to its task.
@@ -77,13 +82,20 @@ impl Node {
         );
         Ok(Node {
             cluster,
+            metrics: None,
             held: BTreeMap::new(),
             registered: HashMap::new(),
+            draining: false,
         })
     }
 
     pub fn name(&self) -> &str {
         self.cluster.node()
+    }
+
+    /// Count leases into `metrics` from now on.
+    pub fn set_metrics(&mut self, metrics: super::metrics::ClusterMetrics) {
+        self.metrics = Some(metrics);
     }
 
     /// The database handle (the fetcher paces through it).
@@ -159,18 +171,51 @@ impl Node {
                 }),
             })
             .collect();
-        out.extend(self.held.iter().map(|(job, h)| ScannedFile {
-            path: virtual_path(job),
-            parsed: h.parsed.clone(),
-        }));
+        // Draining: the held jobs' virtual files vanish, so the table stops
+        // their runners as for a removed file; each run then checkpoints,
+        // mirrors and releases its lease as on SIGTERM.
+        if !self.draining {
+            out.extend(self.held.iter().map(|(job, h)| ScannedFile {
+                path: virtual_path(job),
+                parsed: h.parsed.clone(),
+            }));
+        }
         out
+    }
+
+    /// Start or end draining (module doc); returns the leases held now.
+    /// A lease no run took yet (the job waits for a slot) is released here:
+    /// no run would settle it.
+    pub async fn set_draining(&mut self, on: bool) -> usize {
+        self.draining = on;
+        if on {
+            let idle: Vec<String> = self
+                .held
+                .iter()
+                .filter(|(_, h)| h.keeper.is_some())
+                .map(|(job, _)| job.clone())
+                .collect();
+            for job in idle {
+                let Some(h) = self.held.remove(&job) else {
+                    continue;
+                };
+                drop(h.keeper);
+                if let Err(e) = self.cluster.release(&h.lease).await {
+                    warn!(node = self.name(), job = %job, epoch = h.lease.epoch, error = %e,
+                        "cannot release the lease of a job that had not started; it lapses after its length");
+                }
+            }
+            self.count_held();
+        }
+        self.held.len()
     }
 
     /// One acquisition round (each tick): beat, then lease this round's
     /// fair share of the free jobs (forager-cluster's `nodes`), within
     /// `max_jobs` held; whether any was taken. A draining node beats and
     /// takes none.
-    pub async fn acquire(&mut self, max_jobs: usize, draining: bool) -> bool {
+    pub async fn acquire(&mut self, max_jobs: usize) -> bool {
+        let draining = self.draining;
         let want = max_jobs.saturating_sub(self.held.len());
         let beat = Beat {
             held: self.held.len(),
@@ -194,6 +239,11 @@ impl Node {
                 live_peers = census.live_peers,
                 "fair share of the free jobs taken"
             );
+        }
+        if let Some(m) = &self.metrics {
+            m.leases_acquired.inc_by(leases.len() as u64);
+            m.takeovers
+                .inc_by(leases.iter().filter(|l| l.taken_from.is_some()).count() as u64);
         }
         let mut taken = false;
         for lease in leases {
@@ -232,7 +282,15 @@ impl Node {
             );
             taken = true;
         }
+        self.count_held();
         taken
+    }
+
+    fn count_held(&self) {
+        if let Some(m) = &self.metrics {
+            m.leases_held
+                .set(i64::try_from(self.held.len()).unwrap_or(i64::MAX));
+        }
     }
 
     /// The lease of `job` for its run, once: `None` when this node does not
@@ -255,6 +313,7 @@ impl Node {
     /// A run ended and settled its lease: the job is no longer this node's.
     pub fn ended(&mut self, job: &str) {
         self.held.remove(job);
+        self.count_held();
     }
 
     /// A clean stop: peers stop counting this node at once (a node that

@@ -102,6 +102,9 @@ pub fn page(r: &StatusReport) -> String {
         }
         o.push_str("</div>");
     }
+    if let Some(c) = &r.cluster {
+        cluster_section(&mut o, c);
+    }
     if !r.config_errors.is_empty() {
         o.push_str("<h2>Refused job files</h2><ul>");
         for e in &r.config_errors {
@@ -115,6 +118,55 @@ pub fn page(r: &StatusReport) -> String {
          daemon restarts), rerun starts a finished job again from its seeds.</p></body></html>",
     );
     o
+}
+
+/// Every node and every job of the cluster (the jobs above are this node's).
+fn cluster_section(o: &mut String, c: &super::report::ClusterReport) {
+    let _ = write!(
+        o,
+        "<h2>Cluster</h2><p>this node: <code>{}</code></p>",
+        escape(&c.node)
+    );
+    if let Some(e) = &c.error {
+        let _ = write!(o, "<p>cannot read the cluster database: {}</p>", escape(e));
+        return;
+    }
+    o.push_str(
+        "<table id=\"nodes\"><thead><tr><th>node</th><th>state</th><th>jobs</th>\
+         <th>heartbeat</th></tr></thead><tbody>",
+    );
+    for n in &c.nodes {
+        let _ = write!(
+            o,
+            "<tr class=\"node\"><td>{}</td><td>{}</td><td>{}/{}</td><td>{:.0} s ago</td></tr>",
+            escape(&n.name),
+            escape(&n.state),
+            n.held,
+            n.max_jobs,
+            n.heartbeat_age_secs.max(0.0),
+        );
+    }
+    o.push_str(
+        "</tbody></table><table id=\"cluster-jobs\"><thead><tr><th>job</th><th>status</th>\
+         <th>node</th><th>epoch</th><th>targets</th><th class=\"text\">detail</th></tr></thead><tbody>",
+    );
+    for j in &c.jobs {
+        let node = match (&j.node, &j.lapsed_from) {
+            (Some(n), _) => escape(n),
+            (None, Some(n)) => format!("({}: lease lapsed)", escape(n)),
+            (None, None) => "-".to_string(),
+        };
+        let _ = write!(
+            o,
+            "<tr class=\"cluster-job\"><td>{}</td><td>{}</td><td>{node}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
+            escape(&j.name),
+            escape(&j.status),
+            j.epoch,
+            j.targets,
+            escape(j.failure.as_deref().unwrap_or("")),
+        );
+    }
+    o.push_str("</tbody></table>");
 }
 
 /// What a refused button answers: the reason and the way back.
@@ -285,6 +337,7 @@ mod tests {
             jobs_dir_error: None,
             jobs: vec![job("alpha", Phase::Running), job("beta", Phase::Done)],
             config_errors: vec![],
+            cluster: None,
         };
         let html = page(&r);
         assert!(html.starts_with("<!DOCTYPE html>"));

@@ -23,7 +23,7 @@ use super::report::{JobStatus, StatusReport};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::metrics::MetricType;
@@ -46,6 +46,53 @@ pub const GROUP_BOUNDS: &[f64] = &[
     1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
 ];
 
+/// Upper bounds (seconds) of the cluster database's round trips: a
+/// loopback server answers in a fraction of a millisecond, a remote one in
+/// milliseconds, a stuck one at the pool's time-outs (5 and 10 s).
+pub const DATABASE_BOUNDS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// A node's lease and database numbers (`[cluster]` only): handles on
+/// shared counts, so the clone given to the cluster handle as its
+/// observer records into the ones `/metrics` renders.
+#[derive(Clone, Debug)]
+pub struct ClusterMetrics {
+    /// Leases this node holds now (set at each acquisition round).
+    pub leases_held: Gauge,
+    /// Leases granted to this node.
+    pub leases_acquired: Counter,
+    /// Of those, leases that had lapsed on another node: its jobs taken over.
+    pub takeovers: Counter,
+    /// Renewals that failed or found the lease lost.
+    pub renew_failures: Counter,
+    /// Round trips of the database operations that time the node's work
+    /// (acquire, renew, heartbeat, checkpoint read and write, manifest, pacing).
+    pub database_latency: Histogram,
+}
+
+impl Default for ClusterMetrics {
+    fn default() -> Self {
+        ClusterMetrics {
+            leases_held: Gauge::default(),
+            leases_acquired: Counter::default(),
+            takeovers: Counter::default(),
+            renew_failures: Counter::default(),
+            database_latency: Histogram::new(DATABASE_BOUNDS.iter().copied()),
+        }
+    }
+}
+
+impl forager_cluster::Observer for ClusterMetrics {
+    fn query(&self, _op: &'static str, elapsed: std::time::Duration) {
+        self.database_latency.observe(elapsed.as_secs_f64());
+    }
+
+    fn renew_failed(&self) {
+        self.renew_failures.inc();
+    }
+}
+
 /// The daemon-wide distributions, fed by every job's observer. Each is one
 /// short mutex per observation: at 1 000 requests per second that is a few
 /// microseconds of holding per second, not a queue.
@@ -59,6 +106,8 @@ pub struct DaemonHistograms {
     pub checkpoint_group: Histogram,
     /// robots.txt fetches that failed (network, TLS, 5xx, 429), all jobs.
     pub robots_failures: Counter,
+    /// Leases and the database, rendered only with `[cluster]`.
+    pub cluster: ClusterMetrics,
 }
 
 impl Default for DaemonHistograms {
@@ -68,6 +117,7 @@ impl Default for DaemonHistograms {
             checkpoint_duration: Histogram::new(CHECKPOINT_BOUNDS.iter().copied()),
             checkpoint_group: Histogram::new(GROUP_BOUNDS.iter().copied()),
             robots_failures: Counter::default(),
+            cluster: ClusterMetrics::default(),
         }
     }
 }
@@ -75,8 +125,13 @@ impl Default for DaemonHistograms {
 /// `Content-Type` of the exposition format.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
-/// The whole exposition: the report's jobs and the daemon-wide histograms.
-pub fn render(report: StatusReport, h: &DaemonHistograms) -> String {
+/// The whole exposition: the report's jobs, the daemon-wide histograms
+/// and, in a cluster, the node's lease and database metrics.
+pub fn render(
+    report: StatusReport,
+    h: &DaemonHistograms,
+    cluster: Option<&ClusterMetrics>,
+) -> String {
     let mut registry = Registry::default();
     // `register` ends each help with a full stop itself.
     registry.register(
@@ -107,6 +162,34 @@ pub fn render(report: StatusReport, h: &DaemonHistograms) -> String {
         "robots.txt fetches that failed (network or TLS error, 5xx, 429), all jobs; the origin's links wait for the next try",
         h.robots_failures.clone(),
     );
+    if let Some(c) = cluster {
+        registry.register(
+            "forager_cluster_leases_held",
+            "Job leases this node holds",
+            c.leases_held.clone(),
+        );
+        registry.register(
+            "forager_cluster_leases_acquired",
+            "Job leases granted to this node",
+            c.leases_acquired.clone(),
+        );
+        registry.register(
+            "forager_cluster_takeovers",
+            "Job leases this node was granted after they lapsed on another node (jobs taken over)",
+            c.takeovers.clone(),
+        );
+        registry.register(
+            "forager_cluster_lease_renew_failures",
+            "Lease renewals that failed (database away or slow) or found the lease taken over",
+            c.renew_failures.clone(),
+        );
+        registry.register_with_unit(
+            "forager_cluster_database_latency",
+            "Round trip of this node's cluster database operations (acquire, renew, heartbeat, checkpoints, manifest rows, pacing)",
+            Unit::Seconds,
+            c.database_latency.clone(),
+        );
+    }
     registry.register_collector(Box::new(ReportCollector(report)));
     let mut out = String::new();
     // Writing to a String cannot fail, and every value here is encodable.
@@ -430,6 +513,7 @@ mod tests {
             jobs_dir_error: None,
             jobs: vec![job("a", 10), job("b", 20)],
             config_errors: vec![],
+            cluster: None,
         }
     }
 
@@ -471,7 +555,7 @@ mod tests {
 
     #[test]
     fn every_sample_belongs_to_one_declared_family() {
-        let text = render(report(), &DaemonHistograms::default());
+        let text = render(report(), &DaemonHistograms::default(), None);
         let (families, samples) = parse(&text);
         for (name, (_, declared)) in &families {
             assert_eq!(*declared, 1, "{name} declared {declared} times");
@@ -509,14 +593,14 @@ mod tests {
     #[test]
     #[ignore = "prints an exposition to read"]
     fn print_an_exposition() {
-        println!("{}", render(report(), &DaemonHistograms::default()));
+        println!("{}", render(report(), &DaemonHistograms::default(), None));
     }
 
     #[test]
     fn hostile_versions_cannot_break_the_format() {
         let mut r = report();
         r.version = "1\"} 0\nevil 1".into();
-        let text = render(r, &DaemonHistograms::default());
+        let text = render(r, &DaemonHistograms::default(), None);
         let (_, samples) = parse(&text);
         assert!(!samples.iter().any(|(n, _, _)| n == "evil"));
     }
@@ -571,7 +655,7 @@ mod tests {
         for group in [1.0, 3.0, 3.0, 3.0] {
             h.checkpoint_group.observe(group);
         }
-        let text = render(report(), &h);
+        let text = render(report(), &h, None);
         let (families, samples) = parse(&text);
         assert_eq!(families["forager_fetch_latency_seconds"].0, "histogram");
         let b = buckets(&samples, "forager_fetch_latency_seconds");
@@ -603,6 +687,43 @@ mod tests {
     }
 
     #[test]
+    fn lease_and_database_metrics_only_in_a_cluster() {
+        use forager_cluster::Observer;
+        let h = DaemonHistograms::default();
+        let c = &h.cluster;
+        c.leases_held.set(3);
+        c.leases_acquired.inc_by(5);
+        c.takeovers.inc();
+        c.query("renew", std::time::Duration::from_micros(700));
+        c.query("acquire", std::time::Duration::from_millis(30));
+        c.renew_failed();
+        let single = render(report(), &h, None);
+        assert!(!single.contains("forager_cluster"), "{single}");
+        let (families, samples) = parse(&render(report(), &h, Some(c)));
+        assert_eq!(
+            families["forager_cluster_database_latency_seconds"].0,
+            "histogram"
+        );
+        assert_eq!(get(&samples, "forager_cluster_leases_held", ""), Some(3.0));
+        assert_eq!(
+            get(&samples, "forager_cluster_leases_acquired_total", ""),
+            Some(5.0)
+        );
+        assert_eq!(
+            get(&samples, "forager_cluster_takeovers_total", ""),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(&samples, "forager_cluster_lease_renew_failures_total", ""),
+            Some(1.0)
+        );
+        let b = buckets(&samples, "forager_cluster_database_latency_seconds");
+        let at = |le: &str| b.iter().find(|(l, _)| l == le).map(|x| x.1);
+        assert_eq!(at("0.001"), Some(1.0));
+        assert_eq!(at("0.05"), Some(2.0));
+    }
+
+    #[test]
     fn per_job_summaries_and_the_paused_gauge() {
         let mut r = report();
         r.jobs[1].state = Phase::Paused;
@@ -612,7 +733,7 @@ mod tests {
         };
         r.paused = 1;
         r.running = 1;
-        let text = render(r, &DaemonHistograms::default());
+        let text = render(r, &DaemonHistograms::default(), None);
         let (families, samples) = parse(&text);
         assert_eq!(families["forager_job_fetch_latency_seconds"].0, "histogram");
         assert_eq!(
@@ -660,7 +781,7 @@ mod tests {
         // 1 000 jobs must not cost a histogram each: count the series.
         let mut r = report();
         r.jobs = (0..1000).map(|i| job(&format!("j{i}"), i)).collect();
-        let text = render(r, &DaemonHistograms::default());
+        let text = render(r, &DaemonHistograms::default(), None);
         let series = text.lines().filter(|l| !l.starts_with('#')).count();
         let per_job = series as f64 / 1000.0;
         assert!(per_job < 40.0, "{per_job} series per job");
@@ -692,7 +813,7 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        let (_, samples) = parse(&render(report(), &h));
+        let (_, samples) = parse(&render(report(), &h, None));
         assert_eq!(
             get(&samples, "forager_fetch_latency_seconds_count", ""),
             Some(40_000.0)

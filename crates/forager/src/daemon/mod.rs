@@ -60,16 +60,16 @@ pub mod signals;
 pub mod watch;
 
 pub use admin::{
-    drive_via, explain_of, job_of, metrics_of, purge_via, status_of as status, DriveAction,
-    DriveReply, PurgeReply,
+    drain_via, drive_via, explain_of, job_of, metrics_of, purge_via, status_of as status,
+    DrainReply, DriveAction, DriveReply, PurgeReply,
 };
 pub use report::{format_status, JobStatus, StatusReport};
 
 use admin::Command;
 use jobs::JobTable;
 use report::DaemonInfo;
-use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// What the main loop, the runner tasks and the admin API share.
@@ -79,7 +79,13 @@ pub struct Shared {
     commands: mpsc::UnboundedSender<Command>,
     /// Daemon-wide distributions; lock-free, every job's observer records into them.
     pub(crate) histograms: metrics::DaemonHistograms,
+    /// With `[cluster]`: the database, for the cluster-wide view of `/status`.
+    cluster: OnceLock<forager_cluster::Cluster>,
 }
+
+/// How long `/status` waits for the cluster database before it answers
+/// with this node's jobs and the reason.
+const CLUSTER_VIEW_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Shared {
     pub(crate) fn new(
@@ -92,7 +98,15 @@ impl Shared {
             info: Mutex::new(info),
             commands,
             histograms: metrics::DaemonHistograms::default(),
+            cluster: OnceLock::new(),
         }
+    }
+
+    /// Run as a node of `cluster`: `/status` shows the whole cluster and
+    /// `/metrics` its lease and database metrics.
+    pub(crate) fn set_cluster(&self, cluster: forager_cluster::Cluster) {
+        cluster.set_observer(std::sync::Arc::new(self.histograms.cluster.clone()));
+        let _ = self.cluster.set(cluster);
     }
 
     /// The job table. Hold it briefly; never across an await.
@@ -137,9 +151,33 @@ impl Shared {
         report::build(&table, &info, Instant::now())
     }
 
+    /// [`Shared::report`] with, in a cluster, every node and every job of
+    /// the cluster read from its database (or why it could not be).
+    pub async fn full_report(&self) -> StatusReport {
+        let mut report = self.report();
+        if let Some(cluster) = self.cluster.get() {
+            let read = async {
+                let jobs = cluster.jobs().await?;
+                let nodes = cluster.nodes().await?;
+                Ok::<_, forager_cluster::ClusterError>((jobs, nodes))
+            };
+            let view = match tokio::time::timeout(CLUSTER_VIEW_TIMEOUT, read).await {
+                Ok(Ok((jobs, nodes))) => report::ClusterReport::of(cluster.node(), &jobs, &nodes),
+                Ok(Err(e)) => report::ClusterReport::unread(cluster.node(), e.to_string()),
+                Err(_) => report::ClusterReport::unread(
+                    cluster.node(),
+                    format!("the cluster database did not answer within {CLUSTER_VIEW_TIMEOUT:?}"),
+                ),
+            };
+            report.cluster = Some(view);
+        }
+        report
+    }
+
     /// `GET /metrics`: the report and the histograms, read together.
     pub fn metrics_text(&self) -> String {
-        metrics::render(self.report(), &self.histograms)
+        let cluster = self.cluster.get().map(|_| &self.histograms.cluster);
+        metrics::render(self.report(), &self.histograms, cluster)
     }
 }
 

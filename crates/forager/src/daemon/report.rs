@@ -42,6 +42,110 @@ pub struct StatusReport {
     pub jobs: Vec<JobStatus>,
     /// Every refused job file.
     pub config_errors: Vec<FileError>,
+    /// With `[cluster]`: every node and every job of the cluster (`jobs`
+    /// above are the ones this node runs).
+    #[serde(default)]
+    pub cluster: Option<ClusterReport>,
+}
+
+/// The whole cluster, as its database says.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterReport {
+    /// This node.
+    pub node: String,
+    /// Why the database could not be read for this report (the lists are then empty).
+    pub error: Option<String>,
+    pub nodes: Vec<ClusterNode>,
+    pub jobs: Vec<ClusterJob>,
+}
+
+/// One node of the cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterNode {
+    pub name: String,
+    /// `live`, `draining`, `left` (stopped cleanly) or `silent` (no beat for a lease: dead, or cut off).
+    pub state: String,
+    /// Unix seconds of its last heartbeat.
+    pub heartbeat_at: u64,
+    /// Seconds since, by the database's clock.
+    pub heartbeat_age_secs: f64,
+    /// Unix seconds.
+    pub started_at: u64,
+    /// Leases it held at its last beat.
+    pub held: i64,
+    pub max_jobs: i64,
+}
+
+/// One job of the cluster's registry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterJob {
+    pub name: String,
+    /// `active`, `done` or `failed`.
+    pub status: String,
+    /// The node that runs it now (holds a running lease).
+    pub node: Option<String>,
+    /// The node whose lease lapsed, while no node has taken the job over yet.
+    pub lapsed_from: Option<String>,
+    /// Its fencing epoch: how many times a node took it.
+    pub epoch: i64,
+    /// Targets recorded in the database, by whichever node.
+    pub targets: i64,
+    pub failure: Option<String>,
+}
+
+impl ClusterReport {
+    pub fn of(
+        node: &str,
+        jobs: &[forager_cluster::JobRow],
+        nodes: &[forager_cluster::NodeRow],
+    ) -> ClusterReport {
+        ClusterReport {
+            node: node.to_string(),
+            error: None,
+            nodes: nodes
+                .iter()
+                .map(|n| ClusterNode {
+                    name: n.name.clone(),
+                    state: if n.left_at.is_some() {
+                        "left"
+                    } else if !n.live {
+                        "silent"
+                    } else if n.draining {
+                        "draining"
+                    } else {
+                        "live"
+                    }
+                    .to_string(),
+                    heartbeat_at: unix_secs(n.heartbeat_at),
+                    heartbeat_age_secs: n.heartbeat_age,
+                    started_at: unix_secs(n.started_at),
+                    held: n.held,
+                    max_jobs: n.max_jobs,
+                })
+                .collect(),
+            jobs: jobs
+                .iter()
+                .map(|j| ClusterJob {
+                    name: j.name.clone(),
+                    status: j.status.clone(),
+                    node: j.owner.clone().filter(|_| j.leased),
+                    lapsed_from: j.owner.clone().filter(|_| !j.leased),
+                    epoch: j.epoch,
+                    targets: j.targets,
+                    failure: j.failure.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn unread(node: &str, why: String) -> ClusterReport {
+        ClusterReport {
+            node: node.to_string(),
+            error: Some(why),
+            nodes: Vec::new(),
+            jobs: Vec::new(),
+        }
+    }
 }
 
 /// One job.
@@ -189,6 +293,7 @@ pub fn build(table: &JobTable, info: &DaemonInfo, now: Instant) -> StatusReport 
         jobs_dir_error: info.jobs_dir_error.clone(),
         jobs,
         config_errors,
+        cluster: None,
     }
 }
 
@@ -442,7 +547,80 @@ pub fn format_status(r: &StatusReport) -> String {
             let _ = writeln!(out, "  {}", e.message);
         }
     }
+    if let Some(c) = &r.cluster {
+        format_cluster(&mut out, c);
+    }
     out
+}
+
+/// The cluster section of `forager status`: nodes, then every job with the node that runs it.
+fn format_cluster(out: &mut String, c: &ClusterReport) {
+    let _ = writeln!(out, "\ncluster (this node: {}):", c.node);
+    if let Some(e) = &c.error {
+        let _ = writeln!(out, "  cannot read the cluster database: {e}");
+        return;
+    }
+    let nodes: Vec<Vec<String>> = c
+        .nodes
+        .iter()
+        .map(|n| {
+            vec![
+                n.name.clone(),
+                n.state.clone(),
+                format!("{}/{}", n.held, n.max_jobs),
+                format!("{:.0}s ago", n.heartbeat_age_secs.max(0.0)),
+            ]
+        })
+        .collect();
+    table(out, &["NODE", "STATE", "JOBS", "HEARTBEAT"], &nodes);
+    out.push('\n');
+    let jobs: Vec<Vec<String>> = c
+        .jobs
+        .iter()
+        .map(|j| {
+            let node = match (&j.node, &j.lapsed_from) {
+                (Some(n), _) => n.clone(),
+                (None, Some(n)) => format!("({n}: lease lapsed)"),
+                (None, None) => "-".to_string(),
+            };
+            vec![
+                j.name.clone(),
+                j.status.clone(),
+                node,
+                j.epoch.to_string(),
+                j.targets.to_string(),
+                j.failure.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &["JOB", "STATUS", "NODE", "EPOCH", "TARGETS", "DETAIL"],
+        &jobs,
+    );
+}
+
+/// A left-aligned table; the last column is not padded.
+fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    for cells in std::iter::once(&header).chain(rows) {
+        let mut s = String::from("  ");
+        for (i, cell) in cells.iter().enumerate() {
+            s.push_str(cell);
+            if i + 1 < cells.len() {
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                s.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.push_str(s.trim_end());
+        out.push('\n');
+    }
 }
 
 #[cfg(test)]

@@ -158,6 +158,11 @@ impl Daemon {
             jobs_dir_error: None,
         };
         let shared = Arc::new(Shared::new(table, info, commands_tx));
+        let mut node = node;
+        if let Some(n) = &mut node {
+            shared.set_cluster(n.cluster().clone());
+            n.set_metrics(shared.histograms.cluster.clone());
+        }
         let token = admin::write_token(&config.state_dir)?;
         let guard = admin::Guard::new(config.admin_listen, token);
         let (admin_stop, admin_stopped) = oneshot::channel::<()>();
@@ -442,6 +447,11 @@ impl Daemon {
                 // The client may have given up; the action happened anyway.
                 let _ = reply.send(outcome);
             }
+            Command::Drain { on, reply } => {
+                let outcome = self.drain(on).await;
+                // The client may have given up; the drain goes on anyway.
+                let _ = reply.send(outcome);
+            }
             Command::Purge { job, reply } => {
                 let outcome = self.purge(&job).await;
                 // The client may have given up; the purge happened anyway.
@@ -461,6 +471,37 @@ impl Daemon {
                     let _ = reply.send(outcome);
                 });
             }
+        }
+    }
+
+    /// `forager drain [--cancel]`: a cluster node gives its jobs back and
+    /// takes no new one (or takes jobs again).
+    async fn drain(&mut self, on: bool) -> DriveOutcome {
+        if self.shared.table().is_shutting_down() {
+            return DriveOutcome::Stopping;
+        }
+        let Some(node) = &mut self.node else {
+            return DriveOutcome::Conflict(
+                "drain is for a node of a cluster ([cluster] in the daemon config): \
+                 a single daemon keeps its jobs; stop it with SIGTERM (systemctl stop forager), \
+                 each job resumes from its checkpoint at the next start"
+                    .to_string(),
+            );
+        };
+        let name = node.name().to_string();
+        let held = node.set_draining(on).await;
+        // Beat at once: peers stop counting this node (or count it again).
+        node.acquire(self.config.max_jobs).await;
+        self.rescan(false).await;
+        if on {
+            info!(node = %name, held, "draining: the jobs checkpoint and release their leases; no new job is taken");
+            DriveOutcome::Done(format!(
+                "node {name} drains: {held} running jobs write a checkpoint to the cluster database and release their leases; \
+                 it takes no new job until `forager drain --cancel` or a restart"
+            ))
+        } else {
+            info!(node = %name, "drain cancelled: taking jobs again");
+            DriveOutcome::Done(format!("node {name} takes jobs again"))
         }
     }
 
@@ -721,7 +762,7 @@ impl Daemon {
         self.tasks.retain(|_, t| !t.join.is_finished());
         let shutting_down = self.shared.table().is_shutting_down();
         if let Some(node) = &mut self.node {
-            if !shutting_down && node.acquire(self.config.max_jobs, false).await {
+            if !shutting_down && node.acquire(self.config.max_jobs).await {
                 info!(
                     node = node.name(),
                     held = node.held(),
