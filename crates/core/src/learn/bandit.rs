@@ -226,6 +226,29 @@ impl AuerBandit {
         Some(arm)
     }
 
+    /// Count a selection of `arm` made outside [`AuerBandit::select`] (a
+    /// pick the caller chose by other means, whose reward comes as any
+    /// selection's): time advances and the arm's count grows, as if the
+    /// bandit had chosen it. An arm not known yet is added.
+    pub fn select_arm(&mut self, arm: u32) {
+        self.ensure_arms(arm as usize + 1);
+        self.t += 1;
+        let i = arm as usize;
+        let s = self.arms[i];
+        let ranked = Ranked {
+            mean: s.mean_reward,
+            arm,
+        };
+        if self.awake[i] {
+            self.unrank(s.selections, ranked);
+            self.groups
+                .entry(s.selections + 1)
+                .or_default()
+                .insert(ranked);
+        }
+        self.arms[i].selections += 1;
+    }
+
     /// A reward for a selection of `arm` (incremental mean).
     pub fn reward(&mut self, arm: u32, reward: f64) {
         self.ensure_arms(arm as usize + 1);
@@ -446,6 +469,7 @@ mod tests {
         Wake(u32),
         Sleep(u32),
         Select,
+        SelectArm(u32),
         Reward(u32, u8),
     }
 
@@ -456,6 +480,7 @@ mod tests {
             Just(Op::Select),
             Just(Op::Select),
             (0..12u32, 0..4u8).prop_map(|(a, r)| Op::Reward(a, r)),
+            (0..12u32).prop_map(Op::SelectArm),
         ]
     }
 
@@ -468,6 +493,12 @@ mod tests {
                     Op::Wake(a) => b.wake(a),
                     Op::Sleep(a) => b.sleep(a),
                     Op::Reward(a, r) => b.reward(a, f64::from(r)),
+                    Op::SelectArm(a) => {
+                        let (t, n) = (b.time(), b.stats(a).map_or(0, |s| s.selections));
+                        b.select_arm(a);
+                        prop_assert_eq!(b.time(), t + 1);
+                        prop_assert_eq!(b.stats(a).map(|s| s.selections), Some(n + 1));
+                    }
                     Op::Select => {
                         let expected = brute_select(&b);
                         prop_assert_eq!(b.select(), expected);
@@ -485,6 +516,7 @@ mod tests {
                     Op::Wake(x) => a.wake(x),
                     Op::Sleep(x) => a.sleep(x),
                     Op::Reward(x, r) => a.reward(x, f64::from(r)),
+                    Op::SelectArm(x) => a.select_arm(x),
                     Op::Select => { a.select(); }
                 }
             }

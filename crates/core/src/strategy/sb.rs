@@ -45,6 +45,13 @@
 //! as ids. The model's token weights are the job's prior for new jobs of the
 //! same target kinds ([`Strategy::prior`], `engine/prior.rs`).
 //!
+//! Across actions (beyond the paper, [`LeadConfig::global_share`],
+//! [`LeadConfig::cold_share`]): half of the picks skip the bandits and take
+//! the link of the whole frontier the ranking scores best, when it stands
+//! out, or, before any page has yielded a target, a uniformly random link
+//! of the whole frontier; its action and member are counted as selected
+//! ([`AuerBandit::select_arm`]) and get its reward.
+//!
 //! Links that are neither (beyond the paper, issue #18, [`NeitherPatterns`]):
 //! before the classifier is asked, a link whose URL pattern (directory,
 //! extension, query shape) has answered neither — another type, or a 4xx —
@@ -296,6 +303,19 @@ impl LinkBag {
     }
 
     fn push(&mut self, id: LinkId) {
+        // A link pushed back (an earlier id) goes to its place in id order,
+        // where a restore, which pushes the frontier in id order, puts it.
+        if let Some(c) = self
+            .chunks
+            .iter()
+            .position(|chunk| chunk.last().is_some_and(|&last| last > id))
+        {
+            let chunk = &mut self.chunks[c];
+            let at = chunk.partition_point(|&x| x < id);
+            chunk.insert(at, id);
+            self.len += 1;
+            return;
+        }
         match self.chunks.last_mut() {
             Some(last) if last.len() < BAG_CHUNK => last.push(id),
             _ => {
@@ -472,6 +492,26 @@ impl ActionQueue {
     }
 }
 
+/// The `index`-th link of the whole frontier (actions in order, each
+/// action's members in order, each member's links in id order), as (action,
+/// member, index in the member, id); `None` past the end.
+fn locate(queues: &[ActionQueue], mut index: usize) -> Option<(u32, u32, usize, LinkId)> {
+    for (arm, queue) in queues.iter().enumerate() {
+        if index >= queue.len() {
+            index -= queue.len();
+            continue;
+        }
+        for (&member, bag) in &queue.members {
+            if index < bag.len() {
+                return Some((arm as u32, member, index, bag.get(index)?));
+            }
+            index -= bag.len();
+        }
+        return None;
+    }
+    None
+}
+
 /// A frontier entry whose key names no known action (e.g. pushed without triage).
 #[derive(Clone, Copy, Debug)]
 struct QueuedLink {
@@ -632,6 +672,36 @@ struct StoredSbWithoutMembers {
     rng: Xoshiro256PlusPlus,
 }
 
+/// Every layout sb's state was saved in, newest first: [`Strategy::restore`]
+/// fills in what an older one lacked.
+enum StoredLayout {
+    Current(StoredSb),
+    WithoutUp(StoredSbWithoutUp),
+    WithoutLead(StoredSbWithoutLead),
+    WithoutSuspects(StoredSbWithoutSuspects),
+    WithoutNeither(StoredSbWithoutNeither),
+    WithoutMembers(StoredSbWithoutMembers),
+}
+
+impl StoredLayout {
+    /// The newest layout `bytes` decode as (each decode is whole: no
+    /// trailing bytes, so an older layout never passes for a newer one's
+    /// prefix); when none does, the current layout's error.
+    fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        let current = match codec::decode(bytes) {
+            Ok(stored) => return Ok(StoredLayout::Current(stored)),
+            Err(e) => e,
+        };
+        codec::decode(bytes)
+            .map(StoredLayout::WithoutUp)
+            .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutLead))
+            .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutSuspects))
+            .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutNeither))
+            .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutMembers))
+            .map_err(|_| current)
+    }
+}
+
 impl SleepingBandit {
     pub fn new(seed: u64) -> Self {
         Self::with_config(seed, SbConfig::default())
@@ -742,6 +812,105 @@ impl SleepingBandit {
                 None
             }
         }
+    }
+
+    /// A share of picks ([`LeadConfig::global_share`]): the link of the
+    /// whole frontier (every action's queue) that the ranking scores best,
+    /// when it stands [`LeadConfig::margin`] above the mean of those
+    /// scored, its action and member counted as selected by their bandits
+    /// (which get its reward). `None`: the bandits choose. The bandits see
+    /// only an action's mean reward; a listing action whose every page
+    /// holds no target earns 0, though the ranking knows which of its links
+    /// lead to the pages that do.
+    fn take_global(&mut self) -> Option<(u32, Taken)> {
+        let config = self.config.lead;
+        let ready = self.lead.is_ready();
+        let share = if ready {
+            config.global_share
+        } else {
+            config.cold_share
+        };
+        if share <= 0.0
+            || !config.enabled
+            || self.config.pick != LinkPick::MemberBandit
+            || self.rng.random::<f64>() >= share
+        {
+            return None;
+        }
+        let total: usize = self.queues.iter().map(ActionQueue::len).sum();
+        if total < 2 {
+            return None;
+        }
+        if !ready {
+            let draw = self.rng.random_range(0..total);
+            let (arm, member, index, _) = locate(&self.queues, draw)?;
+            return self.take_counted(arm, member, index);
+        }
+        // Beyond `scan` links, a sample (drawn first: the ties draw from the same RNG).
+        let draws: Vec<usize> = if total > config.scan {
+            (0..config.scan)
+                .map(|_| self.rng.random_range(0..total))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (lead, features) = (&self.lead, &self.lead_features);
+        let score = |id: LinkId| features.get(&id).map_or(0.0, |f| lead.score(f));
+        // (arm, member, index in the member, score); equal scores: one of them uniformly.
+        let mut best: Option<(u32, u32, usize, f64)> = None;
+        let (mut sum, mut scored, mut ties) = (0.0, 0usize, 0u32);
+        let rng = &mut self.rng;
+        let mut consider = |arm: u32, member: u32, index: usize, id: LinkId| {
+            let s = score(id);
+            sum += s;
+            scored += 1;
+            match best {
+                Some((.., b)) if s < b => {}
+                Some((.., b)) if s == b => {
+                    ties += 1;
+                    if rng.random_range(0..=ties) == 0 {
+                        best = Some((arm, member, index, s));
+                    }
+                }
+                _ => {
+                    ties = 0;
+                    best = Some((arm, member, index, s));
+                }
+            }
+        };
+        if total <= config.scan {
+            for (arm, queue) in self.queues.iter().enumerate() {
+                for (&member, bag) in &queue.members {
+                    for (index, id) in bag.iter().enumerate() {
+                        consider(arm as u32, member, index, id);
+                    }
+                }
+            }
+        } else {
+            for draw in draws {
+                if let Some((arm, member, index, id)) = locate(&self.queues, draw) {
+                    consider(arm, member, index, id);
+                }
+            }
+        }
+        let (arm, member, index, top) = best?;
+        if top - sum / (scored.max(1) as f64) < config.margin {
+            return None;
+        }
+        self.take_counted(arm, member, index)
+    }
+
+    /// Take the `index`-th link of `member` of action `arm`, counted as a
+    /// selection of both by their bandits.
+    fn take_counted(&mut self, arm: u32, member: u32, index: usize) -> Option<(u32, Taken)> {
+        let taken = self.queues.get_mut(arm as usize)?.remove(member, index)?;
+        self.bandit.select_arm(arm);
+        let members = self.member_bandit(arm);
+        members.select_arm(member);
+        if taken.emptied_member {
+            members.sleep(member);
+        }
+        Some((arm, taken))
     }
 
     /// One fetch of a diverted link of `from` is no longer awaited: `false`
@@ -978,10 +1147,19 @@ impl Strategy for SleepingBandit {
         }
         // Each pass returns, puts one inconsistent arm to sleep or moves one link
         // from an action to the waiting queue, so this ends.
-        while let Some(arm) = self.bandit.select() {
-            let Some(taken) = self.take(arm) else {
-                self.bandit.sleep(arm);
-                continue;
+        loop {
+            let (arm, taken) = match self.take_global() {
+                Some(global) => global,
+                None => {
+                    let Some(arm) = self.bandit.select() else {
+                        break;
+                    };
+                    let Some(taken) = self.take(arm) else {
+                        self.bandit.sleep(arm);
+                        continue;
+                    };
+                    (arm, taken)
+                }
             };
             if self.queues[arm as usize].is_empty() {
                 self.bandit.sleep(arm);
@@ -1078,85 +1256,74 @@ impl Strategy for SleepingBandit {
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), CodecError> {
         // Older layouts get fresh learners for what they lacked (this job's seed).
-        let fresh_neither = NeitherPatterns::new(self.config.neither, self.seed);
-        let fresh_lead = LeadRanker::new(self.config.lead);
-        let stored = match codec::decode::<StoredSb>(bytes) {
-            Ok(stored) => stored,
-            Err(e) => match codec::decode::<StoredSbWithoutUp>(bytes) {
-                Ok(old) => StoredSb {
-                    actions: old.actions,
-                    bandit: old.bandit,
-                    classifier: old.classifier,
-                    rng: old.rng,
-                    member_bandits: old.member_bandits,
-                    neither: old.neither,
-                    suspects: old.suspects,
-                    lead: old.lead,
-                    lead_features: old.lead_features,
-                    came_from: old.came_from,
-                    up_features: Vec::new(),
-                },
-                Err(_) => match codec::decode::<StoredSbWithoutLead>(bytes) {
-                    Ok(old) => StoredSb {
-                        actions: old.actions,
-                        bandit: old.bandit,
-                        classifier: old.classifier,
-                        rng: old.rng,
-                        member_bandits: old.member_bandits,
-                        neither: old.neither,
-                        suspects: old.suspects,
-                        lead: fresh_lead,
-                        lead_features: Vec::new(),
-                        came_from: Vec::new(),
-                        up_features: Vec::new(),
-                    },
-                    Err(_) => match codec::decode::<StoredSbWithoutSuspects>(bytes) {
-                        Ok(old) => StoredSb {
-                            actions: old.actions,
-                            bandit: old.bandit,
-                            classifier: old.classifier,
-                            rng: old.rng,
-                            member_bandits: old.member_bandits,
-                            neither: old.neither,
-                            suspects: BTreeMap::new(),
-                            lead: LeadRanker::new(self.config.lead),
-                            lead_features: Vec::new(),
-                            came_from: Vec::new(),
-                            up_features: Vec::new(),
-                        },
-                        Err(_) => match codec::decode::<StoredSbWithoutNeither>(bytes) {
-                            Ok(old) => StoredSb {
-                                actions: old.actions,
-                                bandit: old.bandit,
-                                classifier: old.classifier,
-                                rng: old.rng,
-                                member_bandits: old.member_bandits,
-                                neither: fresh_neither,
-                                suspects: BTreeMap::new(),
-                                lead: LeadRanker::new(self.config.lead),
-                                lead_features: Vec::new(),
-                                came_from: Vec::new(),
-                                up_features: Vec::new(),
-                            },
-                            Err(_) => match codec::decode::<StoredSbWithoutMembers>(bytes) {
-                                Ok(old) => StoredSb {
-                                    actions: old.actions,
-                                    bandit: old.bandit,
-                                    classifier: old.classifier,
-                                    rng: old.rng,
-                                    member_bandits: Vec::new(),
-                                    neither: fresh_neither,
-                                    suspects: BTreeMap::new(),
-                                    lead: LeadRanker::new(self.config.lead),
-                                    lead_features: Vec::new(),
-                                    came_from: Vec::new(),
-                                    up_features: Vec::new(),
-                                },
-                                Err(_) => return Err(e),
-                            },
-                        },
-                    },
-                },
+        let fresh_neither = || NeitherPatterns::new(self.config.neither, self.seed);
+        let fresh_lead = || LeadRanker::new(self.config.lead);
+        let stored = match StoredLayout::decode(bytes)? {
+            StoredLayout::Current(stored) => stored,
+            StoredLayout::WithoutUp(old) => StoredSb {
+                actions: old.actions,
+                bandit: old.bandit,
+                classifier: old.classifier,
+                rng: old.rng,
+                member_bandits: old.member_bandits,
+                neither: old.neither,
+                suspects: old.suspects,
+                lead: old.lead,
+                lead_features: old.lead_features,
+                came_from: old.came_from,
+                up_features: Vec::new(),
+            },
+            StoredLayout::WithoutLead(old) => StoredSb {
+                actions: old.actions,
+                bandit: old.bandit,
+                classifier: old.classifier,
+                rng: old.rng,
+                member_bandits: old.member_bandits,
+                neither: old.neither,
+                suspects: old.suspects,
+                lead: fresh_lead(),
+                lead_features: Vec::new(),
+                came_from: Vec::new(),
+                up_features: Vec::new(),
+            },
+            StoredLayout::WithoutSuspects(old) => StoredSb {
+                actions: old.actions,
+                bandit: old.bandit,
+                classifier: old.classifier,
+                rng: old.rng,
+                member_bandits: old.member_bandits,
+                neither: old.neither,
+                suspects: BTreeMap::new(),
+                lead: fresh_lead(),
+                lead_features: Vec::new(),
+                came_from: Vec::new(),
+                up_features: Vec::new(),
+            },
+            StoredLayout::WithoutNeither(old) => StoredSb {
+                actions: old.actions,
+                bandit: old.bandit,
+                classifier: old.classifier,
+                rng: old.rng,
+                member_bandits: old.member_bandits,
+                neither: fresh_neither(),
+                suspects: BTreeMap::new(),
+                lead: fresh_lead(),
+                lead_features: Vec::new(),
+                came_from: Vec::new(),
+                up_features: Vec::new(),
+            },
+            StoredLayout::WithoutMembers(old) => StoredSb {
+                actions: old.actions,
+                bandit: old.bandit,
+                classifier: old.classifier,
+                rng: old.rng,
+                member_bandits: Vec::new(),
+                neither: fresh_neither(),
+                suspects: BTreeMap::new(),
+                lead: fresh_lead(),
+                lead_features: Vec::new(),
+                came_from: Vec::new(),
+                up_features: Vec::new(),
             },
         };
         let mut actions = stored.actions;
@@ -1738,6 +1905,21 @@ mod tests {
     }
 
     #[test]
+    fn a_link_pushed_back_takes_its_place_in_id_order() {
+        let mut bag = LinkBag::default();
+        for i in (0..1000).filter(|i| i % 7 != 3) {
+            bag.push(LinkId(i));
+        }
+        for i in (0..1000).filter(|i| i % 7 == 3).rev() {
+            bag.push(LinkId(i));
+        }
+        assert_eq!(bag.len(), 1000);
+        assert!(bag.iter().map(|id| id.0).eq(0..1000));
+        assert_eq!(bag.get(500), Some(LinkId(500)));
+        assert_eq!(bag.remove_at(3), Some(LinkId(3)));
+    }
+
+    #[test]
     fn action_queue_takes_every_link_once_and_reports_emptied_members() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
         let mut q = ActionQueue::default();
@@ -1915,16 +2097,25 @@ mod tests {
         (data, sb)
     }
 
+    /// sb whose every pick is the bandits' (no pick across the frontier):
+    /// the member bandit measured alone.
+    fn members_only() -> SbConfig {
+        let mut config = SbConfig::default();
+        config.lead.global_share = 0.0;
+        config.lead.cold_share = 0.0;
+        config
+    }
+
     #[test]
     fn the_member_bandit_finds_the_paying_path_inside_an_action() {
         let mut by_members = 0;
         let mut uniform = 0;
         for seed in 1..=5 {
-            by_members += data_pops_in_a_mixed_action(SbConfig::default(), seed).0;
+            by_members += data_pops_in_a_mixed_action(members_only(), seed).0;
             uniform += data_pops_in_a_mixed_action(
                 SbConfig {
                     pick: LinkPick::Uniform,
-                    ..SbConfig::default()
+                    ..members_only()
                 },
                 seed,
             )
@@ -1938,7 +2129,7 @@ mod tests {
 
     #[test]
     fn explain_names_the_paying_path_inside_an_action() {
-        let (_, sb) = data_pops_in_a_mixed_action(SbConfig::default(), 1);
+        let (_, sb) = data_pops_in_a_mixed_action(members_only(), 1);
         let stats = sb.stats();
         let mixed = stats
             .top_actions
@@ -2138,6 +2329,100 @@ mod tests {
             .filter_map(|_| warm.pop(&FreeSlot::ANY).map(|(id, _)| id))
             .collect();
         assert!(firsts.contains(&LinkId(150)), "{firsts:?}");
+    }
+
+    /// A strategy warmed by a prior that favours `plotting`, holding 100
+    /// `core` links under one action (the first, which the bandit tries
+    /// first) and one `plotting` link under another; returns the first pop.
+    fn first_pop_across_actions(global_share: f64) -> (SleepingBandit, LinkId, QueueKey) {
+        let mut eager = SbConfig::default();
+        eager.lead.margin = 0.0;
+        let (_, trained) = plotting_pops_in_one_member(eager, 2);
+        let prior = trained.lead_prior().expect("targets were found");
+        let mut config = SbConfig::default();
+        config.lead.global_share = global_share;
+        let mut sb = SleepingBandit::with_config(5, config);
+        sb.use_lead_prior(&prior);
+        let listing = Arc::new(Url::parse("https://other.test/ref/index.html").unwrap());
+        for i in 0..101u64 {
+            let (pkg, path) = if i == 100 {
+                ("plotting", DATASET_LIST)
+            } else {
+                ("core", NAV)
+            };
+            let mut link = html_link(&format!("https://other.test/ref/{pkg}/f{i}.html"), path);
+            link.referrer = Some(listing.clone());
+            let Triage::Enqueue(key) = sb.triage(&link, Some(Label::Html)) else {
+                panic!("html is enqueued");
+            };
+            sb.push(LinkId(i), key);
+        }
+        assert_eq!(sb.actions().len(), 2);
+        let (id, key) = sb.pop(&FreeSlot::ANY).unwrap();
+        (sb, id, key)
+    }
+
+    #[test]
+    fn the_global_pick_takes_the_best_link_of_another_action() {
+        // The bandits alone open the first action, whose links all look alike.
+        let (_, id, key) = first_pop_across_actions(0.0);
+        assert_ne!(id, LinkId(100));
+        assert_eq!(key.slot, 0);
+        // Across the frontier, the link the ranking favours, in its own action.
+        let (mut sb, id, key) = first_pop_across_actions(1.0);
+        assert_eq!(id, LinkId(100));
+        assert_eq!(key.slot, 1);
+        // Counted as a selection of its action and member, so its reward is taken.
+        let stats = sb.bandit.stats(1).unwrap();
+        assert_eq!((stats.selections, stats.rewards), (1, 0));
+        assert_eq!(sb.bandit.time(), 1);
+        let members = &sb.member_bandits[1];
+        assert_eq!(members.stats(member_of(key)).unwrap().selections, 1);
+        let link = html_link("https://other.test/ref/plotting/f100.html", DATASET_LIST);
+        sb.learn(Feedback::Reward {
+            id,
+            link: &link,
+            key,
+            targets: 3,
+            fetched: true,
+        });
+        let stats = sb.bandit.stats(1).unwrap();
+        assert_eq!((stats.rewards, stats.mean_reward), (1, 3.0));
+        assert!(!sb.bandit.is_awake(1), "its action has no link left");
+        assert_eq!(sb.len(), 100);
+    }
+
+    #[test]
+    fn resumes_exactly_with_the_global_pick() {
+        let mut config = SbConfig::default();
+        config.lead.global_share = 0.5;
+        exact_resume(config);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn locate_walks_the_whole_frontier_in_order(
+            sizes in proptest::collection::vec(proptest::collection::vec(0usize..300, 0..4), 0..6)
+        ) {
+            let mut queues = vec![ActionQueue::default(); sizes.len()];
+            let mut expected = Vec::new();
+            let mut next = 0u64;
+            for (arm, members) in sizes.iter().enumerate() {
+                for (member, &n) in members.iter().enumerate() {
+                    for index in 0..n {
+                        queues[arm].push(LinkId(next), member as u32);
+                        expected.push((arm as u32, member as u32, index, LinkId(next)));
+                        next += 1;
+                    }
+                }
+            }
+            let found: Vec<_> = (0..expected.len()).filter_map(|i| locate(&queues, i)).collect();
+            proptest::prop_assert_eq!(&found, &expected);
+            proptest::prop_assert_eq!(locate(&queues, expected.len()), None);
+            for &(arm, member, index, id) in &expected {
+                proptest::prop_assert_eq!(queues[arm as usize].members[&member].get(index), Some(id));
+            }
+        }
     }
 
     #[test]
