@@ -27,6 +27,7 @@ mod multihost;
 mod naming;
 mod portal;
 mod rdf_oracle;
+mod render;
 mod resume;
 mod retries;
 mod store_faults;

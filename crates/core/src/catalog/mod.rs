@@ -106,7 +106,7 @@ pub fn is_catalog_link(tag_path: &str) -> bool {
 
 /// How a file was found, from the tag path of the link that led to it (its
 /// manifest row's `found_by`): `seed`, `page link`, `sitemap`, `rdf link`,
-/// or `catalog:KIND`.
+/// `rendered` (a link only the rendered page held), or `catalog:KIND`.
 pub fn found_by(tag_path: &str) -> &'static str {
     if tag_path == "/" {
         return "seed";
@@ -122,6 +122,9 @@ pub fn found_by(tag_path: &str) -> &'static str {
             }
         }
         return "catalog";
+    }
+    if tag_path.starts_with(crate::render::RENDERED_PREFIX) {
+        return "rendered";
     }
     if tag_path.starts_with("[sitemap]") {
         return "sitemap";

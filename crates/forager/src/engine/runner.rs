@@ -26,7 +26,7 @@
 //! `robots.rs` (the robots.txt gate), `fetching.rs` (a request and what its
 //! answer means), `targets.rs` (saving a target), `checkpoint.rs` (making
 //! progress durable), and the job kinds' own steps, `structured.rs`,
-//! `linked.rs`, `revisit.rs`.
+//! `linked.rs`, `revisit.rs`, and `rendering.rs` (pages built by scripts).
 
 use super::lanes::{Lanes, Parked, BUSY_RECHECK};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
@@ -58,6 +58,7 @@ mod checkpoint;
 mod fetching;
 mod linked;
 mod parsing;
+mod rendering;
 mod revisit;
 mod robots;
 mod structured;
@@ -275,6 +276,8 @@ pub struct Runner<'a> {
     failed_seeds: Mutex<std::collections::BTreeMap<Url, u16>>,
     /// Why the last link given up failed (`JobOutcome::last_failure`).
     last_failure: Mutex<Option<String>>,
+    /// A `render` job's browser and what it learnt (`rendering.rs`).
+    rendering: Option<rendering::Rendering>,
 }
 
 impl Drop for Runner<'_> {
@@ -345,6 +348,7 @@ impl<'a> Runner<'a> {
             parsing: parsing::Parsing::open(engine, &spec.name),
             failed_seeds: Mutex::new(std::collections::BTreeMap::new()),
             last_failure: Mutex::new(None),
+            rendering: rendering::Rendering::for_job(spec)?,
         };
         if spec.output.crawl_log {
             match CrawlLog::open(runner.out.dir()) {

@@ -14,7 +14,7 @@ fn is_seed(link: &Link) -> bool {
 
 impl Runner<'_> {
     /// Send one request, counting it; a failure is already logged and counted.
-    async fn send(
+    pub(super) async fn send(
         &self,
         method: Method,
         url: &Url,
@@ -347,6 +347,7 @@ impl Runner<'_> {
                 let page_url = url.clone();
                 let mime = essence(content_type.as_deref().unwrap_or(""));
                 let mark = structured.then(|| self.parsing.begin(&url));
+                let page_type = content_type.clone();
                 let links = parse_body(move || {
                     if structured {
                         super::parsing::crash_point();
@@ -366,6 +367,15 @@ impl Runner<'_> {
                 match links {
                     Ok((mut links, body)) => {
                         self.note_cut(&url, &links, body_cut);
+                        // A `render` job may render the page: its script-built links join these.
+                        self.render_page(
+                            &url,
+                            page_type.as_deref(),
+                            &body.bytes,
+                            &mut links,
+                            tally,
+                        )
+                        .await;
                         let data = links.structured.take();
                         if let Some(data) = data.as_ref().filter(|d| d.over_bytes) {
                             self.core().count(Count::Truncated);

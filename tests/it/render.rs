@@ -1,0 +1,325 @@
+//! Pages built by scripts, through the real binary and a real headless
+//! Chromium (`render`, docs/jobs.md): on a loopback portal whose dataset
+//! list a script draws from a JSON API (`forager_bench::sites::portal::
+//! ScriptPortal`), `render = "never"` misses the files only the script
+//! links and `"always"`/`"auto"` harvest them all, marked `found_by =
+//! "rendered"`; every request of the browser reaches the server through
+//! forager (the server sees the script and the API asked once a render);
+//! hostile scripts (a loop, a private address, a network that never idles,
+//! a burst of requests) cost bounded time and requests and the job goes on;
+//! `check` refuses a render job without a browser; `auto` renders no page of
+//! a plain HTML site. Every test leaves no browser process behind.
+
+use crate::harness::sites::serve_host;
+use crate::harness::{Crawl, JobFile};
+use forager_bench::sites::portal::{HostileScripts, ScriptPortal};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The rows of a job's manifest by final URL.
+fn manifest(state: &Path, job: &str) -> BTreeMap<String, serde_json::Value> {
+    let text = std::fs::read_to_string(state.join("targets").join(job).join("manifest.jsonl"))
+        .unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| (v["final_url"].as_str().unwrap_or_default().to_string(), v))
+        .collect()
+}
+
+/// Processes of browsers this test binary's forager runs started, still alive.
+fn browsers_left() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let tmp = std::env::temp_dir().join("forager-chromium-");
+    let needle = format!("--user-data-dir={}", tmp.display());
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(&needle).then_some(cmd)
+        })
+        .collect()
+}
+
+struct Run {
+    stdout: String,
+    stderr: String,
+    rows: BTreeMap<String, serde_json::Value>,
+    took: Duration,
+}
+
+async fn crawl(dir: &Path, job: JobFile, host: &str, port: u16, allow_private: bool) -> Run {
+    let name = job.name().to_string();
+    let file = job.write(dir);
+    let state = dir.join(format!("state-{name}"));
+    let mut c = Crawl::new(&file, &state).resolve(host, port);
+    if allow_private {
+        c = c.allow_private();
+    }
+    let started = Instant::now();
+    let out = c.output().await;
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    Run {
+        stdout,
+        stderr,
+        rows: manifest(&state, &name),
+        took,
+    }
+}
+
+fn portal_job(name: &str, strategy: &str, render: &str) -> JobFile {
+    JobFile::new(name)
+        .seed("http://scripts.test/")
+        .strategy(strategy)
+        .delay("1ms")
+        .no_early_stop()
+        .top("render", format!("\"{render}\""))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs a headless chromium on PATH (apt-get install chromium)"
+)]
+async fn a_script_built_portal_is_harvested_only_when_rendered() {
+    let host = "scripts.test";
+    let portal = ScriptPortal::default();
+    let files = portal.files();
+    let all: BTreeSet<String> = files
+        .iter()
+        .map(|(p, _)| format!("http://{host}{p}"))
+        .collect();
+    let plain: BTreeSet<String> = files
+        .iter()
+        .filter(|(_, only_rendered)| !only_rendered)
+        .map(|(p, _)| format!("http://{host}{p}"))
+        .collect();
+    assert!(plain.len() < all.len());
+    let server = serve_host(host, Arc::new(portal)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    let never = crawl(
+        dir.path(),
+        portal_job("never", "sb", "never"),
+        host,
+        server.port(),
+        true,
+    )
+    .await;
+    assert_eq!(never.rows.keys().cloned().collect::<BTreeSet<_>>(), plain);
+    let asked = |path: &str| {
+        server
+            .log()
+            .iter()
+            .filter(|r| r.path_and_query == path)
+            .count()
+    };
+    assert_eq!(
+        asked("/app.js"),
+        0,
+        "never renders: the script is not fetched"
+    );
+    assert_eq!(asked("/api/datasets.json"), 0);
+
+    for (mode, strategy) in [("always", "sb"), ("auto", "sb"), ("always", "bfs")] {
+        let before = (asked("/app.js"), asked("/api/datasets.json"));
+        let name = format!("{mode}-{strategy}");
+        let run = crawl(
+            dir.path(),
+            portal_job(&name, strategy, mode),
+            host,
+            server.port(),
+            true,
+        )
+        .await;
+        let got: BTreeSet<String> = run.rows.keys().cloned().collect();
+        assert_eq!(got, all, "{name}: {}", run.stderr);
+        for (url, row) in &run.rows {
+            let want = if plain.contains(url) {
+                "page link"
+            } else {
+                "rendered"
+            };
+            assert_eq!(row["found_by"], want, "{name}: {url}");
+        }
+        // The browser's requests went through forager to the server: the
+        // script and its API were asked (once: only the home page is a shell
+        // with a script).
+        assert_eq!(asked("/app.js"), before.0 + 1, "{name}");
+        assert_eq!(asked("/api/datasets.json"), before.1 + 1, "{name}");
+        assert!(
+            run.stderr.contains("page rendered"),
+            "{name}: {}",
+            run.stderr
+        );
+    }
+    assert!(browsers_left().is_empty(), "{:?}", browsers_left());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs a headless chromium on PATH (apt-get install chromium)"
+)]
+async fn hostile_scripts_cost_bounded_time_and_requests_and_the_job_goes_on() {
+    let host = "hostile-scripts.test";
+    // A loopback server of the test's own that the page's script asks for:
+    // the SSRF guard must refuse it, so it must never see a request.
+    let private = serve_host("private.test", Arc::new(ScriptPortal::default())).await;
+    let private_url = format!("http://127.0.0.1:{}/secret.json", private.port());
+    let site = HostileScripts {
+        private_url: private_url.clone(),
+    };
+    let server = serve_host(host, Arc::new(site)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let max_requests = 10;
+    let timeout_s = 3;
+    // Scope `any` so that the private address is the guard's to refuse, not
+    // the scope's; no --allow-private: the host override is trusted, the
+    // literal loopback address is not.
+    let job = JobFile::new("hostile")
+        .seed(format!("http://{host}/"))
+        .scope("any")
+        .delay("1ms")
+        .no_early_stop()
+        .set("politeness", "robots", false)
+        .extra(&format!(
+            "[render]\nmode = \"always\"\ntimeout = \"{timeout_s}s\"\nmax_requests = {max_requests}\npages = 1\n"
+        ));
+    let run = crawl(dir.path(), job, host, server.port(), false).await;
+
+    // The job went on: the plain file and the link the looping page drew
+    // before it spun are harvested.
+    let got: BTreeSet<String> = run.rows.keys().cloned().collect();
+    for want in ["/files/after.csv", "/files/loop.csv"] {
+        assert!(
+            got.contains(&format!("http://{host}{want}")),
+            "{want} missing: {got:?}\n{}",
+            run.stderr
+        );
+    }
+    // The private address: refused by the guard, logged, never reached.
+    assert!(private.log().is_empty(), "{:?}", private.log());
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains("refused by the SSRF guard") && l.contains("127.0.0.1")),
+        "{}",
+        run.stderr
+    );
+    // Four hostile pages plus the home page, each at most its timeout
+    // (and a few seconds to stop scripts, read and close).
+    assert!(
+        run.took < Duration::from_secs(5 * (timeout_s + 6) + 20),
+        "took {:?}",
+        run.took
+    );
+    assert!(
+        run.stderr.contains("did not settle within render.timeout"),
+        "{}",
+        run.stderr
+    );
+    // The page whose network never idles and the burst: at most
+    // max_requests of their own each.
+    let log = server.log();
+    let ticks = log
+        .iter()
+        .filter(|r| r.path_and_query.starts_with("/tick"))
+        .count();
+    assert!(ticks <= 2 * max_requests, "{ticks} ticks");
+    assert!(ticks > 0, "the scripts' requests never reached the server");
+    assert!(browsers_left().is_empty(), "{:?}", browsers_left());
+    let _ = run.stdout;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_refuses_a_render_job_without_a_browser() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let job = dir.path().join("r.toml");
+    std::fs::write(
+        &job,
+        "name = \"r\"\nseeds = [\"http://a.test/\"]\n\n[render]\nmode = \"auto\"\nchromium = \"/nonexistent/chromium\"\n",
+    )
+    .expect("write the job");
+    let out =
+        crate::harness::bin::output(crate::harness::bin::command().arg("check").arg(&job)).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("r.toml:4: render: render = \"auto\" needs headless Chromium")
+            && stdout.contains("/nonexistent/chromium"),
+        "{stdout}"
+    );
+    // Without a browser on PATH either: the default look-up says what it tried.
+    let bare = dir.path().join("bare.toml");
+    std::fs::write(
+        &bare,
+        "name = \"bare\"\nseeds = [\"http://a.test/\"]\nrender = \"always\"\n",
+    )
+    .expect("write the job");
+    let out = crate::harness::bin::output(
+        crate::harness::bin::command()
+            .arg("check")
+            .arg(&bare)
+            .env("PATH", dir.path()),
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("bare.toml:3: render:")
+            && stdout.contains("chromium, chromium-browser, google-chrome"),
+        "{stdout}"
+    );
+    // render = "never" needs nothing.
+    let never = dir.path().join("never.toml");
+    std::fs::write(
+        &never,
+        "name = \"never\"\nseeds = [\"http://a.test/\"]\nrender = \"never\"\n",
+    )
+    .expect("write the job");
+    let out = crate::harness::bin::output(
+        crate::harness::bin::command()
+            .arg("check")
+            .arg(&never)
+            .env("PATH", dir.path()),
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs a headless chromium on PATH (apt-get install chromium)"
+)]
+async fn auto_renders_no_page_of_a_plain_html_site() {
+    let host = "plain.test".to_string();
+    let (server, start) = crate::harness::sites::serve_small_site(&host, 7).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let job = JobFile::new("plain-auto")
+        .seed(format!("http://{host}{start}"))
+        .delay("1ms")
+        .no_early_stop()
+        .top("render", "\"auto\"");
+    let run = crawl(dir.path(), job, &host, server.port(), true).await;
+    assert!(!run.rows.is_empty(), "{}", run.stderr);
+    assert!(!run.stderr.contains("page rendered"), "{}", run.stderr);
+    assert!(!run.stderr.contains("browser started"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("rendered=0") || run.stderr.contains("\"rendered\":0"),
+        "{}",
+        run.stderr
+    );
+}
