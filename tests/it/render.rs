@@ -74,6 +74,26 @@ async fn crawl(dir: &Path, job: JobFile, host: &str, port: u16, allow_private: b
     }
 }
 
+/// One line of figures for the dated note (run with `--nocapture`): files,
+/// wall time, and the crawl's and renderer's own summary lines.
+fn measure(name: &str, run: &Run) {
+    let summary: Vec<&str> = run
+        .stdout
+        .lines()
+        .chain(run.stderr.lines())
+        .filter(|l| {
+            l.contains("requests") && (l.contains("renders of this run") || !l.contains("render"))
+                || l.contains("browser ended")
+        })
+        .collect();
+    eprintln!(
+        "MEASURE {name}: files={} took_ms={} | {}",
+        run.rows.len(),
+        run.took.as_millis(),
+        summary.join(" | ")
+    );
+}
+
 fn portal_job(name: &str, strategy: &str, render: &str) -> JobFile {
     JobFile::new(name)
         .seed("http://scripts.test/")

@@ -477,6 +477,88 @@ impl Site for HostileScripts {
 mod tests {
     use super::*;
 
+    /// Up to `max` HTML pages of `site`, breadth first from `start`: (URL, body, links).
+    fn html_pages(
+        site: &dyn Site,
+        host: &str,
+        start: &str,
+        max: usize,
+    ) -> Vec<(String, Vec<u8>, usize)> {
+        use crate::sites::server::Body;
+        use forager_core::extract::{extract_links, ExtractLimits};
+        let limits = ExtractLimits::default();
+        let mut seen = std::collections::HashSet::new();
+        let mut queue = std::collections::VecDeque::from([start.to_string()]);
+        let mut pages = Vec::new();
+        while let Some(path) = queue.pop_front() {
+            if pages.len() >= max {
+                break;
+            }
+            let resp = site.respond(&SiteRequest::get(host, &path));
+            let html = resp
+                .headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|t| t.starts_with("text/html"));
+            let Body::Bytes(body) = resp.body else {
+                continue;
+            };
+            if !resp.status.is_success() || !html {
+                continue;
+            }
+            let url = url::Url::parse(&format!("http://{host}{path}")).expect("a page URL");
+            let links = extract_links(&body, &url, Some("text/html"), &limits);
+            for l in &links.links {
+                if l.url.host_str() == Some(host) {
+                    let p = match l.url.query() {
+                        Some(q) => format!("{}?{q}", l.url.path()),
+                        None => l.url.path().to_string(),
+                    };
+                    if seen.insert(p.clone()) {
+                        queue.push_back(p);
+                    }
+                }
+            }
+            pages.push((path, body.to_vec(), links.links.len()));
+        }
+        pages
+    }
+
+    #[test]
+    fn no_page_of_the_efficiency_sites_looks_like_a_script_shell() {
+        use crate::sites::fixture::{FixtureSite, FIXTURE_HOST};
+        use crate::sites::synthetic::{Preset, SyntheticSite};
+        use forager_core::render::ShellSignals;
+        let mut sites: Vec<(String, Box<dyn Site>, String)> = Vec::new();
+        for preset in Preset::ALL {
+            let site = SyntheticSite::preset(preset, 1).expect("a preset");
+            let start = site.start_path().to_string();
+            sites.push((preset.name().to_string(), Box::new(site), start));
+        }
+        sites.push(("fixture".into(), Box::new(FixtureSite::new()), "/".into()));
+        let mut checked = 0;
+        for (name, site, start) in &sites {
+            let host = if name == "fixture" {
+                FIXTURE_HOST
+            } else {
+                "site.test"
+            };
+            let pages = html_pages(site.as_ref(), host, start, 400);
+            assert!(!pages.is_empty(), "{name}: no page");
+            for (path, body, links) in &pages {
+                let s = ShellSignals::of(body, *links);
+                assert!(!s.is_shell(), "{name}{path} reads as a script shell: {s:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "{checked} pages");
+        // The script portal's home page does.
+        let portal = ScriptPortal::default();
+        let home = html_pages(&portal, "scripts.test", "/", 1);
+        let (_, body, links) = &home[0];
+        assert!(ShellSignals::of(body, *links).is_shell());
+    }
+
     #[test]
     fn a_third_of_the_portal_is_api_only_and_the_api_pages_through_all() {
         let p = Portal::default();
