@@ -183,14 +183,14 @@ impl Runner<'_> {
             return Answer::Refused;
         }
         if !self.core().in_scope(&url) {
-            debug!(job = %self.spec.name, url = %url, "render: request out of the job's scope refused");
+            info!(job = %self.spec.name, url = %url, "render: request refused: out of the job's scope");
             self.log_skip(&url, SkipReason::Scope);
             return Answer::Refused;
         }
         match self.robots_gate(&url).await {
             Gate::Allowed => {}
             Gate::Disallowed | Gate::Unavailable(_) => {
-                debug!(job = %self.spec.name, url = %url, "render: request refused by robots.txt");
+                info!(job = %self.spec.name, url = %url, "render: request refused: robots.txt");
                 return Answer::Refused;
             }
         }
