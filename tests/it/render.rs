@@ -183,7 +183,9 @@ async fn a_script_built_portal_is_harvested_only_when_rendered() {
             "{name}: {}",
             run.stderr
         );
+        measure(&name, &run);
     }
+    measure("never-sb", &never);
     assert!(browsers_left().is_empty(), "{:?}", browsers_left());
 }
 
