@@ -139,6 +139,10 @@ struct Live {
 
 impl Drop for Live {
     fn drop(&mut self) {
+        // Read before the kill: once the browser is killed its helpers exit
+        // within milliseconds and a zombie's /proc entry names no profile
+        // folder, so a later read finds nothing (it read 0 ms every time).
+        let cpu_ms = cpu_ms_of(&self.dir);
         self.handler.abort();
         if let Some(child) = self.browser.get_mut_child() {
             let _ = child.as_mut_inner().start_kill();
@@ -146,10 +150,9 @@ impl Drop for Live {
         // The browser's helpers (zygotes, renderers, GPU, network service)
         // die with it, but a helper stuck in a loop may take its time: every
         // process started with this profile folder is killed now.
-        let cpu_ms = cpu_ms_of(&self.dir);
         let killed = kill_processes_of(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);
-        info!(dir = %self.dir.display(), killed, cpu_ms, "browser ended (cpu_ms: its processes still running then)");
+        info!(dir = %self.dir.display(), killed, cpu_ms, "browser ended (cpu_ms: its processes then, with the children they had reaped)");
     }
 }
 
@@ -172,7 +175,10 @@ fn processes_of(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// CPU time (user + system, ms) the processes of `dir` used so far.
+/// CPU time (user + system, ms) the processes of `dir` used so far, with
+/// that of the children they reaped (the zygote reaps the renderers of
+/// closed pages, the browser its utility processes); a renderer that exited
+/// and was not reaped yet is missed, so this is a lower bound.
 fn cpu_ms_of(dir: &Path) -> u64 {
     // SAFETY: sysconf has no preconditions.
     let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
@@ -182,10 +188,13 @@ fn cpu_ms_of(dir: &Path) -> u64 {
         .into_iter()
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // Fields after the command name, which may hold spaces: utime and stime are the 12th and 13th.
+            // Fields after the command name, which may hold spaces: utime,
+            // stime, cutime and cstime are the 12th to the 15th.
             let rest = &stat[stat.rfind(')')? + 2..];
             let f: Vec<&str> = rest.split(' ').collect();
-            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+            (11..=14)
+                .map(|i| f.get(i)?.parse::<u64>().ok())
+                .sum::<Option<u64>>()
         })
         .sum::<u64>()
         * 1000
