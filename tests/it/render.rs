@@ -13,6 +13,7 @@
 use crate::harness::sites::serve_host;
 use crate::harness::{Crawl, JobFile};
 use forager_bench::sites::portal::{HostileScripts, ScriptPortal};
+use forager_bench::sites::server::{Site, SiteRequest, SiteResponse};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -28,21 +29,36 @@ fn manifest(state: &Path, job: &str) -> BTreeMap<String, serde_json::Value> {
         .collect()
 }
 
-/// Processes of browsers this test binary's forager runs started, still alive.
-fn browsers_left() -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+/// Processes of browsers started by the forager runs whose temporary folder
+/// is `tmp` (each test gives its runs its own, so tests running side by side
+/// do not see each other's browsers), still alive after a grace of up to 5 s
+/// (a process sent SIGKILL stays listed a moment).
+fn browsers_left(tmp: &Path) -> Vec<String> {
+    let needle = format!(
+        "--user-data-dir={}",
+        tmp.join("forager-chromium-").display()
+    );
+    let scan = || -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                cmd.contains(&needle).then_some(cmd)
+            })
+            .collect()
     };
-    let tmp = std::env::temp_dir().join("forager-chromium-");
-    let needle = format!("--user-data-dir={}", tmp.display());
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            cmd.contains(&needle).then_some(cmd)
-        })
-        .collect()
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = scan();
+        if left.is_empty() || Instant::now() >= until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 struct Run {
@@ -66,7 +82,8 @@ async fn crawl(dir: &Path, job: JobFile, host: &str, port: u16, allow_private: b
         c = c.allow_private();
     }
     let started = Instant::now();
-    let out = c.output().await;
+    // The browser's profile folder goes in this test's own folder.
+    let out = crate::harness::bin::output(c.command().env("TMPDIR", dir)).await;
     let took = started.elapsed();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -191,7 +208,8 @@ async fn a_script_built_portal_is_harvested_only_when_rendered() {
         measure(&name, &run);
     }
     measure("never-sb", &never);
-    assert!(browsers_left().is_empty(), "{:?}", browsers_left());
+    let left = browsers_left(dir.path());
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,7 +287,8 @@ async fn hostile_scripts_cost_bounded_time_and_requests_and_the_job_goes_on() {
         .count();
     assert!(ticks <= 2 * max_requests, "{ticks} ticks");
     assert!(ticks > 0, "the scripts' requests never reached the server");
-    assert!(browsers_left().is_empty(), "{:?}", browsers_left());
+    let left = browsers_left(dir.path());
+    assert!(left.is_empty(), "{left:?}");
     let _ = run.stdout;
 }
 
@@ -360,4 +379,153 @@ async fn auto_renders_no_page_of_a_plain_html_site() {
     );
     assert!(!run.stderr.contains("page rendered"), "{}", run.stderr);
     assert!(!run.stderr.contains("browser started"), "{}", run.stderr);
+}
+
+/// `SHELLS` script shells linked from the home page, each drawing links to
+/// two files of its own from a JSON answer: every render pays, and a
+/// render that fails costs exactly its shell's two files.
+struct Shells;
+
+const SHELLS: usize = 16;
+
+impl Site for Shells {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path.as_str();
+        if path == "/" {
+            let links: String = (0..SHELLS)
+                .map(|i| format!("<a href=\"/p/{i}\">{i}</a> "))
+                .collect();
+            return SiteResponse::html(format!("<html><body>{links}</body></html>"));
+        }
+        if let Some(n) = path.strip_prefix("/p/") {
+            return SiteResponse::html(format!(
+                "<!doctype html><html><head><script>fetch('/data/{n}.json').then(function (r) \
+                 {{ return r.json(); }}).then(function (l) {{ l.forEach(function (f) {{ \
+                 var a = document.createElement('a'); a.href = f; \
+                 document.getElementById('app').appendChild(a); }}); }});</script></head>\
+                 <body><div id=\"app\"></div><noscript>Needs JavaScript.</noscript></body></html>"
+            ));
+        }
+        if let Some(n) = path
+            .strip_prefix("/data/")
+            .and_then(|r| r.strip_suffix(".json"))
+        {
+            return SiteResponse::ok(
+                "application/json",
+                format!("[\"/files/{n}-a.csv\", \"/files/{n}-b.csv\"]"),
+            );
+        }
+        if path.starts_with("/files/") {
+            return SiteResponse::ok("text/csv", "a,b\n1,2\n");
+        }
+        SiteResponse::not_found()
+    }
+}
+
+/// The main process (no `--type=`) of a browser `forager_pid` started.
+fn browser_of(tmp: &Path, forager_pid: u32) -> Option<i32> {
+    let needle = format!(
+        "--user-data-dir={}",
+        tmp.join(format!("forager-chromium-{forager_pid}-"))
+            .display()
+    );
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        (cmd.contains(&needle) && !cmd.contains("--type=")).then_some(pid)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs a headless chromium on PATH (apt-get install chromium)"
+)]
+async fn a_browser_killed_mid_crawl_costs_at_most_one_page() {
+    let host = "shells.test";
+    let server = serve_host(host, Arc::new(Shells)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let timeout_s = 10;
+    let job = JobFile::new("killed")
+        .seed(format!("http://{host}/"))
+        .delay("1ms")
+        .no_early_stop()
+        .extra(&format!(
+            "[render]\nmode = \"always\"\ntimeout = \"{timeout_s}s\"\n"
+        ));
+    let file = job.write(dir.path());
+    let state = dir.path().join("state");
+    let log = dir.path().join("stderr.log");
+    let mut cmd = Crawl::new(&file, &state)
+        .resolve(host, server.port())
+        .allow_private()
+        .arg("--log")
+        .arg("info")
+        .command();
+    cmd.env("TMPDIR", dir.path())
+        .stderr(std::process::Stdio::from(
+            std::fs::File::create(&log).expect("stderr file"),
+        ))
+        .stdout(std::process::Stdio::null());
+    let started = Instant::now();
+    let mut child = crate::harness::bin::spawn(&mut cmd);
+    let forager_pid = child.id().expect("a running forager");
+    // Kill the browser once a few shells were rendered (their JSON asked).
+    let rendered = || {
+        server
+            .log()
+            .iter()
+            .filter(|r| r.path_and_query.starts_with("/data/"))
+            .count()
+    };
+    let mut killed = None;
+    while started.elapsed() < Duration::from_secs(120) {
+        if rendered() >= 3 {
+            killed = browser_of(dir.path(), forager_pid);
+            if let Some(pid) = killed {
+                // SAFETY: kill(2) of a pid read from /proc, a browser this test's forager started.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let at = rendered();
+    let status = crate::harness::bin::wait(&mut child).await;
+    let took = started.elapsed();
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        killed.is_some(),
+        "no browser to kill (at {at} renders)\n{stderr}"
+    );
+    assert!(at < SHELLS, "the crawl ended before the kill\n{stderr}");
+    assert!(status.success(), "{stderr}");
+    // A second browser took over, and at most one render failed: every
+    // shell's files but at most one shell's are harvested.
+    assert!(
+        stderr.lines().any(|l| l.contains("renders of this run")
+            && l.contains("browser_launches=2")
+            && (l.contains("failed=0") || l.contains("failed=1"))),
+        "{stderr}"
+    );
+    let rows = manifest(&state, "killed");
+    assert!(
+        rows.len() >= 2 * (SHELLS - 1),
+        "{} files of {}\n{stderr}",
+        rows.len(),
+        2 * SHELLS
+    );
+    // The dead browser is noticed within a beat, not after a render's timeout.
+    let renders = stderr.matches("page rendered").count();
+    assert!(renders >= SHELLS - 1, "{renders} renders\n{stderr}");
+    assert!(
+        !stderr.contains("no new page in time"),
+        "a render waited for the dead browser\n{stderr}"
+    );
+    assert!(took < Duration::from_secs(60), "took {took:?}\n{stderr}");
+    let left = browsers_left(dir.path());
+    assert!(left.is_empty(), "{left:?}");
 }

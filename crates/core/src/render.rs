@@ -69,16 +69,15 @@ impl ShellSignals {
                     s.scripts += 1;
                     s.inline_script_bytes += close.saturating_sub(open_end + 1);
                 }
-                i = close.max(open_end).saturating_add(1);
+                i = past_tag(html, close.max(open_end));
             } else if starts_with_tag(rest, b"style") {
-                i = find_ci(html, i + 1, b"</style")
-                    .unwrap_or(html.len())
-                    .saturating_add(1);
+                i = past_tag(html, find_ci(html, i + 1, b"</style").unwrap_or(html.len()));
             } else if starts_with_tag(rest, b"noscript") {
                 s.noscript = true;
-                i = find_ci(html, i + 1, b"</noscript")
-                    .unwrap_or(html.len())
-                    .saturating_add(1);
+                i = past_tag(
+                    html,
+                    find_ci(html, i + 1, b"</noscript").unwrap_or(html.len()),
+                );
             } else if rest.starts_with(b"!--") {
                 i = find(html, i, b"-->").map_or(html.len(), |e| e + 3);
             } else {
@@ -104,6 +103,12 @@ fn starts_with_tag(rest: &[u8], name: &[u8]) -> bool {
     rest.len() > name.len()
         && rest[..name.len()].eq_ignore_ascii_case(name)
         && matches!(rest[name.len()], b'>' | b' ' | b'\t' | b'\n' | b'\r' | b'/')
+}
+
+/// Just past the `>` of the tag starting at `at` (a closing tag): its name
+/// is markup, not text of the page.
+fn past_tag(html: &[u8], at: usize) -> usize {
+    find(html, at, b">").map_or(html.len(), |e| e + 1)
 }
 
 fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {

@@ -54,6 +54,10 @@ pub const IDLE: Duration = Duration::from_millis(500);
 const AFTER_DEADLINE: Duration = Duration::from_secs(3);
 /// Longest wait for the browser to start.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(20);
+/// How often a render checks that the browser's process is still there:
+/// a killed browser leaves a connection that errors without ending, so the
+/// render would otherwise wait for its deadline.
+const LIVENESS: Duration = Duration::from_millis(250);
 /// Bytes of rendered HTML read at most (the page cap of a fetched page).
 pub const MAX_RENDERED_BYTES: usize = 32 << 20;
 
@@ -135,6 +139,25 @@ struct Live {
     dir: PathBuf,
     /// Set when a render saw it fail: the next render starts a new one.
     broken: AtomicBool,
+    /// The browser's main process.
+    pid: Option<u32>,
+}
+
+impl Live {
+    /// Whether the browser's main process is gone (or a zombie: killed, not
+    /// yet reaped). Unknown counts as running.
+    fn exited(&self) -> bool {
+        let Some(pid) = self.pid else {
+            return false;
+        };
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat
+                .rfind(')')
+                .and_then(|p| stat.get(p + 2..p + 3))
+                .is_some_and(|state| state == "Z" || state == "X"),
+            Err(_) => true,
+        }
+    }
 }
 
 impl Drop for Live {
@@ -346,7 +369,7 @@ impl Renderer {
     async fn live(&self) -> Result<Arc<Live>, RenderError> {
         let mut slot = self.browser.lock().await;
         if let Some(live) = slot.as_ref() {
-            let exited = !live.broken.load(Ordering::Relaxed) && live.handler.is_finished();
+            let exited = live.handler.is_finished() || live.exited();
             if !live.broken.load(Ordering::Relaxed) && !exited {
                 return Ok(live.clone());
             }
@@ -397,7 +420,7 @@ impl Renderer {
             config = config.no_sandbox();
         }
         let config = config.build().map_err(RenderError::Launch)?;
-        let (browser, mut handler) = match Browser::launch(config).await {
+        let (mut browser, mut handler) = match Browser::launch(config).await {
             Ok(b) => b,
             Err(e) => {
                 kill_processes_of(&dir);
@@ -414,6 +437,9 @@ impl Renderer {
                 }
             }
         });
+        let pid = browser
+            .get_mut_child()
+            .and_then(|child| child.as_mut_inner().id());
         let n = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
         info!(job = %self.job, program = %self.program.display(), launch = n, "browser started");
         Ok(Live {
@@ -421,6 +447,7 @@ impl Renderer {
             handler,
             dir,
             broken: AtomicBool::new(false),
+            pid,
         })
     }
 }
@@ -509,6 +536,7 @@ impl Session {
             } else {
                 self.deadline
             };
+            let wake = settle_at.min(now + LIVENESS);
             tokio::select! {
                 ev = self.paused.next() => {
                     let Some(ev) = ev else {
@@ -527,8 +555,14 @@ impl Session {
                         self.last_activity = Instant::now();
                     }
                 }
-                _ = tokio::time::sleep_until(settle_at) => {
-                    return Step::Settled { deadline: settle_at >= self.deadline };
+                _ = tokio::time::sleep_until(wake) => {
+                    if Instant::now() >= settle_at {
+                        return Step::Settled { deadline: settle_at >= self.deadline };
+                    }
+                    if self.live.exited() {
+                        self.live.broken.store(true, Ordering::Relaxed);
+                        return Step::Failed(RenderError::Browser("the browser's process ended".into()));
+                    }
                 }
             }
         }
