@@ -398,21 +398,23 @@ impl Renderer {
             .disable_cache()
             .launch_timeout(LAUNCH_TIMEOUT)
             .request_timeout(self.spec.timeout + AFTER_DEADLINE)
+            // chromiumoxide writes each as `--` and the text: no dashes here
+            // (with them Chromium saw `----proxy-server=…` and ignored every one).
             .args([
                 // Nothing leaves the browser but through interception: a proxy
                 // that answers nothing, for loopback too, and no name resolves.
-                "--proxy-server=127.0.0.1:9".to_string(),
-                "--proxy-bypass-list=<-loopback>".to_string(),
-                "--host-resolver-rules=MAP * ~NOTFOUND".to_string(),
-                "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".to_string(),
-                "--webrtc-ip-handling-policy=disable_non_proxied_udp".to_string(),
-                "--disable-component-update".to_string(),
-                "--disable-domain-reliability".to_string(),
-                "--no-pings".to_string(),
-                "--disable-gpu".to_string(),
+                "proxy-server=127.0.0.1:9".to_string(),
+                "proxy-bypass-list=<-loopback>".to_string(),
+                "host-resolver-rules=MAP * ~NOTFOUND".to_string(),
+                "force-webrtc-ip-handling-policy=disable_non_proxied_udp".to_string(),
+                "webrtc-ip-handling-policy=disable_non_proxied_udp".to_string(),
+                "disable-component-update".to_string(),
+                "disable-domain-reliability".to_string(),
+                "no-pings".to_string(),
+                "disable-gpu".to_string(),
                 // The memory cap: a page past it crashes its renderer only.
-                format!("--js-flags=--max-old-space-size={heap_mib}"),
-                format!("--renderer-process-limit={}", self.spec.pages.max(1)),
+                format!("js-flags=--max-old-space-size={heap_mib}"),
+                format!("renderer-process-limit={}", self.spec.pages.max(1)),
             ]);
         // Chromium refuses to run as root with its sandbox on.
         // SAFETY: geteuid has no preconditions.
