@@ -8,10 +8,13 @@
 //! - `have_warcio`: python3 that imports warcio, the WARC tests' oracle;
 //! - `have_chromium`: a headless Chromium on `PATH`, the dashboard's browser;
 //! - `have_userns`: unprivileged user and mount namespaces with tmpfs
-//!   (`tests/it/diskfull.rs`).
+//!   (`tests/it/diskfull.rs`);
+//! - `have_postgres`: PostgreSQL's `initdb` and `pg_ctl` (Debian's
+//!   `/usr/lib/postgresql/*/bin`, or on `PATH`), for the cluster tests
+//!   (`tests/it/cluster.rs`), which start a server of their own.
 //!
-//! `FORAGER_REQUIRE_LV2`, `FORAGER_REQUIRE_WARCIO` and
-//! `FORAGER_REQUIRE_CHROMIUM` (set by `.ci/run` after installing the tool)
+//! `FORAGER_REQUIRE_LV2`, `FORAGER_REQUIRE_WARCIO`,
+//! `FORAGER_REQUIRE_CHROMIUM` and `FORAGER_REQUIRE_POSTGRES` (set by `.ci/run` after installing the tool)
 //! turn the cfg on whatever the probe says: in CI those tests run, and fail
 //! loudly if the tool is missing after all.
 //!
@@ -29,6 +32,7 @@ fn main() {
         "FORAGER_REQUIRE_LV2",
         "FORAGER_REQUIRE_WARCIO",
         "FORAGER_REQUIRE_CHROMIUM",
+        "FORAGER_REQUIRE_POSTGRES",
         "PATH",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
@@ -45,6 +49,10 @@ fn main() {
             required("FORAGER_REQUIRE_CHROMIUM") || chromium(),
         ),
         ("have_userns", userns()),
+        (
+            "have_postgres",
+            required("FORAGER_REQUIRE_POSTGRES") || postgres(),
+        ),
     ];
     for (cfg, found) in probes {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
@@ -82,6 +90,21 @@ fn chromium() -> bool {
         return false;
     };
     std::env::split_paths(&path).any(|dir| CHROMIUMS.iter().any(|n| dir.join(n).is_file()))
+}
+
+/// What `tests/it/harness/postgres.rs` looks for: Debian's versioned
+/// folders first, then `PATH`.
+fn postgres() -> bool {
+    let debian = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("bin/initdb").is_file() && e.path().join("bin/pg_ctl").is_file());
+    debian
+        || std::env::var_os("PATH").is_some_and(|path| {
+            std::env::split_paths(&path)
+                .any(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+        })
 }
 
 /// The diskfull tests' own probe: a tmpfs mounted in a user + mount namespace.

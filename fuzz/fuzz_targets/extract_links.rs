@@ -4,7 +4,9 @@
 //! same whether the body arrives in one piece or in two chunks.
 #![no_main]
 
-use forager_core::extract::{extract_links, normalize, ExtractLimits, LinkExtractor, UrlRules};
+use forager_core::extract::{
+    extract_links, normalize, ExtractLimits, LinkExtractor, PageSources, UrlRules,
+};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashSet;
 use url::Url;
@@ -30,6 +32,12 @@ fuzz_target!(|data: &[u8]| {
             max_len: if mode & 0x40 != 0 { 64 } else { 2048 },
             ..UrlRules::default()
         },
+        // Catalog markup and `<link rel="alternate">` catalogs now and then.
+        sources: PageSources {
+            catalogs: mode & 0x20 != 0,
+            forms: (mode & 0x10 != 0).then(forager_core::form::FormLimits::default),
+        },
+        ..ExtractLimits::default()
     };
     let page = Url::parse("http://site.test/dir/page.html?x=1").expect("static URL");
     let whole = extract_links(body, &page, content_type, &limits);

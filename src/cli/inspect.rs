@@ -16,7 +16,11 @@ pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
         let errors = match config::read_config_file(f) {
             Err(e) => vec![e],
             Ok(text) if daemon => match config::parse_daemon_all(&text, f) {
-                Ok(d) => daemon_folders(&d, &text, f),
+                Ok(d) => {
+                    let mut errors = daemon_folders(&d, &text, f);
+                    errors.extend(cluster_database(&d, &text, f));
+                    errors
+                }
                 Err(errors) => errors,
             },
             Ok(text) => match config::parse_job_all(&text, f) {
@@ -69,6 +73,66 @@ fn render_browser(job: &config::JobSpec, text: &str, file: &Path) -> Vec<config:
     )]
 }
 
+/// With `[cluster]`: whether the database answers (connect, then check or
+/// create the schema, as a node's start would), said on a line of its own;
+/// then a reminder of what a cluster needs of the jobs' target folders.
+fn cluster_database(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<config::ConfigError> {
+    let Some(cluster) = &d.cluster else {
+        return Vec::new();
+    };
+    let line = line_of_key(text, "database");
+    let mut errors = Vec::new();
+    let probe = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| {
+            rt.block_on(forager_cluster::Cluster::connect(cluster))
+                .map_err(|e| e.to_string())
+        });
+    match probe {
+        Ok((c, probe)) => {
+            let schema = if probe.schema.from == probe.schema.version {
+                format!("schema version {}", probe.schema.version)
+            } else {
+                format!(
+                    "schema version {} (created from {})",
+                    probe.schema.version, probe.schema.from
+                )
+            };
+            outln!(
+                "{}: cluster database answers: PostgreSQL {}, {schema}, this node is {:?}",
+                file.display(),
+                probe.server_version,
+                c.node()
+            );
+            outln!(
+                "{}: in a cluster, each job's targets folder must be one every node mounts (NFS, CephFS…): \
+                 a job taken over writes where its last node wrote",
+                file.display()
+            );
+        }
+        Err(why) => errors.push(config::ConfigError::new(
+            file,
+            line,
+            "cluster.database",
+            why,
+        )),
+    }
+    errors
+}
+
+/// The line (1-based) of the first line that starts with `key` (a key and its `=`, or a table header).
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| key.starts_with('[') || rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
+}
+
 /// What the daemon checks at start-up beyond the file itself: its jobs
 /// folder must exist (it refuses to start otherwise), so `check --daemon`
 /// refuses it too.
@@ -77,14 +141,7 @@ fn daemon_folders(d: &config::DaemonConfig, text: &str, file: &Path) -> Vec<conf
         return Vec::new();
     }
     // The line of the `jobs_dir` key, when the file sets it (else the default is missing).
-    let line = text
-        .lines()
-        .position(|l| {
-            l.trim_start()
-                .strip_prefix("jobs_dir")
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|i| i + 1);
+    let line = line_of_key(text, "jobs_dir");
     vec![config::ConfigError::new(
         file,
         line,
@@ -121,6 +178,47 @@ pub struct PurgeArgs {
     /// Daemon config to take state_dir and the admin API address from (default: /etc/forager/forager.toml if present).
     #[arg(long)]
     config: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct SubmitArgs {
+    /// The job file.
+    job: PathBuf,
+    /// The daemon config whose [cluster] names the database (default: /etc/forager/forager.toml).
+    #[arg(long, default_value = forager::daemon::INSTALLED_CONFIG)]
+    config: PathBuf,
+}
+
+/// `forager submit JOB.toml`: check the job file, then register it in the
+/// cluster's database as a node's watched folder would (once by name and
+/// content: submitting the same file again changes nothing).
+pub fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
+    let daemon = config::load_daemon(&args.config).map_err(anyhow::Error::new)?;
+    let Some(cluster) = &daemon.cluster else {
+        anyhow::bail!(
+            "{}: no [cluster] section: `forager submit` registers jobs in a cluster's database; \
+             a single daemon runs the job files of its jobs folder",
+            args.config.display()
+        );
+    };
+    let text = config::read_config_file(&args.job).map_err(anyhow::Error::new)?;
+    let spec = config::parse_job(&text, &args.job).map_err(anyhow::Error::new)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let outcome = rt.block_on(async {
+        let (c, _) = forager_cluster::Cluster::connect(cluster).await?;
+        c.register(&spec.name, &text).await
+    });
+    let outcome = outcome.with_context(|| format!("submitting job {:?}", spec.name))?;
+    let what = match outcome {
+        forager_cluster::Registration::New => "registered",
+        forager_cluster::Registration::Updated => "registered with its new content",
+        forager_cluster::Registration::Unchanged => "already registered with this content",
+    };
+    outln!("job {:?} {what}", spec.name);
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Args)]

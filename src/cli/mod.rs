@@ -85,6 +85,8 @@ enum Command {
     Export(export::ExportArgs),
     /// Delete everything stored for a job (frontier, learned state, manifest rows; target files stay).
     Purge(inspect::PurgeArgs),
+    /// Register a job file in the cluster's database ([cluster] of the daemon config): one node of the cluster runs it.
+    Submit(inspect::SubmitArgs),
     /// Pause a daemon's job: it writes a checkpoint and stops fetching until resumed (also across daemon restarts).
     Pause(inspect::DriveArgs),
     /// Resume a paused daemon job exactly where it stopped.
@@ -142,6 +144,7 @@ pub fn main() -> ExitCode {
         Command::Explain(args) => inspect::explain(args),
         Command::Export(args) => export::run(args),
         Command::Purge(args) => inspect::purge(args),
+        Command::Submit(args) => inspect::submit(args),
         Command::Pause(args) => inspect::drive(args, forager::daemon::DriveAction::Pause),
         Command::Resume(args) => inspect::drive(args, forager::daemon::DriveAction::Resume),
         Command::Rerun(args) => inspect::drive(args, forager::daemon::DriveAction::Rerun),

@@ -659,6 +659,63 @@ async fn a_seed_that_answers_404_is_a_warning_in_status() {
     assert!(row.contains("warning: seed"), "{table}");
 }
 
+/// Issue 39: an origin whose robots.txt cannot be read is loud in the
+/// daemon too. A seed on the https port of a plain http server (its TLS
+/// handshake meets an http answer): `/status` says which origin the job
+/// waits for and until when, `/metrics` counts every robots.txt failure,
+/// and the job ends `unreachable` once the retries are spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_without_robots_txt_is_named_in_status_and_counted_in_metrics() {
+    let f = Fixture::start(2).await;
+    f.wait_for("an empty daemon", |r| r.jobs.is_empty()).await;
+    let port = f.server.port();
+    // Back-offs of 1, 2 and 4 s: the job only waits from the second on.
+    let dead = JobFile::new("notls")
+        .seed(format!("https://site-a.test:{port}/"))
+        .strategy("bfs")
+        .delay("0s")
+        .set("limits", "retries", 3)
+        .toml();
+    std::fs::write(f.job_path("notls"), dead).unwrap();
+    let origin = format!("https://site-a.test:{port}");
+    let r = f
+        .wait_for("the job saying what it waits for", |r| {
+            job(r, "notls")
+                .and_then(|j| j.detail.as_deref())
+                .is_some_and(|d| d.starts_with(&format!("waiting for {origin} until ")))
+        })
+        .await;
+    let waiting = job(&r, "notls").unwrap();
+    assert_eq!(waiting.state, Phase::Running, "{waiting:?}");
+    let metrics = reqwest::get(format!("http://{}/metrics", f.admin))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let failures: f64 = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("forager_robots_failures_total ")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no robots.txt failure count in\n{metrics}"));
+    assert!(failures >= 2.0, "{metrics}");
+    let r = f
+        .wait_for("the job ended unreachable", |r| {
+            is(r, "notls", Phase::Done, Some(StopReason::Unreachable))
+        })
+        .await;
+    assert!(job(&r, "notls").is_some());
+    let log = f.daemon.log();
+    assert!(
+        log.contains("robots.txt unavailable") && log.contains(&format!("{origin}/robots.txt")),
+        "{log}"
+    );
+    let _ = f.server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_jobs_bounds_running_jobs_and_reloads_live() {
     let mut f = Fixture::start(1).await;

@@ -12,6 +12,7 @@ mod harness;
 
 mod bench_smoke;
 mod changing;
+mod cluster;
 mod continuous;
 mod crash;
 mod crawl;
@@ -25,7 +26,9 @@ mod lv2;
 mod manifest;
 mod multihost;
 mod naming;
+mod politeness;
 mod portal;
+mod portal_sources;
 mod rdf_oracle;
 mod render;
 mod resume;

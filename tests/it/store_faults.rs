@@ -396,3 +396,40 @@ async fn a_damaged_store_names_repair_and_never_panics() {
     assert!(refused >= 3, "the damage went unnoticed: {refused} refused");
     let _ = server.shutdown().await;
 }
+
+/// Issue #36 item 9, the abort: redb panicked on a damaged page, and a
+/// destructor of its (a table's, a transaction's: they unwrap a mutex the
+/// first panic poisoned) panicked again during the unwind; the runtime then
+/// aborts (`thread caused non-unwinding panic. aborting.`), which no
+/// `catch_unwind` stops. Flipped bytes hit that only at some offsets of some
+/// layouts, so the crash point `store-read` makes the same double panic in
+/// the N-th store read: the crawl must still end on the damaged-store error
+/// naming `forager repair`, with its exit code, never on a signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_during_a_store_panic_unwind_names_repair_not_abort() {
+    use std::os::unix::process::ExitStatusExt;
+    let (server, start) = serve_small_site(HOST, 1).await;
+    let port = server.port();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job(tmp.path(), port, &start);
+    for n in [1u32, 2] {
+        let state = tmp.path().join(format!("state-{n}"));
+        let mut c = Crawl::loopback(&job, &state).resolve(HOST, port).command();
+        c.env(forager::crashpoint::ENV, format!("store-read:{n}"));
+        let out = crate::harness::bin::output(&mut c).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.signal(), None, "store-read:{n}: {}", text(&out));
+        assert!(
+            !stderr.contains("non-unwinding"),
+            "store-read:{n}: {}",
+            text(&out)
+        );
+        assert_eq!(out.status.code(), Some(1), "store-read:{n}: {}", text(&out));
+        assert!(
+            stderr.contains("forager repair --state-dir"),
+            "store-read:{n}: {}",
+            text(&out)
+        );
+    }
+    let _ = server.shutdown().await;
+}

@@ -19,13 +19,15 @@ const PRODUCT: &str = r#"<html><head><script type="application/ld+json">
 </script></head><body><a href="/">home</a><a href="/recipe">a recipe</a></body></html>"#;
 
 /// Recipe: 7 microdata statements (type, name, 3 ingredients, author, Person type)
-/// + 1 (the author's name) = 8, and an RDFa block of 3 (usesVocabulary, type, name).
+/// + 1 (the author's name) = 8, and an RDFa block of 4 (usesVocabulary, type, name,
+///   and a `<time>` whose value is its `datetime`, not its text).
 const RECIPE: &str = r#"<html><body>
 <div itemscope itemtype="http://schema.org/Recipe"><h1 itemprop="name">Soup</h1>
 <span itemprop="recipeIngredient">a</span><span itemprop="recipeIngredient">b</span>
 <span itemprop="recipeIngredient">c</span>
 <div itemprop="author" itemscope itemtype="http://schema.org/Person"><span itemprop="name">Ann</span></div></div>
-<div vocab="http://schema.org/" typeof="WebPage"><span property="name">Recipes</span></div>
+<div vocab="http://schema.org/" typeof="WebPage"><span property="name">Recipes</span>
+<time property="datePublished" datetime="2024-07-01">the first of July</time></div>
 <a href="/thin">thin</a></body></html>"#;
 
 /// 3 statements: under the default threshold of 6.
@@ -108,7 +110,7 @@ async fn relevant_pages_are_saved_with_their_statements() {
         );
         assert_eq!(
             counts("/recipe"),
-            serde_json::json!({"json_ld": 0, "microdata": 8, "rdfa": 3, "microformats": 0, "json_ld_invalid": 0})
+            serde_json::json!({"json_ld": 0, "microdata": 8, "rdfa": 4, "microformats": 0, "json_ld_invalid": 0})
         );
         assert_eq!(
             counts("/deep"),
@@ -121,16 +123,26 @@ async fn relevant_pages_are_saved_with_their_statements() {
 
         // Statements, once each, in their page's graph.
         let mut per_graph: BTreeMap<String, usize> = BTreeMap::new();
+        let mut published = Vec::new();
         for line in nquads::read_statements(&targets).expect("read data.nq.gz") {
+            if line.contains("datePublished") {
+                published.push(line.clone());
+            }
             let body = line.strip_suffix(" .").expect("a statement");
             let (_, graph) = body.rsplit_once(' ').expect("a graph");
             *per_graph.entry(graph.to_string()).or_default() += 1;
         }
-        let expect: BTreeMap<String, usize> = [("/deep", 6), ("/product", 6), ("/recipe", 11)]
+        let expect: BTreeMap<String, usize> = [("/deep", 6), ("/product", 6), ("/recipe", 12)]
             .into_iter()
             .map(|(p, n)| (format!("<http://{HOST}{p}>"), n))
             .collect();
         assert_eq!(per_graph, expect, "{strategy}");
+        // HTML+RDFa 1.1: a <time> element's value is its @datetime.
+        assert_eq!(published.len(), 1, "{published:?}");
+        assert!(
+            published[0].contains("\"2024-07-01\"") && !published[0].contains("first of July"),
+            "{published:?}"
+        );
 
         // Issue 39, point 3: crawl.log shows each saved page as a saved
         // target, and the home page (no statements) as a page.

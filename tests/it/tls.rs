@@ -47,7 +47,8 @@ impl Site for Mixed {
 
 /// The http crawl of a host goes on, and finishes, while the host's https
 /// origin fails its TLS handshake: the failure is logged with the host and
-/// the reason, and the https origin is tried a bounded number of times.
+/// the reason, the https origin is tried a bounded number of times, and
+/// the http links never wait for the https origin's robots.txt back-off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_origin_is_crawled_whole_while_its_https_origin_fails_tls() {
     let tmp = tempfile::tempdir().unwrap();
@@ -96,6 +97,29 @@ async fn an_http_origin_is_crawled_whole_while_its_https_origin_fails_tls() {
     // its links (a first try and two retries), no more.
     let tries = front.connections();
     assert!((2..=4).contains(&tries.len()), "{tries:?}");
+    // Never held: every request of the http origin was answered before the
+    // https origin's robots.txt was asked a second time (its first retry
+    // comes after a back-off of at least a second; the http crawl, a dozen
+    // loopback requests, needs far less).
+    let last_http = server
+        .log()
+        .iter()
+        .map(|r| r.at)
+        .max()
+        .expect("the http origin was crawled");
+    // For the measurement notes (`--nocapture`).
+    eprintln!(
+        "http crawl ended {:?} after the first https try; second https try after {:?}",
+        last_http.saturating_duration_since(tries[0]),
+        tries[1].saturating_duration_since(tries[0]),
+    );
+    assert!(
+        last_http < tries[1],
+        "an http request waited for the https origin's back-off: last http request \
+         {:?} after the first https try, second https try {:?} after it",
+        last_http.saturating_duration_since(tries[0]),
+        tries[1].saturating_duration_since(tries[0]),
+    );
     let _ = placeholder.shutdown().await;
     let _ = server.shutdown().await;
 }
@@ -112,8 +136,12 @@ async fn a_seed_refusing_connections_ends_unreachable_within_a_minute_by_default
         .delay("0s")
         .write(tmp.path());
     let started = Instant::now();
+    // At the info level, so that the waits are logged too (the progress
+    // line, off here, shows them at a terminal).
     let out = Crawl::loopback(&job, &tmp.path().join("state"))
         .resolve(HOST, dead.port())
+        .arg("--log")
+        .arg("info")
         .output()
         .await;
     let took = started.elapsed();
@@ -131,6 +159,66 @@ async fn a_seed_refusing_connections_ends_unreachable_within_a_minute_by_default
         "{stderr}"
     );
     assert!(stderr.contains("Connection refused"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the last failed with: http://{HOST}/")),
+        "{stderr}"
+    );
+    // While it only waits for the origin (back-offs of 2 s and more), it
+    // says so once per wait, naming the origin and until when.
+    assert!(
+        stderr.contains(&format!("waiting for http://{HOST}:80 until ")),
+        "{stderr}"
+    );
+}
+
+/// A seed whose server answers every connection with random bytes (not
+/// HTTP) ends the job `unreachable` within about a minute by default too,
+/// naming what went wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_answering_random_bytes_ends_unreachable_within_a_minute_by_default() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    let garbage = tokio::spawn(async move {
+        // A fixed xorshift stream: the same bytes on every run.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let bytes: Vec<u8> = (0..512)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x >> 24) as u8
+                })
+                .collect();
+            let _ = conn.write_all(&bytes).await;
+            let _ = conn.shutdown().await;
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let job = JobFile::new("garbage")
+        .seed(format!("http://{HOST}/"))
+        .strategy("bfs")
+        .delay("0s")
+        .write(tmp.path());
+    let started = Instant::now();
+    let out = Crawl::loopback(&job, &tmp.path().join("state"))
+        .resolve(HOST, port)
+        .output()
+        .await;
+    let took = started.elapsed();
+    garbage.abort();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("unreachable"), "{stdout}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(
+        stderr.matches("robots.txt unavailable").count() >= 3,
+        "{stderr}"
+    );
     assert!(
         stderr.contains(&format!("the last failed with: http://{HOST}/")),
         "{stderr}"
@@ -157,12 +245,12 @@ async fn crawl_over_https(with_ca: bool) -> (std::process::Output, Vec<String>) 
         .no_early_stop()
         .set("limits", "retries", 1);
     if with_ca {
-        let pem = ca.write_pem(tmp.path(), "ca.pem");
-        job = job.set(
-            "http",
-            "ca_file",
-            format!("{:?}", pem.display().to_string()),
-        );
+        // Named relative to the job file's folder, as a user writes it
+        // beside the job; the binary runs from another folder.
+        let certs = tmp.path().join("certs");
+        std::fs::create_dir_all(&certs).expect("a folder for the CA");
+        ca.write_pem(&certs, "ca.pem");
+        job = job.set("http", "ca_file", "\"certs/ca.pem\"");
     }
     let job = job.write(tmp.path());
     let state = tmp.path().join("state");
@@ -177,6 +265,8 @@ async fn crawl_over_https(with_ca: bool) -> (std::process::Output, Vec<String>) 
     (out, saved)
 }
 
+/// `ca_file = "certs/ca.pem"`: relative to the job file's folder, not to
+/// where forager was started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_site_over_https_is_crawled_with_its_ca_in_ca_file() {
     let (out, saved) = crawl_over_https(true).await;

@@ -3,7 +3,8 @@
 //! Owns the vocabulary every layer shares and the logic that is a pure
 //! function of it: [`link`] (what a link is), [`mime`] (what a response is:
 //! HTML, target or neither), [`codec`] (how every stored value is encoded),
-//! [`hash`] (the fixed hash functions stored values rely on),
+//! [`hash`] (the fixed hash functions stored values rely on), [`chunk`]
+//! (content-defined chunks of stored blobs),
 //! [`http_options`] (what a job adds to its requests), [`politeness`] (the
 //! adaptive delay and the back-off of a failing origin), [`config`] (job and
 //! daemon files), [`extract`] (links and structured data out of a page),
@@ -22,12 +23,14 @@
 //!
 //! Imports point down this list, no module imports one above it: `job` →
 //! `config` → `strategy`, `rdf`, `revisit` → `extract`, `learn`, `record` →
-//! `link` → `hash`, `mime`, `codec`, `http_options`, `politeness`.
+//! `link` → `hash`, `chunk`, `mime`, `codec`, `http_options`, `politeness`.
 
 pub mod catalog;
+pub mod chunk;
 pub mod codec;
 pub mod config;
 pub mod extract;
+pub mod form;
 pub mod hash;
 pub mod http_options;
 pub mod job;

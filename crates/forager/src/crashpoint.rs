@@ -25,6 +25,10 @@ pub enum CrashPoint {
     /// Inside the parse of an RDF document or a structured-data page, after
     /// its journal line (`engine/runner/parsing.rs`).
     Parse,
+    /// Inside a read of the state database: not a kill but a panic whose
+    /// unwind meets a panicking destructor, as redb's do on some damaged
+    /// pages ([`panic_twice_if_reached`]).
+    StoreRead,
 }
 
 impl CrashPoint {
@@ -36,6 +40,7 @@ impl CrashPoint {
             "warc-write" => Some(CrashPoint::WarcWrite),
             "export-write" => Some(CrashPoint::ExportWrite),
             "parse" => Some(CrashPoint::Parse),
+            "store-read" => Some(CrashPoint::StoreRead),
             _ => None,
         }
     }
@@ -63,7 +68,7 @@ fn armed() -> Option<&'static Armed> {
                 })
             });
             if parsed.is_none() {
-                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write, export-write, parse); ignored");
+                tracing::warn!(value = %value, "{ENV} is not POINT:N (store-write, target-write, target-saved, warc-write, export-write, parse, store-read); ignored");
             }
             parsed
         })
@@ -84,5 +89,24 @@ pub fn reached(point: CrashPoint) {
         unsafe {
             libc::kill(libc::getpid(), libc::SIGKILL);
         }
+    }
+}
+
+/// Count a pass through `point`; on the armed pass, panic with a value whose
+/// destructor panics again during the unwind: what redb does when it panics
+/// on a damaged page while holding one of its mutexes (the drop of its table
+/// or transaction then unwraps the poisoned lock), which made the runtime
+/// abort the process instead of the store reporting the damage.
+pub fn panic_twice_if_reached(point: CrashPoint) {
+    let Some(a) = armed() else { return };
+    if a.point == point && a.reached.fetch_add(1, Ordering::Relaxed) + 1 == a.at {
+        struct PanicsOnDrop;
+        impl Drop for PanicsOnDrop {
+            fn drop(&mut self) {
+                panic!("crash point: a destructor panics during the unwind");
+            }
+        }
+        let _guard = PanicsOnDrop;
+        panic!("crash point: a panic inside a store read");
     }
 }

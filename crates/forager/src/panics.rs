@@ -3,12 +3,22 @@
 //! message says which.
 
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 thread_local! {
     /// Depth of [`catch_quietly`] calls on this thread.
     static QUIET: Cell<u32> = const { Cell::new(0) };
+    /// Panics the hook saw inside [`catch_quietly`] that no `catch_quietly`
+    /// has caught yet: a second one while the first is in flight was raised
+    /// by a destructor during the unwind, and the runtime aborts after it.
+    static IN_FLIGHT: Cell<u32> = const { Cell::new(0) };
+    /// The innermost [`catch_quietly_or_exit`]'s last word.
+    static LAST_WORD: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }
+
+/// The exit code of a command that ends on an error (`ExitCode::FAILURE`),
+/// used by the last word of [`catch_quietly_or_exit`].
+pub const ERROR_EXIT_CODE: i32 = 1;
 
 /// Runs `f`, catching a panic, with the panic hook silent meanwhile: the
 /// caller turns the panic into an error that says what happened and what to
@@ -17,8 +27,35 @@ thread_local! {
 /// code` would only alarm, and say nothing of the way out.
 pub fn catch_quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
     QUIET.with(|q| q.set(q.get() + 1));
+    let in_flight = IN_FLIGHT.with(Cell::get);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    // A panic caught here is no longer in flight.
+    IN_FLIGHT.with(|n| n.set(in_flight));
     QUIET.with(|q| q.set(q.get() - 1));
+    result
+}
+
+/// [`catch_quietly`], and if a destructor panics while a first panic unwinds
+/// out of `f` — the runtime then aborts, and no `catch_unwind` can stop it —
+/// the panic hook prints `forager: {last_word}` and exits with
+/// [`ERROR_EXIT_CODE`] instead.
+///
+/// Why: redb's destructors (`Table`, `WriteTransaction`, `PageImpl`) take
+/// its mutexes with `lock().unwrap()` and `unwrap` map lookups; after redb
+/// panicked on a damaged page while holding one, the drop of a table or
+/// transaction during the unwind panics again, and the process died with
+/// `thread caused non-unwinding panic. aborting.` (issue #36 item 9: one
+/// store with bytes flipped at 1 622 869). Those drops happen inside redb
+/// and inside every store closure, so no drop order of ours avoids them; the
+/// store's caller passes the same error it would have returned (naming
+/// `forager repair --state-dir DIR`), so the user sees the way out either way.
+pub fn catch_quietly_or_exit<R>(
+    last_word: String,
+    f: impl FnOnce() -> R,
+) -> std::thread::Result<R> {
+    LAST_WORD.with(|w| w.borrow_mut().push(last_word));
+    let result = catch_quietly(f);
+    LAST_WORD.with(|w| w.borrow_mut().pop());
     result
 }
 
@@ -28,7 +65,21 @@ pub fn install_quiet_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if QUIET.with(Cell::get) > 0 {
-            tracing::debug!(panic = %info, "panic caught; reported as an error");
+            // `std::thread::panicking()` cannot tell a nested panic: it is
+            // already true in the hook of the first one; count instead.
+            let nested = IN_FLIGHT.with(|n| {
+                n.set(n.get() + 1);
+                n.get() > 1
+            });
+            tracing::debug!(panic = %info, nested, "panic caught; reported as an error");
+            if nested {
+                let last_word = LAST_WORD.with(|w| w.borrow().last().cloned());
+                if let Some(last_word) = last_word {
+                    tracing::debug!("a destructor panicked during the unwind; exiting before the runtime aborts");
+                    eprintln!("forager: {last_word}");
+                    std::process::exit(ERROR_EXIT_CODE);
+                }
+            }
         } else {
             previous(info);
         }

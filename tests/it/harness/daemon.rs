@@ -39,6 +39,8 @@ impl DaemonProcess {
             "HUP" => libc::SIGHUP,
             "INT" => libc::SIGINT,
             "KILL" => libc::SIGKILL,
+            "STOP" => libc::SIGSTOP,
+            "CONT" => libc::SIGCONT,
             other => panic!("no such signal in the harness: {other}"),
         };
         // SAFETY: kill(2) on our own child, not reaped yet (this owns it).

@@ -10,6 +10,12 @@
 //! of whose distributions no page links. [`LyingPortal`] publishes catalogs
 //! that lie: an API that claims 10⁹ datasets and pages on forever, whose
 //! entries are HTML pages and dead links, and a `data.json` of 10⁶ entries.
+//! [`FormSite`] keeps most of its tables behind a GET form (a year select
+//! and region radios), beside a search form and a POST form;
+//! [`HostileFormSite`] has a form of 10⁹ combinations. [`MarkupSite`]'s
+//! dataset pages name files only in their schema.org `DataDownload`
+//! markup, and its home page announces, by `<link rel="alternate">` only,
+//! a DCAT catalog of more.
 //! [`ScriptPortal`] draws its dataset list with a script from a JSON API;
 //! [`HostileScripts`] serves pages whose scripts loop, reach for a private
 //! address, never let the network idle, or ask for a thousand URLs.
@@ -322,6 +328,275 @@ impl Site for LyingPortal {
     }
 }
 
+/// A statistics office whose tables sit behind a GET form; see
+/// [`FormSite::files`]. Its home page links the form page, a few "popular"
+/// tables' result pages, a search form and a POST form (neither of which a
+/// crawler should submit). The form page's form chooses a year (a
+/// `<select>`) and a region (radio buttons); each submission is a result
+/// page linking one CSV file. Every `linked_every`-th table is also linked
+/// from the home page; the rest are reachable only through the form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormSite {
+    pub years: usize,
+    pub regions: usize,
+    pub linked_every: usize,
+}
+
+impl Default for FormSite {
+    fn default() -> Self {
+        FormSite {
+            years: 10,
+            regions: 4,
+            linked_every: 4,
+        }
+    }
+}
+
+/// First year of [`FormSite`]'s select.
+const FIRST_YEAR: usize = 2015;
+
+impl FormSite {
+    fn linked(&self, t: usize) -> bool {
+        self.linked_every > 0 && t % self.linked_every == 0
+    }
+
+    fn result_path(&self, t: usize) -> String {
+        let (y, r) = (t / self.regions, t % self.regions);
+        format!("/tables?year={}&region=r{r}", FIRST_YEAR + y)
+    }
+
+    fn file_path(y: usize, r: usize) -> String {
+        format!("/files/t-{}-r{r}.csv", FIRST_YEAR + y)
+    }
+
+    /// Every table's file, and whether only a form reaches it: the tables
+    /// of the result pages, then a year's whole table, which the download
+    /// form answers directly (a file whose own link is a form's).
+    pub fn files(&self) -> Vec<(String, bool)> {
+        let tables = (0..self.years * self.regions).map(|t| {
+            let (y, r) = (t / self.regions, t % self.regions);
+            (Self::file_path(y, r), !self.linked(t))
+        });
+        let years = (0..self.years).map(|y| (format!("/download?year={}", FIRST_YEAR + y), true));
+        tables.chain(years).collect()
+    }
+
+    fn home(&self) -> String {
+        let mut h = String::from(
+            "<html><body><h1>Statistics office</h1>\
+             <form role=\"search\" action=\"/search\"><input name=\"q\"><select name=\"in\"><option value=\"all\"><option value=\"tables\"></select></form>\
+             <form method=\"post\" action=\"/subscribe\"><select name=\"topic\"><option value=\"a\"><option value=\"b\"></select></form>\
+             <p><a href=\"/query\">choose a table</a></p><ul class=\"popular\">",
+        );
+        for t in (0..self.years * self.regions).filter(|&t| self.linked(t)) {
+            let _ = write!(
+                h,
+                "<li><a href=\"{}\">table {t}</a></li>",
+                self.result_path(t).replace('&', "&amp;")
+            );
+        }
+        h.push_str("</ul></body></html>");
+        h
+    }
+
+    fn query(&self) -> String {
+        let mut h = String::from(
+            "<html><body><a href=\"/\">home</a><form class=\"pick\" action=\"/tables\" method=\"get\"><select name=\"year\">",
+        );
+        for y in 0..self.years {
+            let _ = write!(h, "<option value=\"{0}\">{0}</option>", FIRST_YEAR + y);
+        }
+        h.push_str("</select>");
+        for r in 0..self.regions {
+            let _ = write!(
+                h,
+                "<label><input type=\"radio\" name=\"region\" value=\"r{r}\"> region {r}</label>"
+            );
+        }
+        h.push_str("<input type=\"submit\" value=\"Show\"></form><form class=\"download\" action=\"/download\"><select name=\"year\">");
+        for y in 0..self.years {
+            let _ = write!(h, "<option value=\"{0}\">{0}</option>", FIRST_YEAR + y);
+        }
+        h.push_str("</select><input type=\"submit\" value=\"Download\"></form></body></html>");
+        h
+    }
+
+    fn table(&self, req: &SiteRequest) -> Option<String> {
+        let mut year = None;
+        let mut region = None;
+        for (k, v) in req.query_pairs() {
+            match k.as_str() {
+                "year" => year = v.parse::<usize>().ok()?.checked_sub(FIRST_YEAR),
+                "region" => region = v.strip_prefix('r')?.parse::<usize>().ok(),
+                _ => {}
+            }
+        }
+        let (y, r) = (year?, region?);
+        if y >= self.years || r >= self.regions {
+            return None;
+        }
+        Some(format!(
+            "<html><body><a href=\"/query\">another table</a><table><tr><td>{}</td></tr></table><a href=\"{}\">download CSV</a></body></html>",
+            FIRST_YEAR + y,
+            Self::file_path(y, r)
+        ))
+    }
+}
+
+impl Site for FormSite {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path.as_str();
+        match path {
+            "/" => SiteResponse::html(self.home()),
+            "/query" => SiteResponse::html(self.query()),
+            "/download" => {
+                let year = req
+                    .query_pairs()
+                    .into_iter()
+                    .find(|(k, _)| k == "year")
+                    .and_then(|(_, v)| v.parse::<usize>().ok())
+                    .and_then(|y| y.checked_sub(FIRST_YEAR))
+                    .filter(|&y| y < self.years);
+                match year {
+                    Some(y) => csv(&format!("/download?year={}", FIRST_YEAR + y)),
+                    None => SiteResponse::not_found(),
+                }
+            }
+            "/tables" => match self.table(req) {
+                Some(h) => SiteResponse::html(h),
+                None => SiteResponse::not_found(),
+            },
+            _ if self.files().iter().any(|(p, _)| p == path) => csv(path),
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
+/// A site whose one form has 10⁹ combinations (nine selects of ten
+/// options); every submission answers an empty page. A crawler must pay a
+/// bounded number of requests for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostileFormSite;
+
+/// Selects of [`HostileFormSite`]'s form, and options of each.
+pub const HOSTILE_FORM_FIELDS: usize = 9;
+pub const HOSTILE_FORM_OPTIONS: usize = 10;
+
+impl Site for HostileFormSite {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        match req.path.as_str() {
+            "/" => {
+                let mut h = String::from(
+                    "<html><body><a href=\"/files/real.csv\">data</a><form action=\"/explore\">",
+                );
+                for f in 0..HOSTILE_FORM_FIELDS {
+                    let _ = write!(h, "<select name=\"f{f}\">");
+                    for o in 0..HOSTILE_FORM_OPTIONS {
+                        let _ = write!(h, "<option value=\"{o}\">{o}</option>");
+                    }
+                    h.push_str("</select>");
+                }
+                h.push_str("</form></body></html>");
+                SiteResponse::html(h)
+            }
+            "/files/real.csv" => csv("/files/real.csv"),
+            "/explore" => SiteResponse::html("<html><body>no data for this choice</body></html>"),
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
+/// Dataset pages whose schema.org markup names files no `<a>` links, and a
+/// DCAT catalog announced only by `<link rel="alternate">` at a path no
+/// well-known list has; see [`MarkupSite::files`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MarkupSite {
+    pub datasets: usize,
+    /// Tables listed only by the alternate catalog.
+    pub catalog_tables: usize,
+}
+
+impl Default for MarkupSite {
+    fn default() -> Self {
+        MarkupSite {
+            datasets: 8,
+            catalog_tables: 4,
+        }
+    }
+}
+
+impl MarkupSite {
+    /// Every file, and how it is reached: `Some("schema.org")` only through
+    /// a page's markup, `Some("dcat")` only through the alternate catalog,
+    /// `None` by a page link.
+    pub fn files(&self) -> Vec<(String, Option<&'static str>)> {
+        let mut out = Vec::new();
+        for d in 0..self.datasets {
+            out.push((format!("/files/d{d}-linked.csv"), None));
+            out.push((format!("/files/d{d}-markup.csv"), Some("schema.org")));
+        }
+        for t in 0..self.catalog_tables {
+            out.push((format!("/extra/e{t}.csv"), Some("dcat")));
+        }
+        out
+    }
+
+    fn dataset(&self, d: usize) -> String {
+        let ld = serde_json::json!({
+            "@context": "https://schema.org",
+            "@type": "Dataset",
+            "name": format!("Dataset {d}"),
+            "distribution": [
+                {"@type": "DataDownload", "contentUrl": format!("/files/d{d}-linked.csv"), "encodingFormat": "text/csv"},
+                {"@type": "DataDownload", "contentUrl": format!("/files/d{d}-markup.csv"), "encodingFormat": "text/csv"},
+            ],
+        });
+        format!(
+            "<html><head><script type=\"application/ld+json\">{ld}</script></head><body><a href=\"/\">home</a><h1>Dataset {d}</h1><a href=\"/files/d{d}-linked.csv\">CSV</a></body></html>"
+        )
+    }
+
+    fn catalog(&self, host: &str) -> String {
+        let mut ttl = String::from("@prefix dcat: <http://www.w3.org/ns/dcat#> .\n");
+        for t in 0..self.catalog_tables {
+            let _ = writeln!(
+                ttl,
+                "<http://{host}/ds/e{t}> a dcat:Dataset ; dcat:distribution [ dcat:downloadURL <http://{host}/extra/e{t}.csv> ] ."
+            );
+        }
+        ttl
+    }
+}
+
+impl Site for MarkupSite {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path.as_str();
+        if path == "/" {
+            let mut h = String::from("<html><head><link rel=\"alternate\" type=\"text/turtle\" href=\"/open/dcat-export\"></head><body><ul>");
+            for d in 0..self.datasets {
+                let _ = write!(h, "<li><a href=\"/dataset/{d}\">dataset {d}</a></li>");
+            }
+            h.push_str("</ul></body></html>");
+            return SiteResponse::html(h);
+        }
+        if path == "/open/dcat-export" {
+            return SiteResponse::ok("text/turtle", self.catalog(&req.host));
+        }
+        if let Some(d) = path
+            .strip_prefix("/dataset/")
+            .and_then(|d| d.parse::<usize>().ok())
+        {
+            if d < self.datasets {
+                return SiteResponse::html(self.dataset(d));
+            }
+        }
+        if self.files().iter().any(|(p, _)| p == path) {
+            return csv(path);
+        }
+        SiteResponse::not_found()
+    }
+}
+
 /// A portal built by scripts: its home page is a *script shell* (a
 /// `<script>`, an empty mount point, a `<noscript>` warning) whose script
 /// fetches the dataset list from a JSON API (`/api/datasets.json`) and
@@ -476,7 +751,6 @@ impl Site for HostileScripts {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     /// Up to `max` HTML pages of `site`, breadth first from `start`: (URL, body, links).
     fn html_pages(
         site: &dyn Site,
@@ -557,6 +831,24 @@ mod tests {
         let home = html_pages(&portal, "scripts.test", "/", 1);
         let (_, body, links) = &home[0];
         assert!(ShellSignals::of(body, *links).is_shell());
+    }
+
+    #[test]
+    fn three_quarters_of_the_form_site_is_behind_the_form() {
+        let s = FormSite::default();
+        let files = s.files();
+        assert_eq!(files.len(), 50);
+        assert_eq!(files.iter().filter(|(_, only)| *only).count(), 40);
+        for t in 0..40 {
+            let req = SiteRequest::get("stats.test", &s.result_path(t));
+            assert!(s.table(&req).is_some_and(|h| h.contains(".csv")), "{t}");
+        }
+        assert!(s
+            .table(&SiteRequest::get(
+                "stats.test",
+                "/tables?year=1999&region=r0"
+            ))
+            .is_none());
     }
 
     #[test]

@@ -21,6 +21,8 @@
 //! job's `max_links_per_page`, CKAN paging stops after [`MAX_CKAN_PAGES`]
 //! pages, and serde_json's recursion limit bounds nesting.
 
+pub mod schema_org;
+
 use crate::extract::{resolve, RejectCounts};
 use crate::extract::{ExtractLimits, ExtractedLink, PageCut, PageLinks};
 use crate::link::TagPath;
@@ -81,6 +83,11 @@ impl CatalogKind {
 
 /// Tag path of every catalog link and entry starts with this.
 const CATALOG_PREFIX: &str = "[catalog ";
+/// Tag path of a download a page's schema.org markup names
+/// ([`schema_org`]).
+const SCHEMA_ORG_PREFIX: &str = "[catalog schema.org]";
+/// Tag path of a GET form's submission starts with this (`crate::form`).
+pub const FORM_PREFIX: &str = "[form]";
 
 /// Tag path of a CKAN resource URL.
 pub const CKAN_ENTRY: &str = "[catalog ckan] results resources url";
@@ -106,10 +113,17 @@ pub fn is_catalog_link(tag_path: &str) -> bool {
 
 /// How a file was found, from the tag path of the link that led to it (its
 /// manifest row's `found_by`): `seed`, `page link`, `sitemap`, `rdf link`,
-/// `rendered` (a link only the rendered page held), or `catalog:KIND`.
+/// `rendered` (a link only the rendered page held), `catalog:KIND` (`ckan`,
+/// `data.json`, `dcat`, `schema.org`) or `form`.
 pub fn found_by(tag_path: &str) -> &'static str {
     if tag_path == "/" {
         return "seed";
+    }
+    if tag_path.starts_with(SCHEMA_ORG_PREFIX) {
+        return "catalog:schema.org";
+    }
+    if tag_path.starts_with(FORM_PREFIX) {
+        return "form";
     }
     if let Some(rest) = tag_path.strip_prefix(CATALOG_PREFIX) {
         for kind in CatalogKind::ALL {

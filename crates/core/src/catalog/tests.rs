@@ -199,6 +199,9 @@ fn found_by_names_each_source() {
     assert_eq!(found_by(DATA_JSON_ACCESS), "catalog:data.json");
     assert_eq!(found_by(DCAT_DOWNLOAD), "catalog:dcat");
     assert_eq!(found_by("[catalog ckan]"), "catalog:ckan");
+    assert_eq!(found_by(schema_org::CONTENT_URL), "catalog:schema.org");
+    assert_eq!(found_by(schema_org::DISTRIBUTION), "catalog:schema.org");
+    assert_eq!(found_by("[form] /html/body/form.years"), "form");
     for kind in CatalogKind::ALL {
         assert_eq!(catalog_of(&TagPath::new(kind.tag_path())), Some(kind));
         assert!(is_catalog_link(kind.tag_path()));

@@ -25,6 +25,7 @@ const FIELDS: &[&str] = &[
     "parse_memory",
     "log_level",
     "http",
+    "cluster",
 ];
 
 /// Default of `parse_memory`: what the documents being parsed may hold at
@@ -103,6 +104,9 @@ pub struct DaemonConfig {
     /// `[http]`: headers, per-host credentials and a proxy for every job
     /// (a job's own `[http]` wins where both say something). Read at start.
     pub http: crate::http_options::HttpOptions,
+    /// `[cluster]`: this daemon is one node of a cluster sharing a PostgreSQL
+    /// database (docs/cluster.md). `None`, the default: a machine alone, no database.
+    pub cluster: Option<super::cluster::ClusterConfig>,
 }
 
 impl Default for DaemonConfig {
@@ -123,6 +127,7 @@ impl Default for DaemonConfig {
             cache_size: 16 << 20,
             parse_memory: DEFAULT_PARSE_MEMORY,
             http: crate::http_options::HttpOptions::default(),
+            cluster: None,
         }
     }
 }
@@ -239,7 +244,12 @@ fn read_daemon(r: &mut Reader<'_>, t: &Table<'_>, origin: &Path) -> Option<Daemo
             .table("http", n, super::http::HTTP_FIELDS)
             .and_then(|h| super::http::read_http(r, &h)),
     };
+    let cluster = match t.get("cluster") {
+        None => Some(None),
+        Some(n) => super::cluster::read_cluster(r, n).map(Some),
+    };
     Some(DaemonConfig {
+        cluster: cluster?,
         http: http?,
         jobs_dir: jobs_dir?,
         state_dir: state_dir?,

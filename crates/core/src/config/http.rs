@@ -80,8 +80,10 @@ pub(crate) fn read_http(r: &mut Reader<'_>, t: &Table<'_>) -> Option<HttpOptions
 /// built-in roots (a private CA, a test CA), read and checked now.
 fn read_ca_file(r: &mut Reader<'_>, field: &str, node: Node<'_>) -> Option<CaFile> {
     use std::io::Read as _;
-    let path = r.string(field, node)?;
-    let read = std::fs::File::open(path).and_then(|f| {
+    let named = r.string(field, node)?;
+    let resolved = r.path_in_file(named);
+    let path = &*resolved.to_string_lossy();
+    let read = std::fs::File::open(&resolved).and_then(|f| {
         let mut bytes = Vec::new();
         f.take(MAX_CA_FILE as u64 + 1).read_to_end(&mut bytes)?;
         Ok(bytes)
@@ -333,7 +335,7 @@ fn read_basic_auth(r: &mut Reader<'_>, t: &Table<'_>) -> Option<Option<HeaderVal
                 return None;
             }
         },
-        _ => match read_secret_file(text) {
+        _ => match read_secret_file(&r.path_in_file(text)) {
             Ok(p) => p,
             Err(why) => {
                 r.invalid(&field, node, why);
@@ -351,12 +353,13 @@ fn read_basic_auth(r: &mut Reader<'_>, t: &Table<'_>) -> Option<Option<HeaderVal
 }
 
 /// A password file's first line (a trailing newline is not part of it).
-fn read_secret_file(path: &str) -> Result<String, String> {
+pub(crate) fn read_secret_file(path: &std::path::Path) -> Result<String, String> {
     use std::io::Read as _;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let path_text = path.display();
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path_text}: {e}"))?;
     let mut text = String::new();
     file.take(MAX_SECRET_FILE)
         .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read {path}: {e}"))?;
+        .map_err(|e| format!("cannot read {path_text}: {e}"))?;
     Ok(text.lines().next().unwrap_or_default().to_string())
 }

@@ -15,6 +15,7 @@ use crate::extract::structured::{
     StructuredOptions, DEFAULT_MAX_STATEMENTS, DEFAULT_MAX_STATEMENT_BYTES,
 };
 use crate::extract::{check_pattern, PolitenessPer, ScopeKind, UrlPatterns};
+use crate::form::{self, FormLimits};
 use crate::http_options::HttpOptions;
 use crate::mime::{Preset, TargetSet};
 use crate::rdf::Follow;
@@ -85,6 +86,9 @@ const TARGETS_FIELDS: &[&str] = &[
     "max_statement_bytes",
     "prior",
     "catalogs",
+    "forms",
+    "max_form_links",
+    "max_form_links_per_site",
 ];
 /// What `targets.structured_data` may list.
 const STRUCTURED_SYNTAXES: &[&str] = &["json-ld", "microdata", "rdfa", "microformats"];
@@ -352,6 +356,11 @@ pub struct TargetsSpec {
     /// request count of every crawl, and the Efficiency sites' req@90 has
     /// not been measured with them yet (docs/jobs.md, *Data catalogs*).
     pub catalogs: bool,
+    /// Submit the GET forms of choices pages hold (`forms = true`), within
+    /// `max_form_links` per form and `max_form_links_per_site` per host
+    /// (`forager_core::form`); `None`: forms are not read. Off by default
+    /// for the same reason as `catalogs`.
+    pub forms: Option<FormLimits>,
 }
 
 /// `structured_data`, `min_statements` and `max_statements` of `[targets]`.
@@ -377,6 +386,7 @@ impl Default for TargetsSpec {
             prior: true,
             structured: None,
             catalogs: false,
+            forms: None,
         }
     }
 }
@@ -868,6 +878,26 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         Some(n) => r.bool(&t.child("catalogs"), n),
         None => Some(d.catalogs),
     };
+    let forms = match t.get("forms") {
+        Some(n) => r.bool(&t.child("forms"), n),
+        None => Some(false),
+    };
+    let per_form = match t.get("max_form_links") {
+        Some(n) => r
+            .u64_in(&t.child("max_form_links"), n, 1, 10_000)
+            .and_then(|v| usize::try_from(v).ok()),
+        None => Some(form::DEFAULT_PER_FORM),
+    };
+    let per_site = match t.get("max_form_links_per_site") {
+        Some(n) => r
+            .u64_in(&t.child("max_form_links_per_site"), n, 1, 1_000_000)
+            .and_then(|v| usize::try_from(v).ok()),
+        None => Some(form::DEFAULT_PER_SITE),
+    };
+    let forms = forms?.then_some(FormLimits {
+        per_form: per_form?,
+        per_site: per_site?,
+    });
     let max_statement_bytes = max_statement_bytes?;
     let catalogs = catalogs?;
     let (preset, mime, block_mime, block_ext, ext, rdf, rdf_follow, structured) = (
@@ -945,6 +975,7 @@ fn read_targets(r: &mut Reader<'_>, t: &Table<'_>) -> Option<TargetsSpec> {
         structured,
         prior,
         catalogs,
+        forms,
     })
 }
 

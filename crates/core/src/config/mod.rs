@@ -12,6 +12,7 @@
 //! hand ([`reader`]) instead of deriving serde, to keep the field path and line
 //! of every refusal.
 
+mod cluster;
 mod daemon;
 mod error;
 mod files;
@@ -21,6 +22,10 @@ mod reader;
 mod render;
 mod units;
 
+pub use cluster::{
+    is_valid_node_name, ClusterConfig, DatabasePassword, DEFAULT_LEASE, MAX_LEASE, MAX_NODE_LEN,
+    MIN_LEASE,
+};
 pub use daemon::{
     load_daemon, parse_daemon, parse_daemon_all, DaemonConfig, LogFormat, WatchMode,
     DEFAULT_PARSE_MEMORY, MIN_PARSE_MEMORY,

@@ -119,6 +119,19 @@ impl<'t> Reader<'t> {
         }
     }
 
+    /// A path the file names, as the program must open it: a relative one
+    /// is taken from the file's own folder, as a person reading the file
+    /// expects (and as the daemon config's folders are), not from wherever
+    /// the program was started.
+    pub fn path_in_file(&self, named: &str) -> std::path::PathBuf {
+        let p = Path::new(named);
+        if p.is_relative() {
+            self.file.parent().unwrap_or(Path::new("")).join(p)
+        } else {
+            p.to_path_buf()
+        }
+    }
+
     /// Parse `text` as TOML; a syntax error becomes a [`ConfigError`] with line and column.
     pub fn parse_document(&self) -> Result<toml::Spanned<DeTable<'t>>, ConfigError> {
         DeTable::parse(self.text).map_err(|e| self.syntax_error(&e))

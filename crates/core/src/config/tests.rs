@@ -461,7 +461,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
-        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes, prior, catalogs)"
+        "jobs.d/x.toml:4: targets.presets: unknown field (expected one of: preset, mime, ext, block_mime, block_ext, rdf, rdf_follow, structured_data, min_statements, max_statements, max_statement_bytes, prior, catalogs, forms, max_form_links, max_form_links_per_site)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[politeness]\ndelay = \"1s\"\ncrawl_delay = \"1s\"\n")),
@@ -844,7 +844,7 @@ fn resolve_overrides_are_checked() {
 fn daemon_errors() {
     assert_eq!(
         daemon_err("max_job = 3\n"),
-        "forager.toml:1: max_job: unknown field (expected one of: jobs_dir, state_dir, admin_listen, admin_public, max_jobs, checkpoint_interval, allow_private, resolve, log_format, watch, poll_interval, cache_size, parse_memory, log_level, http)"
+        "forager.toml:1: max_job: unknown field (expected one of: jobs_dir, state_dir, admin_listen, admin_public, max_jobs, checkpoint_interval, allow_private, resolve, log_format, watch, poll_interval, cache_size, parse_memory, log_level, http, cluster)"
     );
     assert_eq!(
         daemon_err("max_jobs = 0\n"),
@@ -1557,6 +1557,60 @@ fn http_ca_file_is_read_and_checked() {
     assert!(err.contains("not a PEM text file"), "{err}");
 }
 
+/// A relative `ca_file` or `password_file` is taken from the job file's
+/// folder, as the daemon config's folders are from its own: a job file
+/// moved with its certificate works from wherever forager is started.
+#[test]
+fn relative_files_of_http_follow_the_job_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs = dir.path().join("jobs.d");
+    std::fs::create_dir_all(jobs.join("certs")).unwrap();
+    std::fs::write(
+        jobs.join("certs/ca.pem"),
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ0ZBQ0VDQUZFQ0FGRUNBRkVDQUZFMAoGCCqGSM49BAMC\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    std::fs::write(jobs.join("alice.pw"), "s3cret\n").unwrap();
+    let text = format!(
+        "{HEAD}[http]\nca_file = \"certs/ca.pem\"\n\
+         [http.hosts.\"a.test\"]\nuser = \"alice\"\npassword_file = \"alice.pw\"\n"
+    );
+    let j = parse_job(&text, &jobs.join("x.toml")).expect("relative to the job file");
+    let ca = j.http.ca.expect("ca_file read");
+    assert_eq!(ca.certificates.len(), 1);
+    assert_eq!(
+        Path::new(&ca.path),
+        jobs.join("certs/ca.pem"),
+        "messages name the file that was read"
+    );
+    let auth = j.http.hosts[0].authorization.as_ref().expect("basic auth");
+    let expected = crate::http_options::basic_authorization("alice", "s3cret").unwrap();
+    assert_eq!(auth, &expected);
+    // The same text from another folder: the files are not there, and the
+    // error names where they were looked for.
+    let err = parse_job(&text, &dir.path().join("x.toml"))
+        .unwrap_err()
+        .to_string();
+    let looked = dir.path().join("certs/ca.pem");
+    assert!(
+        err.contains(&format!("http.ca_file: cannot read {}", looked.display())),
+        "{err}"
+    );
+    // The daemon config's [http] alike, from the config file's folder.
+    let daemon = parse_daemon(
+        "[http]\nca_file = \"jobs.d/certs/ca.pem\"\n",
+        &dir.path().join("forager.toml"),
+    )
+    .expect("relative to the config file");
+    assert_eq!(daemon.http.ca.map(|c| c.certificates.len()), Some(1));
+    // An absolute path stays as written.
+    let absolute = format!(
+        "{HEAD}[http]\nca_file = {:?}\n",
+        jobs.join("certs/ca.pem").display().to_string()
+    );
+    assert!(parse_job(&absolute, Path::new("elsewhere/x.toml")).is_ok());
+}
+
 // ---------------------------------------------------------------- catalogs
 
 #[test]
@@ -1576,4 +1630,28 @@ fn catalogs_must_be_a_bool() {
         job_err(&format!("{HEAD}[targets]\ncatalogs = \"yes\"\n")),
         "jobs.d/x.toml:4: targets.catalogs: expected a boolean, found a string"
     );
+}
+
+// ------------------------------------------------------------------- forms
+
+#[test]
+fn forms_are_off_unless_asked_for_and_capped() {
+    assert_eq!(job(HEAD).targets.forms, None);
+    let on = job(&format!("{HEAD}[targets]\nforms = true\n"));
+    assert_eq!(on.targets.forms, Some(crate::form::FormLimits::default()));
+    let capped = job(&format!(
+        "{HEAD}[targets]\nforms = true\nmax_form_links = 8\nmax_form_links_per_site = 100\n"
+    ));
+    assert_eq!(
+        capped.targets.forms,
+        Some(crate::form::FormLimits {
+            per_form: 8,
+            per_site: 100
+        })
+    );
+    assert!(job_err(&format!(
+        "{HEAD}[targets]\nforms = true\nmax_form_links = 0\n"
+    ))
+    .contains("targets.max_form_links"));
+    assert!(job_err(&format!("{HEAD}[targets]\nforms = 1\n")).contains("targets.forms"));
 }

@@ -21,7 +21,9 @@ pub mod scope;
 pub mod sitemap;
 pub mod structured;
 
-pub use links::{extract_links, ExtractLimits, ExtractedLink, LinkExtractor, PageCut, PageLinks};
+pub use links::{
+    extract_links, ExtractLimits, ExtractedLink, LinkExtractor, PageCut, PageLinks, PageSources,
+};
 pub use normalize::{
     check_limits, normalize, resolve, LinkRejected, RejectCounts, UrlRules, DEFAULT_STRIP_PARAMS,
 };

@@ -20,7 +20,11 @@
 //! it waits in its lane like any held link but does not count against
 //! `look_ahead`, so a dead https port never takes the only look-ahead slot
 //! of a crawl whose http port answers (the crawl froze for the whole
-//! robots.txt back-off). Such links are bounded by the frontier.
+//! robots.txt back-off). Such links are bounded by the frontier. A driver
+//! must say `Blocked` for such a link even while its key is taken by other
+//! work ([`Readiness::on_taken_key`]): said `Busy`, it took the look-ahead
+//! place again, and the http crawl waited for every robots.txt retry of
+//! the https origin until that origin was given up.
 //!
 //! A held link is still in the frontier (the store still has it, and
 //! [`JobCore::frontier_len`] counts it); the driver gives it back with
@@ -53,6 +57,29 @@ pub enum Readiness {
     /// The URL's origin is held back this long, whatever its key's delay
     /// (robots.txt unavailable, back-off of failures): held aside.
     Blocked(Duration),
+}
+
+impl Readiness {
+    /// The readiness of a URL whose politeness key is taken by other work
+    /// of the job (a step on it, links waiting in its lane), from `self`,
+    /// the URL's own readiness: `Busy`, unless its origin is held back.
+    ///
+    /// The origin's hold-back comes first because it decides where a held
+    /// link counts: a `Blocked` link is held aside, outside `look_ahead`,
+    /// while a `Busy` one takes a look-ahead place until its key frees. A
+    /// link of a dead https origin popped while its host's lane was taken
+    /// (by the links of that origin already held aside there) was held as
+    /// `Busy`: it took the only look-ahead place of a one-request crawl,
+    /// and the host's http links waited for the https origin's robots.txt
+    /// back-off, every retry of it, until the origin was given up.
+    /// Politeness stays per key (a `Now` or `After` URL still waits for the
+    /// key); back-off is per origin.
+    pub fn on_taken_key(self) -> Readiness {
+        match self {
+            Readiness::Blocked(d) => Readiness::Blocked(d),
+            Readiness::Now | Readiness::After(_) | Readiness::Busy => Readiness::Busy,
+        }
+    }
 }
 
 /// A popped link waiting for its politeness key, in the driver's keeping.

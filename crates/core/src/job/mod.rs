@@ -165,6 +165,8 @@ pub struct JobCore {
     next_manifest_row: u64,
     early_stop: EarlyStop,
     traps: TrapGuard,
+    /// Form links still admitted per host (`[targets] forms`).
+    form_budget: crate::form::SiteBudget,
     delta: JobDelta,
     /// Manifest rows in `delta`, appended to `manifest.jsonl` once committed.
     uncommitted_rows: Vec<ManifestRow>,
@@ -339,6 +341,7 @@ impl JobCore {
             next_manifest_row: 0,
             early_stop: EarlyStop::new(EarlyStopConfig::default()),
             traps: TrapGuard::new(DEFAULT_MAX_PATTERN_RUN),
+            form_budget: crate::form::SiteBudget::new(spec.targets.forms.map_or(0, |f| f.per_site)),
             delta: JobDelta::new(&spec.name),
             uncommitted_rows: Vec::new(),
             retries: HashMap::default(),
@@ -591,6 +594,7 @@ impl JobCore {
             link: &p.entry.link,
             key: p.key,
             targets: reward,
+            fetched: tally.requests > 0,
         });
         self.traps.record_page(&p.entry.link.url, reward);
         if let (true, Some(referrer)) = (reward > 0, &p.entry.link.referrer) {
@@ -671,6 +675,9 @@ impl JobCore {
             self.unsettled.remove(&h);
             let key = self.requeue_key(&link);
             let id = self.record_entry(link, key);
+            // Pushed when its wait is over, or at a restore; what its triage
+            // computed (sb: its ranking features) is kept for it now.
+            self.strategy.triaged_for_later(id);
             let wait = RETRY_SPACING_STEPS << (tries - 1).min(16);
             self.waiting_retries
                 .insert((self.steps_begun.saturating_add(wait), id), key);
@@ -833,6 +840,15 @@ impl JobCore {
                 continue;
             }
             if !self.mark_seen_hash(h) {
+                continue;
+            }
+            // A form's submissions are capped per site (and per form by
+            // the extractor): past the cap they are dropped for this run.
+            if l.tag_path.as_str().starts_with(crate::catalog::FORM_PREFIX)
+                && !self.form_budget.admit(l.url.host_str().unwrap_or(""))
+            {
+                self.counters.rejected_links += 1;
+                self.skip(&l.url, SkipReason::Limits, Some(page_url));
                 continue;
             }
             let link = Link {

@@ -614,6 +614,105 @@ fn links_of_a_blocked_origin_never_take_the_look_ahead() {
     core.abandon_all();
 }
 
+/// A taken politeness key makes a URL wait for it, but never hides that
+/// the URL's own origin is held back: politeness is per key, back-off per
+/// origin.
+#[test]
+fn a_taken_key_keeps_an_origins_hold_back() {
+    let d = Duration::from_millis(300);
+    assert_eq!(Readiness::Blocked(d).on_taken_key(), Readiness::Blocked(d));
+    for own in [Readiness::Now, Readiness::After(d), Readiness::Busy] {
+        assert_eq!(own.on_taken_key(), Readiness::Busy, "{own:?}");
+    }
+}
+
+/// Issue 39: the http links of a host never wait for its dead https
+/// origin. The runner's view of a one-request crawl: the first https link
+/// is held aside in the host's lane, so the lane is taken for every link
+/// popped after it. The https links popped then must still be held aside,
+/// not as links waiting for a busy key (which would take the only
+/// look-ahead place until the https origin's robots.txt back-off ends), and
+/// the http link behind them must be popped.
+#[test]
+fn links_of_a_blocked_origin_on_a_taken_key_never_take_the_look_ahead() {
+    let spec = spec(StrategyKind::Bfs);
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&[
+        url("https://site.test/a"),
+        url("https://site.test/b"),
+        url("https://site.test/c"),
+        url("http://site.test/d"),
+    ]);
+    let wait = Duration::from_secs(256);
+    let own = |u: &Url| match u.scheme() {
+        "https" => Readiness::Blocked(wait),
+        _ => Readiness::Now,
+    };
+    // The host's lane holds the first https link from the second pop on.
+    let taken = |u: &Url| own(u).on_taken_key();
+    let mut load = |id: LinkId| -> Result<Option<crate::record::FrontierEntry>, ()> {
+        panic!("{id} is not in memory")
+    };
+    let first = match core.next_step(&own, 1, &mut load) {
+        Ok(NextStep::Hold(h)) => h,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(first.url().as_str(), "https://site.test/a");
+    let mut held = vec![first];
+    loop {
+        match core.next_step(&taken, 1, &mut load) {
+            Ok(NextStep::Hold(h)) => held.push(h),
+            Ok(NextStep::Wait(_)) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    let urls: Vec<&str> = held.iter().map(|h| h.url().as_str()).collect();
+    assert_eq!(
+        urls,
+        [
+            "https://site.test/a",
+            "https://site.test/b",
+            "https://site.test/c",
+            "http://site.test/d"
+        ],
+        "the http link is popped past the https ones, held for its key only"
+    );
+    // The key frees: the http link begins, the https ones still wait.
+    let d = held.pop().expect("the http link");
+    assert!(core.begin_held(d).is_some());
+    for h in held {
+        core.release_held(h);
+    }
+    assert_eq!(core.held(), 0);
+    core.abandon_all();
+
+    // What the runner did before: a taken key hid the origin's hold-back.
+    // The second https link took the look-ahead place as waiting for its
+    // key, and the http link was not popped until the https origin's
+    // back-off ended (the issue's 3 s with two retries).
+    let mut core = JobCore::new(&spec);
+    core.add_seeds(&[
+        url("https://site.test/a"),
+        url("https://site.test/b"),
+        url("http://site.test/d"),
+    ]);
+    let hidden = |_: &Url| Readiness::Busy;
+    let mut held = Vec::new();
+    for readiness in [&own as &dyn Fn(&Url) -> Readiness, &hidden, &hidden] {
+        match core.next_step(readiness, 1, &mut load) {
+            Ok(NextStep::Hold(h)) => held.push(h),
+            Ok(NextStep::Wait(_)) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    let urls: Vec<&str> = held.iter().map(|h| h.url().as_str()).collect();
+    assert_eq!(urls, ["https://site.test/a", "https://site.test/b"]);
+    for h in held {
+        core.release_held(h);
+    }
+    core.abandon_all();
+}
+
 /// A job of a host-aware strategy killed at a checkpoint, with many steps
 /// in flight before it, resumes its decisions exactly: the learner, its
 /// RNG, the frontier (with the keys of links it deferred) and the seen set

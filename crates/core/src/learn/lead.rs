@@ -51,6 +51,16 @@ pub struct LeadConfig {
     /// classifier's online accuracy fell by 1–2 points on small, deep and
     /// dense (below 95 %).
     pub margin: f64,
+    /// Weight of the credit one level up: when a page yields targets, the
+    /// link that led to the page it was found on (a listing, an index) is
+    /// trained as a positive too, with this weight; 0 turns it off. The
+    /// pages that hold targets on a reference site are reached through
+    /// listings that hold none: trained on direct rewards alone, the
+    /// ranking learnt which items pay but never which listings lead to
+    /// them. Measured on 5 seeds (req@90 ÷ floor, before → with it):
+    /// `synthetic:rare` 34.1 ± 3.4 → 17.6 ± 3.2, small 1.61 → 1.58,
+    /// sklearn 1.06 → 1.07, twisted 1.56 → 1.47 (weight 3: no better).
+    pub up_credit: f64,
 }
 
 impl Default for LeadConfig {
@@ -70,6 +80,7 @@ impl Default for LeadConfig {
             scan: 2048,
             max_names: 4096,
             margin: 1.0,
+            up_credit: 1.0,
         }
     }
 }
@@ -214,6 +225,19 @@ impl LeadRanker {
         }
     }
 
+    /// A page found through the link whose features are `features` yielded
+    /// targets: that link led, one level up, to targets
+    /// ([`LeadConfig::up_credit`]). Not counted among the examples (the
+    /// link was counted when its own page settled).
+    pub fn credit_up(&mut self, features: &[u32]) {
+        let weight = self.config.up_credit;
+        if !self.config.enabled || weight <= 0.0 {
+            return;
+        }
+        let features = UrlFeatures::from_ids(features.to_vec());
+        self.model.train(&features, true, weight);
+    }
+
     /// The named features with the largest weights, strongest first
     /// (positive: towards pages that link targets); at most `n`.
     pub fn top(&self, n: usize) -> Vec<LeadWeight> {
@@ -295,6 +319,31 @@ mod tests {
             true,
         );
         assert!(r.is_ready());
+    }
+
+    #[test]
+    fn the_credit_one_level_up_raises_the_listing_that_led_to_targets() {
+        let mut r = trained();
+        let f = |s: &str| LeadRanker::features(&url(s), "Index", None);
+        let listing = f("http://a.test/api/modules-7.html");
+        let other = f("http://a.test/api/glossary-7.html");
+        let before = (r.score(&listing), r.score(&other), r.examples());
+        r.credit_up(&listing);
+        assert!(
+            r.score(&listing) > before.0,
+            "{} vs {}",
+            r.score(&listing),
+            before.0
+        );
+        assert!(r.score(&listing) - r.score(&other) > before.0 - before.1);
+        assert_eq!(r.examples(), before.2, "no example counted");
+        let mut off = trained();
+        off.set_config(LeadConfig {
+            up_credit: 0.0,
+            ..LeadConfig::default()
+        });
+        off.credit_up(&listing);
+        assert_eq!(off.score(&listing).to_bits(), before.0.to_bits());
     }
 
     #[test]

@@ -272,6 +272,15 @@ pub trait Strategy: Send {
     /// own id. [`Strategy::len`] grows by one.
     fn push(&mut self, id: LinkId, key: QueueKey);
 
+    /// The link [`Strategy::triage`] just enqueued was given `id` but comes
+    /// to [`Strategy::push`] only later (a retry waiting for its turn, which
+    /// is also in the stored frontier): what the strategy computed at its
+    /// triage for the push that follows belongs to `id`, not to whatever
+    /// link is pushed next. The default keeps nothing.
+    fn triaged_for_later(&mut self, id: LinkId) {
+        let _ = id;
+    }
+
     /// The link for a free request slot, taken out of the frontier, with
     /// the key it was pushed under; chosen now, with every answer received
     /// so far taken into account.
@@ -370,12 +379,15 @@ pub enum Feedback<'a> {
     /// it. Told once per popped page, after its links were triaged. It
     /// names the link too (`id`, `link`), so a strategy can learn which
     /// links lead to targets and not only which arm (sb's ranking within an
-    /// action).
+    /// action). `fetched` is false when the step made no request at all
+    /// (robots.txt refused its link, its origin was given up): the choice
+    /// cost nothing, and nothing was learnt of where the link leads.
     Reward {
         id: LinkId,
         link: &'a Link,
         key: QueueKey,
         targets: u32,
+        fetched: bool,
     },
     /// A fetched HTML page of a structured-data job, `link` fetched as
     /// `url` (after redirects), is relevant (saved as a target) or not.

@@ -46,6 +46,7 @@
 //! refused and the running one stays.
 
 pub mod admin;
+mod cluster;
 pub mod dashboard;
 pub mod history;
 pub mod jobs;

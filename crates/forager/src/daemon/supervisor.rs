@@ -6,6 +6,7 @@
 //! on itself; the admin API only reads it (a purge is a message to this loop).
 
 use super::admin::{self, Command, DriveAction, DriveOutcome, ExplainOutcome, PurgeOutcome};
+use super::cluster::{self, JobLease, Node};
 use super::history::JobNotes;
 use super::jobs::{Action, DriveRefused, JobState, JobTable, PurgeRefused, RunReport};
 use super::live::{LiveJob, RequestFacts};
@@ -18,7 +19,7 @@ use super::Shared;
 use crate::engine::{
     CrawlObserver, Engine, EngineConfig, EngineError, RequestEvent, RequestKind, Runner,
 };
-use crate::fetch::FetchConfig;
+use crate::fetch::{ClusterPacer, FetchConfig};
 use crate::store::{CommitReport, JobCounters, StopReason};
 use anyhow::Context;
 use forager_core::config::{self, DaemonConfig, JobSpec};
@@ -59,6 +60,8 @@ struct JobTask {
     stop: channel::Receiver<bool>,
     /// The job's previous run: it must have checkpointed and exited before this one opens the job.
     previous: Option<RunnerTask>,
+    /// With `[cluster]`: the lease the job runs under.
+    lease: Option<JobLease>,
 }
 
 /// Run the daemon with the config at `config_path` until SIGTERM or SIGINT.
@@ -97,6 +100,11 @@ struct Daemon {
     ticks: u32,
     /// The `history_version` of each job's live numbers last saved to the store.
     saved_history: HashMap<String, u64>,
+    /// With `[cluster]`: this node, its leases and registrations.
+    node: Option<Node>,
+    /// Runs of leased jobs say here that they settled their lease.
+    lease_ended_tx: mpsc::UnboundedSender<String>,
+    lease_ended: mpsc::UnboundedReceiver<String>,
 }
 
 impl Daemon {
@@ -104,6 +112,16 @@ impl Daemon {
     async fn start(config_path: &Path, config: DaemonConfig) -> anyhow::Result<Daemon> {
         // Signals first: a SIGTERM during start-up must not kill the process between two writes.
         let signals = signals::listen().context("installing signal handlers")?;
+        // The database first: an unreachable one is a clear error at start,
+        // before anything is opened or listened on.
+        let node = match &config.cluster {
+            Some(c) => Some(
+                Node::connect(c)
+                    .await
+                    .with_context(|| format!("{}: [cluster]", config_path.display()))?,
+            ),
+            None => None,
+        };
         if !config.jobs_dir.is_dir() {
             anyhow::bail!(
                 "jobs_dir {} is not a folder (create it, or fix jobs_dir in {})",
@@ -112,7 +130,11 @@ impl Daemon {
             );
         }
         let listener = admin::bind(config.admin_listen).await?;
-        let engine = open_engine(&config).await?;
+        let engine = open_engine(
+            &config,
+            node.as_ref().map(|n| ClusterPacer(n.cluster().clone())),
+        )
+        .await?;
         let stored = {
             let store = engine.store.clone();
             tokio::task::spawn_blocking(move || store.job_names())
@@ -145,6 +167,7 @@ impl Daemon {
         });
         info!(address = %config.admin_listen, "admin API listening");
         let (triggers_tx, triggers) = mpsc::unbounded_channel();
+        let (lease_ended_tx, lease_ended) = mpsc::unbounded_channel();
         let watcher = watch::spawn(
             WatchSettings::new(&config.jobs_dir, config.watch, config.poll_interval),
             triggers_tx.clone(),
@@ -180,6 +203,9 @@ impl Daemon {
             last_status: String::new(),
             ticks: 0,
             saved_history,
+            node,
+            lease_ended_tx,
+            lease_ended,
         };
         daemon.rescan(true).await;
         info!(
@@ -214,6 +240,12 @@ impl Daemon {
                     self.rescan(full).await;
                 }
                 Some(command) = self.commands.recv() => self.command(command).await,
+                Some(job) = self.lease_ended.recv() => {
+                    if let Some(node) = &mut self.node {
+                        node.ended(&job);
+                    }
+                    self.rescan(false).await;
+                }
                 _ = tick.tick() => self.tick().await,
             }
         }
@@ -258,6 +290,13 @@ impl Daemon {
                 info.jobs_dir_error = Some(message);
                 return;
             }
+        };
+        let files = match &mut self.node {
+            Some(node) => {
+                node.register(&files).await;
+                node.view(files)
+            }
+            None => files,
         };
         let actions = self.shared.table().reconcile(files);
         self.log_file_errors();
@@ -359,6 +398,21 @@ impl Daemon {
         let Some(live) = self.shared.table().get(&name).map(|e| e.live.clone()) else {
             return;
         };
+        let lease = match &mut self.node {
+            None => None,
+            Some(node) => match node.lease_for_run(&name, &self.lease_ended_tx) {
+                Some(l) => Some(l),
+                None => {
+                    // Only a leased job runs on a node; a restart of one
+                    // whose run already ended waits to be leased again.
+                    warn!(node = node.name(), job = %name, "not starting the job: this node holds no lease for it now");
+                    self.shared
+                        .table()
+                        .report(&name, generation, RunReport::Finished(Ok(None)));
+                    return;
+                }
+            },
+        };
         let (stop_tx, stop_rx) = channel::channel(false);
         let task = JobTask {
             shared: self.shared.clone(),
@@ -369,6 +423,7 @@ impl Daemon {
             slots: self.slots.clone(),
             stop: stop_rx,
             previous,
+            lease,
         };
         let join = tokio::spawn(job_task(task));
         self.tasks.insert(
@@ -415,6 +470,14 @@ impl Daemon {
             DriveRefused::NotFound(_) => DriveOutcome::NotFound(e.to_string()),
             DriveRefused::Conflict(_) => DriveOutcome::Conflict(e.to_string()),
         };
+        if let Some(node) = &self.node {
+            // A pause is kept in this node's store, but the job moves
+            // between nodes: it would not hold (issue 38, not done yet).
+            return DriveOutcome::Conflict(format!(
+                "node {}: pause, resume and rerun are not offered in a cluster yet",
+                node.name()
+            ));
+        }
         match action {
             DriveAction::Pause => {
                 let stop = match self.shared.table().pause(job, SystemTime::now()) {
@@ -656,6 +719,17 @@ impl Daemon {
 
     async fn tick(&mut self) {
         self.tasks.retain(|_, t| !t.join.is_finished());
+        let shutting_down = self.shared.table().is_shutting_down();
+        if let Some(node) = &mut self.node {
+            if !shutting_down && node.acquire(self.config.max_jobs).await {
+                info!(
+                    node = node.name(),
+                    held = node.held(),
+                    "job leases acquired"
+                );
+                self.rescan(false).await;
+            }
+        }
         self.ticks = self.ticks.wrapping_add(1);
         if self.ticks % HISTORY_EVERY_TICKS == 0 {
             self.save_changed_history().await;
@@ -795,10 +869,11 @@ fn restart_required(running: &DaemonConfig, new: &DaemonConfig) -> Vec<String> {
     check("cache_size", running.cache_size != new.cache_size);
     check("parse_memory", running.parse_memory != new.parse_memory);
     check("log_format", running.log_format != new.log_format);
+    check("cluster", running.cluster != new.cluster);
     out
 }
 
-async fn open_engine(config: &DaemonConfig) -> anyhow::Result<Engine> {
+async fn open_engine(config: &DaemonConfig, pacer: Option<ClusterPacer>) -> anyhow::Result<Engine> {
     let engine_config = EngineConfig {
         state_dir: config.state_dir.clone(),
         fetch: FetchConfig {
@@ -808,6 +883,7 @@ async fn open_engine(config: &DaemonConfig) -> anyhow::Result<Engine> {
                 .iter()
                 .map(|(h, a)| (h.clone(), *a))
                 .collect(),
+            pacer,
             ..FetchConfig::default()
         },
         checkpoint_interval: config.checkpoint_interval,
@@ -833,6 +909,7 @@ async fn job_task(task: JobTask) {
         slots,
         mut stop,
         previous,
+        lease,
     } = task;
     let name = spec.name.clone();
     if let Some(previous) = previous {
@@ -849,6 +926,9 @@ async fn job_task(task: JobTask) {
         permit = slots.acquire_owned() => permit.ok(),
     };
     let Some(permit) = permit else {
+        if let Some(l) = &lease {
+            cluster::settle(&l.cluster, &l.lease, &l.ended, &Ok(None)).await;
+        }
         shared
             .table()
             .report(&name, generation, RunReport::Finished(Ok(None)));
@@ -857,14 +937,60 @@ async fn job_task(task: JobTask) {
     shared.table().report(&name, generation, RunReport::Started);
     info!(job = %name, generation, "job started");
     // Its own task, so a panic in the crawl marks the job failed instead of losing it.
-    let observer = LiveObserver {
+    let mut observer = LiveObserver {
         job: name.clone(),
         live: live.clone(),
         shared: shared.clone(),
+        mirror: None,
+        lease: None,
     };
-    let result = match tokio::spawn(run_job(engine, spec, observer, stop)).await {
-        Ok(result) => result,
-        Err(e) => Err(format!("runner crashed: {e}")),
+    let result = match lease {
+        None => match tokio::spawn(run_job(engine, spec, observer, stop)).await {
+            Ok(result) => result,
+            Err(e) => Err(format!("runner crashed: {e}")),
+        },
+        Some(JobLease {
+            cluster,
+            lease,
+            keeper,
+            ended,
+        }) => {
+            let node = cluster.node().to_string();
+            observer.lease = Some(keeper.clock());
+            let (stop, done, forwarder) =
+                cluster::stop_on_lease_loss(stop, keeper, name.clone(), node.clone());
+            // A restore that fails (the database away) is no failure of
+            // the job: its lease is given back, not marked failed.
+            let mut restored = true;
+            let result = match cluster::restore(&engine.store, &cluster, &lease).await {
+                Err(e) => {
+                    restored = false;
+                    Err(e)
+                }
+                Ok(()) => {
+                    let (mirror_tx, mirror) =
+                        cluster::mirror(engine.store.clone(), cluster.clone(), lease.clone());
+                    observer.mirror = Some(mirror_tx);
+                    let result = match tokio::spawn(run_job(engine, spec, observer, stop)).await {
+                        Ok(result) => result,
+                        Err(e) => Err(format!("runner crashed: {e}")),
+                    };
+                    // The observer (and its sender) went with the run: the
+                    // mirror writes the last checkpoint and ends.
+                    if let Err(e) = mirror.await {
+                        error!(node = %node, job = %name, error = %e, "checkpoint mirror task crashed");
+                    }
+                    result
+                }
+            };
+            let _ = done.send(());
+            // Renewing until the lease is settled; dropped right after.
+            let _keeper = forwarder.await;
+            let not_run = Ok(None);
+            let settle_as = if restored { &result } else { &not_run };
+            cluster::settle(&cluster, &lease, &ended, settle_as).await;
+            result
+        }
     };
     drop(permit);
     match &result {
@@ -948,6 +1074,10 @@ struct LiveObserver {
     job: String,
     live: Arc<LiveJob>,
     shared: Arc<Shared>,
+    /// With `[cluster]`: bumped at each checkpoint, for the mirror to the database.
+    mirror: Option<channel::Sender<u64>>,
+    /// With `[cluster]`: whether the lease still holds by this node's clock.
+    lease: Option<forager_cluster::LeaseClock>,
 }
 
 impl CrawlObserver for LiveObserver {
@@ -980,6 +1110,13 @@ impl CrawlObserver for LiveObserver {
         self.live
             .lock()
             .on_checkpoint(counters, stats, commit.duration);
+        if let Some(m) = &self.mirror {
+            m.send_modify(|n| *n += 1);
+        }
+    }
+
+    fn may_write_manifest(&self) -> bool {
+        self.lease.as_ref().is_none_or(|l| l.holds())
     }
 
     fn paused(&mut self, error: &str) {
@@ -1051,6 +1188,8 @@ mod tests {
             job: "a".into(),
             live: live.clone(),
             shared: shared.clone(),
+            mirror: None,
+            lease: None,
         };
         let url = url::Url::parse("http://a.test/x").unwrap();
         let counters = JobCounters {

@@ -61,6 +61,13 @@ pub trait CrawlObserver: Send {
     /// and error): the origin's links wait for the next try.
     fn robots_failed(&mut self, _origin: &str) {}
     fn finished(&mut self, _counters: &JobCounters, _stop: Option<StopReason>) {}
+    /// Whether the run may still write the job's `manifest.jsonl`, which
+    /// another process may own now: a cluster node whose lease may have
+    /// lapsed (paused past it) must leave the file to the job's new node.
+    /// The store's commit is this node's own and goes on either way.
+    fn may_write_manifest(&self) -> bool {
+        true
+    }
 }
 
 /// What a job that is only waiting waits for: an origin, until a time.

@@ -37,7 +37,7 @@ use crate::store::{ChangeKind, JobCounters, ManifestRow, StopReason};
 use forager_core::catalog;
 use forager_core::config::JobSpec;
 use forager_core::extract::sitemap::{self, SITEMAP_TAG_PATH};
-use forager_core::extract::{self, ExtractLimits, PageLinks, UrlRules};
+use forager_core::extract::{self, ExtractLimits, PageLinks, PageSources, UrlRules};
 use forager_core::job::{
     Admitted, Count, HeadAnswer, JobCore, NextStep, PassingFault, Readiness, RetryVerdict,
     StepTally,
@@ -312,6 +312,10 @@ impl<'a> Runner<'a> {
                 ..UrlRules::default()
             },
             structured: spec.targets.structured.as_ref().map(|s| s.options.clone()),
+            sources: PageSources {
+                catalogs: spec.targets.catalogs,
+                forms: spec.targets.forms,
+            },
         });
         let mut runner = Runner {
             engine,
@@ -830,11 +834,14 @@ impl<'a> Runner<'a> {
         loop {
             let next = {
                 let lanes = &driver.lanes;
+                // A taken lane makes a URL wait for its key, but never
+                // hides that its origin is held back (`on_taken_key`).
                 let lane_readiness = |url: &Url| {
+                    let own = self.readiness(url);
                     if lanes.is_free(&self.host_key(url)) {
-                        self.readiness(url)
+                        own
                     } else {
-                        Readiness::Busy
+                        own.on_taken_key()
                     }
                 };
                 let store = &self.engine.store;

@@ -88,6 +88,20 @@ pub struct FetchConfig {
     pub max_header_bytes: usize,
     /// Longest Retry-After block or back-off of a host.
     pub max_backoff: Duration,
+    /// With `[cluster]`: every request also takes a pacing reservation of
+    /// its politeness key in the cluster's database, so the delay holds
+    /// between the requests of all nodes, not only this one's.
+    pub pacer: Option<ClusterPacer>,
+}
+
+/// The cluster's pacing ([`forager_cluster::Cluster::pace`]) as the fetcher uses it.
+#[derive(Clone)]
+pub struct ClusterPacer(pub forager_cluster::Cluster);
+
+impl std::fmt::Debug for ClusterPacer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClusterPacer(node {})", self.0.node())
+    }
 }
 
 impl Default for FetchConfig {
@@ -100,6 +114,7 @@ impl Default for FetchConfig {
             total_timeout: Duration::from_secs(600),
             max_header_bytes: 64 * 1024,
             max_backoff: Duration::from_secs(600),
+            pacer: None,
         }
     }
 }
@@ -439,6 +454,20 @@ impl Fetcher {
         let origin = origin_of(url);
         let permit = slot.acquire(politeness.run, wanted, &origin).await?;
         let policy = &politeness.backoff;
+        if let (Some(pacer), false) = (&self.inner.cfg.pacer, wanted.is_zero()) {
+            // After this node's own pacing (which keeps one request per key
+            // in flight here, and holds back an origin in back-off): the
+            // database orders the nodes.
+            if let Err(e) = pacer.0.pace(host_key, wanted).await {
+                // Without the database only this node's spacing is known:
+                // keep a whole delay more, so that a node that reserved
+                // just before the outage is not crowded; the lease keeper
+                // stops the job if the database stays away.
+                tracing::warn!(node = pacer.0.node(), host = host_key, error = %e,
+                    "cluster pacing unavailable: waiting one more delay instead");
+                tokio::time::sleep(wanted).await;
+            }
+        }
 
         let cfg = &self.inner.cfg;
         let started = tokio::time::Instant::now();

@@ -33,6 +33,7 @@ pub mod daemon_notes;
 pub mod poison;
 pub mod repair;
 pub mod state;
+pub mod transfer;
 
 pub use forager_core::record::{
     ChangeKind, FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, RdfStatements,
@@ -290,7 +291,14 @@ pub(crate) fn guard_panics<T>(
     path: &Path,
     f: impl FnOnce() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    match crate::panics::catch_quietly(f) {
+    // What the user reads if a second panic during the unwind makes the
+    // runtime abort (see `catch_quietly_or_exit`): the error of a panic.
+    let last_word = StoreError::Damaged {
+        path: path.to_path_buf(),
+        why: "redb stopped on damaged data, and again while unwinding".into(),
+    }
+    .to_string();
+    match crate::panics::catch_quietly_or_exit(last_word, f) {
         Ok(Err(e)) if is_corruption(&e) => Err(StoreError::Damaged {
             path: path.to_path_buf(),
             why: e.to_string(),
@@ -406,7 +414,10 @@ impl Store {
     /// page become [`StoreError::Damaged`], which names `forager repair`.
     fn read<T>(&self, f: impl FnOnce(&Database) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let db = self.inner.db.get()?;
-        guard_panics(&self.inner.db.path, || f(&db))
+        guard_panics(&self.inner.db.path, || {
+            crate::crashpoint::panic_twice_if_reached(crate::crashpoint::CrashPoint::StoreRead);
+            f(&db)
+        })
     }
 
     fn check_schema(db: &Database, path: &Path) -> Result<(), StoreError> {

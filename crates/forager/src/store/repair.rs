@@ -52,21 +52,24 @@ pub struct RepairReport {
     pub padded_bytes: Option<u64>,
 }
 
-/// One job's rows, read in full.
-struct JobRows {
+/// One job's rows, read in full. Also what a cluster node sends to the
+/// database at each checkpoint ([`super::transfer`]): serialisable, and in
+/// key order, so that unchanged rows encode to unchanged bytes.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct JobRows {
     /// The record, with its learned state (assembled from its chunks, or
     /// the record's own in a database older than schema 6).
-    record: JobRecord,
-    frontier: Vec<(u64, Vec<u8>)>,
-    seen: Vec<u64>,
-    manifest: Vec<(u64, Vec<u8>)>,
+    pub(super) record: JobRecord,
+    pub(super) frontier: Vec<(u64, Vec<u8>)>,
+    pub(super) seen: Vec<u64>,
+    pub(super) manifest: Vec<(u64, Vec<u8>)>,
     /// A continuous job's revisit rows and state, copied as they are (the
     /// engine decodes them at resume).
-    revisit: Vec<(u64, Vec<u8>)>,
-    revisit_state: Option<Vec<u8>>,
+    pub(super) revisit: Vec<(u64, Vec<u8>)>,
+    pub(super) revisit_state: Option<Vec<u8>>,
     /// The documents it no longer parses ([`super::poison`]): without them a
     /// repaired job would parse again the document that killed the process.
-    poison: Vec<(u64, Vec<u8>)>,
+    pub(super) poison: Vec<(u64, Vec<u8>)>,
 }
 
 /// Move `state_dir/forager.redb` aside and copy what can be read into a new one.
@@ -317,7 +320,11 @@ fn job_names(db: &Old) -> Result<Vec<String>, StoreError> {
 }
 
 fn read_job(db: &Old, job: &str) -> Result<JobRows, StoreError> {
-    let txn = db.begin_read()?;
+    read_job_in(&db.begin_read()?, job)
+}
+
+/// Every row of `job` in one read transaction.
+pub(super) fn read_job_in(txn: &redb::ReadTransaction, job: &str) -> Result<JobRows, StoreError> {
     let jobs = txn.open_table(JOBS)?;
     let mut record: JobRecord = decode_row(
         "jobs",
@@ -392,7 +399,7 @@ fn read_job(db: &Old, job: &str) -> Result<JobRows, StoreError> {
     Ok(rows)
 }
 
-fn write_job(db: &Database, job: &str, rows: &JobRows) -> Result<(), StoreError> {
+pub(super) fn write_job(db: &Database, job: &str, rows: &JobRows) -> Result<(), StoreError> {
     let mut txn = db.begin_write()?;
     txn.set_durability(redb::Durability::Immediate)?;
     {

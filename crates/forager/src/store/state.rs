@@ -27,93 +27,15 @@
 use super::{decode_row, JobRecord, StoreError};
 use forager_core::codec;
 use redb::{ReadableTable, TableDefinition};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 
 pub(super) const STATE_INDEX: TableDefinition<&str, &[u8]> = TableDefinition::new("state_index");
 pub(super) const STATE_CHUNKS: TableDefinition<(&str, u128), &[u8]> =
     TableDefinition::new("state_chunks");
 
-/// Chunk sizes (bytes). The bytes a checkpoint writes grow with the average
-/// (each scattered edit rewrites about one chunk), the index with its
-/// inverse (~19 bytes per chunk): 4 KiB keeps both small for an 80 MiB state
-/// edited in a few hundred places per checkpoint (benches/checkpoint.rs).
-const MIN_CHUNK: usize = 1024;
-const AVG_CHUNK: usize = 4096;
-const MAX_CHUNK: usize = 16384;
-
-/// A chunk's name: the first 128 bits of the SHA-256 of its bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ChunkKey(pub u128);
-
-impl ChunkKey {
-    pub fn of(bytes: &[u8]) -> ChunkKey {
-        let digest: [u8; 32] = Sha256::digest(bytes).into();
-        let mut first = [0u8; 16];
-        first.copy_from_slice(&digest[..16]);
-        ChunkKey(u128::from_be_bytes(first))
-    }
-}
-
-/// One chunk of a state, in order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChunkRef {
-    pub key: ChunkKey,
-    pub len: u32,
-}
-
-/// A job's stored state: its chunks in order (a key may repeat).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StateIndex {
-    pub chunks: Vec<ChunkRef>,
-}
-
-impl StateIndex {
-    /// Bytes of the whole state.
-    pub fn len(&self) -> usize {
-        self.chunks.iter().map(|c| c.len as usize).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
-    }
-
-    fn keys(&self) -> HashSet<ChunkKey> {
-        self.chunks.iter().map(|c| c.key).collect()
-    }
-}
-
-/// A state cut into chunks: its index and each chunk's bytes, in order.
-#[derive(Debug)]
-pub struct Chunked<'a> {
-    pub index: StateIndex,
-    pieces: Vec<&'a [u8]>,
-}
-
-/// Cut `bytes` where their content says (the same bytes always give the same cuts).
-pub fn split(bytes: &[u8]) -> Chunked<'_> {
-    let pieces: Vec<&[u8]> = if bytes.is_empty() {
-        Vec::new()
-    } else {
-        fastcdc::v2020::FastCDC::new(bytes, MIN_CHUNK, AVG_CHUNK, MAX_CHUNK)
-            .map(|c| &bytes[c.offset..c.offset + c.length])
-            .collect()
-    };
-    let chunks = pieces
-        .iter()
-        .map(|p| ChunkRef {
-            key: ChunkKey::of(p),
-            // A chunk is at most MAX_CHUNK bytes: no truncation.
-            len: p.len() as u32,
-        })
-        .collect();
-    debug_assert_eq!(pieces.iter().map(|p| p.len()).sum::<usize>(), bytes.len());
-    Chunked {
-        index: StateIndex { chunks },
-        pieces,
-    }
-}
+pub use forager_core::chunk::{split, ChunkKey, ChunkRef, Chunked, StateIndex};
+#[cfg(test)]
+use forager_core::chunk::{MAX_CHUNK, MIN_CHUNK};
 
 /// What replacing a stored state by a new one writes: the chunks the stored
 /// state lacks (the dirty ones), each once, and the stored chunks the new one
@@ -128,7 +50,7 @@ pub fn diff<'a>(stored: Option<&StateIndex>, new: &Chunked<'a>) -> StateDiff<'a>
     let old = stored.map(StateIndex::keys).unwrap_or_default();
     let mut put = Vec::new();
     let mut seen = HashSet::new();
-    for (c, piece) in new.index.chunks.iter().zip(&new.pieces) {
+    for (c, piece) in new.index.chunks.iter().zip(new.pieces()) {
         if !old.contains(&c.key) && seen.insert(c.key) {
             put.push((c.key, *piece));
         }
@@ -308,7 +230,7 @@ mod tests {
         c.index
             .chunks
             .iter()
-            .zip(&c.pieces)
+            .zip(c.pieces())
             .map(|(r, p)| (r.key, p.to_vec()))
             .collect()
     }
@@ -317,7 +239,7 @@ mod tests {
     fn chunks_cover_the_state_in_order_within_their_bounds() {
         let bytes = noise(1 << 20, 1);
         let c = split(&bytes);
-        assert_eq!(c.pieces.concat(), bytes);
+        assert_eq!(c.pieces().concat(), bytes);
         assert_eq!(c.index.len(), bytes.len());
         let (last, rest) = c.index.chunks.split_last().unwrap();
         assert!(rest

@@ -40,6 +40,7 @@ mod tests;
 
 use super::normalize::{RejectCounts, UrlRules};
 use super::structured::{StructuredData, StructuredOptions};
+use crate::form::FormLimits;
 use crate::link::TagPath;
 use encoding_rs::Encoding;
 use lol_html::{
@@ -84,7 +85,35 @@ pub struct ExtractLimits {
     pub url_rules: UrlRules,
     /// Structured data read in the same pass (`None`: none is read).
     pub structured: Option<StructuredOptions>,
+    /// Link sources beyond the page's own links, read in the same pass.
+    pub sources: PageSources,
 }
+
+/// Sources of links a page holds beside its `href`s (issue 40), each off
+/// unless a job asks for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageSources {
+    /// Read catalogs a page points at: the downloads of its schema.org
+    /// `Dataset`/`DataDownload` markup ([`crate::catalog::schema_org`]) and
+    /// the DCAT catalogs its `<link rel="alternate">` names
+    /// ([`DCAT_ALTERNATE_TYPES`]).
+    pub catalogs: bool,
+    /// Enumerate the page's GET forms of choices into links, within these
+    /// caps ([`crate::form`]); `None`: forms are not read.
+    pub forms: Option<FormLimits>,
+}
+
+/// The types of a `<link rel="alternate">` read as a DCAT catalog when
+/// [`PageSources::catalogs`] is on (the RDF syntaxes portals announce).
+pub const DCAT_ALTERNATE_TYPES: [&str; 3] =
+    ["application/rdf+xml", "text/turtle", "application/ld+json"];
+
+/// Statements read from a page only for its catalog markup (a job that
+/// does not keep structured data): enough for a dataset page with a few
+/// hundred distributions, and small next to a structured-data job's cap.
+pub const CATALOG_MARKUP_STATEMENTS: usize = 5_000;
+/// Bytes of those statements as N-Quads.
+pub const CATALOG_MARKUP_BYTES: u64 = 4 << 20;
 
 impl Default for ExtractLimits {
     fn default() -> Self {
@@ -92,6 +121,7 @@ impl Default for ExtractLimits {
             max_links: 10_000,
             url_rules: UrlRules::default(),
             structured: None,
+            sources: PageSources::default(),
         }
     }
 }

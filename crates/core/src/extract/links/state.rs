@@ -9,10 +9,14 @@ use super::{
     ExtractLimits, ExtractedLink, PageCut, PageLinks, MAX_ANCHOR_RAW_BYTES, MAX_CLASS_BYTES,
     MAX_DEPTH, MAX_ID_BYTES, MAX_PAGE_PATH_BYTES, MAX_PATH_BYTES, MAX_TAG_BYTES,
 };
+use super::{CATALOG_MARKUP_BYTES, CATALOG_MARKUP_STATEMENTS, DCAT_ALTERNATE_TYPES};
+use crate::catalog::schema_org::dataset_downloads;
+use crate::catalog::{CatalogKind, FORM_PREFIX};
 use crate::extract::normalize::{
     normalize, resolve_with_encoding, LinkRejected, RejectCounts, UrlRules,
 };
-use crate::extract::structured::Collector;
+use crate::extract::structured::{Collector, StructuredOptions};
+use crate::form::{FormBuilder, FormLimits, FormTag};
 use crate::link::TagPath;
 use encoding_rs::Encoding;
 use foldhash::fast::RandomState;
@@ -158,6 +162,17 @@ struct Frame {
     path_len: usize,
 }
 
+/// A `<form>` whose fields are being read (forms do not nest in HTML).
+struct OpenForm {
+    /// Its element (`None` when too deep to be tracked: it ends with the page).
+    frame: Option<u64>,
+    /// The open `<select>` element, whose options belong to it.
+    select: Option<u64>,
+    builder: FormBuilder,
+    /// `[form] ` and the form's own tag path: its links' one action.
+    tag_path: String,
+}
+
 /// The link whose anchor text is being collected.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct OpenAnchor {
@@ -230,6 +245,15 @@ pub(super) struct State {
 
     structured_data: bool,
     pub(super) collector: Option<Collector>,
+    /// Read the page's catalog markup and `<link rel="alternate">` catalogs.
+    catalogs: bool,
+    /// The collector runs only for the catalog markup: its statements are
+    /// not the job's and are dropped once read.
+    collector_for_catalogs: bool,
+    /// Caps of the GET forms read (`None`: forms are not read).
+    forms: Option<FormLimits>,
+    /// The form being read.
+    form: Option<OpenForm>,
     cut: Option<PageCut>,
     rejected: RejectCounts,
 }
@@ -242,6 +266,25 @@ impl State {
     ) -> Self {
         let mut page = page_url.clone();
         normalize(&mut page, &limits.url_rules);
+        let asked = limits.structured.as_ref().filter(|o| o.any());
+        let catalogs = limits.sources.catalogs;
+        let collector = match (asked, catalogs) {
+            (Some(o), _) => Some(Collector::new(page_url, o)),
+            // schema.org markup comes in all three RDF syntaxes; microformats
+            // carry no downloads.
+            (None, true) => Some(Collector::new(
+                page_url,
+                &StructuredOptions {
+                    json_ld: true,
+                    microdata: true,
+                    rdfa: true,
+                    microformats: false,
+                    max_statements: CATALOG_MARKUP_STATEMENTS,
+                    max_bytes: CATALOG_MARKUP_BYTES,
+                },
+            )),
+            (None, false) => None,
+        };
         State {
             rules: limits.url_rules.clone(),
             max_links: limits.max_links,
@@ -263,11 +306,11 @@ impl State {
             anchor_raw: String::new(),
             anchor_space_pending: false,
             structured_data: false,
-            collector: limits
-                .structured
-                .as_ref()
-                .filter(|o| o.any())
-                .map(|o| Collector::new(page_url, o)),
+            collector_for_catalogs: asked.is_none() && collector.is_some(),
+            collector,
+            catalogs,
+            forms: limits.sources.forms,
+            form: None,
             cut: None,
             rejected: RejectCounts::default(),
         }
@@ -279,11 +322,27 @@ impl State {
     }
 
     pub(super) fn take_result(&mut self) -> PageLinks {
+        // A form left open at the end of the page ends with it.
+        self.finish_form();
+        let mut structured = self.collector.take().map(Collector::finish);
+        if self.catalogs {
+            if let Some(data) = &structured {
+                // After the page's own links: a file both linked and named
+                // by the markup keeps its page link (first occurrence wins).
+                for d in dataset_downloads(&data.triples) {
+                    let anchor = d.format.as_deref().map(anchor_text).unwrap_or_default();
+                    self.add_source_link(&d.raw, d.tag_path, anchor);
+                }
+            }
+        }
+        if self.collector_for_catalogs {
+            structured = None;
+        }
         PageLinks {
             links: std::mem::take(&mut self.links),
             base: self.base.clone(),
             structured_data: self.structured_data,
-            structured: self.collector.take().map(Collector::finish),
+            structured,
             cut: self.cut,
             rejected: self.rejected,
         }
@@ -315,6 +374,9 @@ impl State {
         let path_len = self.path.len();
         self.push_segment(name, &attrs);
 
+        if self.form.is_some() {
+            self.on_form_field(tag, name);
+        }
         let mut new_link = None;
         match name {
             "a" => {
@@ -340,6 +402,7 @@ impl State {
                 }
             }
             "base" => self.on_base(tag),
+            "link" if self.catalogs => self.on_link_element(tag),
             "meta" => {
                 let is_refresh = tag
                     .attr("http-equiv")
@@ -368,8 +431,16 @@ impl State {
             } else {
                 None
             };
+        if name == "form" && self.forms.is_some() && self.form.is_none() {
+            self.open_form(tag, frame_id);
+        }
         if frame_id.is_none() {
             self.path.truncate(path_len);
+        }
+        if name == "select" {
+            if let Some(form) = self.form.as_mut() {
+                form.select = frame_id;
+            }
         }
 
         if info.kind == Kind::A {
@@ -415,8 +486,113 @@ impl State {
                 self.finish_anchor();
             }
         }
+        if let Some(form) = self.form.as_mut() {
+            let closed = |id: Option<u64>| {
+                id.is_some_and(|id| self.stack[index..].iter().any(|f| f.id == id))
+            };
+            if closed(form.select) {
+                form.select = None;
+                form.builder.end_select();
+            }
+            if closed(form.frame) {
+                self.finish_form();
+            }
+        }
         self.stack.truncate(index);
         self.path.truncate(frame.path_len);
+    }
+
+    /// A `<form>` start tag: read it when it may be a GET form of choices.
+    fn open_form(&mut self, tag: &StartTag<'_, '_, '_>, frame: Option<u64>) {
+        let attr = |n: &str| tag.attr(n).map(|v| decode_attribute(&v).into_owned());
+        let (method, role, name, id, class, action_raw) = (
+            attr("method"),
+            attr("role"),
+            attr("name"),
+            attr("id"),
+            attr("class"),
+            attr("action"),
+        );
+        // An absent or empty action submits to the page itself.
+        let action = match action_raw
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
+            None => Ok(Some(self.page.clone())),
+            Some(raw) => self.resolve(raw),
+        };
+        let action = match action {
+            Ok(Some(url)) => url,
+            Ok(None) => self.page.clone(),
+            Err(kind) => {
+                self.rejected.add(kind);
+                return;
+            }
+        };
+        let builder = FormBuilder::new(
+            FormTag {
+                method: method.as_deref(),
+                role: role.as_deref(),
+                name: name.as_deref(),
+                id: id.as_deref(),
+                class: class.as_deref(),
+                action_raw: action_raw.as_deref(),
+            },
+            action,
+        );
+        if !builder.open() {
+            return;
+        }
+        self.form = Some(OpenForm {
+            frame,
+            select: None,
+            builder,
+            tag_path: format!("{FORM_PREFIX} {}", self.path),
+        });
+    }
+
+    /// An element inside the open form that may be one of its fields.
+    fn on_form_field(&mut self, tag: &StartTag<'_, '_, '_>, name: &str) {
+        let Some(form) = self.form.as_mut() else {
+            return;
+        };
+        if !form.builder.open() {
+            return;
+        }
+        let attr = |n: &str| tag.attr(n).map(|v| decode_attribute(&v).into_owned());
+        let disabled = tag.attr("disabled").is_some();
+        match name {
+            "input" => form.builder.input(
+                attr("type").as_deref(),
+                attr("name").as_deref(),
+                attr("value").as_deref(),
+                disabled,
+            ),
+            "select" => form.builder.select(attr("name").as_deref(), disabled),
+            "option" => form.builder.option(attr("value").as_deref(), disabled),
+            "textarea" => form.builder.textarea(disabled),
+            _ => {}
+        }
+    }
+
+    /// The open form ended: its submissions, up to the per-form cap, are
+    /// links under its one tag path.
+    fn finish_form(&mut self) {
+        let (Some(form), Some(limits)) = (self.form.take(), self.forms) else {
+            return;
+        };
+        let Ok(done) = form.builder.finish() else {
+            return;
+        };
+        for url in done.submissions(limits.per_form) {
+            if self.cut.is_some() {
+                break;
+            }
+            // Already absolute and normalised by `resolve`; the query the
+            // form set is normalised like any link's.
+            self.add_source_link(url.as_str(), &form.tag_path, String::new());
+        }
     }
 
     /// Index of the nearest open element matching `wanted`, searching down
@@ -565,6 +741,65 @@ impl State {
             anchor: String::new(),
         });
         Some(index)
+    }
+
+    /// A `<link rel="alternate">` whose type is an RDF syntax portals
+    /// announce their DCAT catalog in: a catalog to read (tag path
+    /// `[catalog dcat]`, like the well-known `/catalog.ttl`).
+    fn on_link_element(&mut self, tag: &StartTag<'_, '_, '_>) {
+        let alternate = tag.attr("rel").is_some_and(|rel| {
+            rel.split(is_html_whitespace)
+                .any(|r| r.eq_ignore_ascii_case("alternate"))
+        });
+        if !alternate {
+            return;
+        }
+        let rdf = tag.attr("type").is_some_and(|ty| {
+            let essence = ty.split(';').next().unwrap_or("").trim();
+            DCAT_ALTERNATE_TYPES
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(essence))
+        });
+        if !rdf {
+            return;
+        }
+        if let Some(href) = tag.attr("href") {
+            let raw = decode_attribute(&href);
+            self.add_source_link(&raw, CatalogKind::Dcat.tag_path(), String::new());
+        }
+    }
+
+    /// A link from a source other than the page's own links (a catalog the
+    /// page names, a download of its markup, a form's submission), under
+    /// a fixed tag path of that source: `sb` files it under an action of
+    /// its own. The page's caps and its seen set apply as to any link.
+    pub(super) fn add_source_link(&mut self, raw: &str, tag_path: &str, anchor: String) -> bool {
+        if self.cut.is_some() {
+            return false;
+        }
+        let url = match self.resolve(raw) {
+            Ok(Some(url)) => url,
+            Ok(None) => return false,
+            Err(kind) => {
+                self.rejected.add(kind);
+                return false;
+            }
+        };
+        if url.as_str() == self.page.as_str() || self.seen.contains(url.as_str(), &self.links) {
+            return false;
+        }
+        if self.links.len() >= self.max_links {
+            self.cut_at(PageCut::MaxLinks);
+            return false;
+        }
+        let index = self.links.len();
+        self.seen.insert(url.as_str(), index);
+        self.links.push(ExtractedLink {
+            url,
+            tag_path: TagPath::new(tag_path),
+            anchor,
+        });
+        true
     }
 
     /// [`resolve_with_encoding`] against the base, with `#…` links (headings'

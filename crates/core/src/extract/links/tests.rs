@@ -833,3 +833,171 @@ fn measure(name: &str, html: &str) {
         1e3 / wall_ms
     );
 }
+
+// ------------------------------------------------- catalog sources (issue 40)
+
+fn with_catalogs(html: &str, catalogs: bool) -> PageLinks {
+    let limits = ExtractLimits {
+        sources: PageSources {
+            catalogs,
+            ..PageSources::default()
+        },
+        ..ExtractLimits::default()
+    };
+    extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits)
+}
+
+const DATASET_PAGE: &str = r#"<html><head>
+<link rel="alternate" type="text/turtle" href="/catalog/ds1.ttl">
+<link rel="alternate" type="application/rss+xml" href="/feed.rss">
+<link rel="stylesheet" type="text/css" href="/style.css">
+<script type="application/ld+json">
+{"@context": "https://schema.org", "@type": "Dataset", "name": "Budget",
+ "image": {"@type": "ImageObject", "contentUrl": "/logo.png"},
+ "distribution": [
+   {"@type": "DataDownload", "contentUrl": "/files/budget.csv", "encodingFormat": "text/csv"},
+   {"@type": "DataDownload", "contentUrl": "/files/linked.csv"}]}
+</script></head><body>
+<a href="/files/linked.csv">the same file, linked</a>
+<div itemscope itemtype="https://schema.org/DataDownload">
+  <a itemprop="contentUrl" href="/files/micro.xlsx">x</a><meta itemprop="encodingFormat" content="XLSX"></div>
+</body></html>"#;
+
+#[test]
+fn catalog_markup_and_alternate_catalogs_are_links_when_asked() {
+    let got: Vec<(String, String, String)> = with_catalogs(DATASET_PAGE, true)
+        .links
+        .into_iter()
+        .map(|l| (l.url.to_string(), l.tag_path.to_string(), l.anchor))
+        .collect();
+    let want = |u: &str, p: &str, a: &str| {
+        (
+            format!("http://example.com{u}"),
+            p.to_string(),
+            a.to_string(),
+        )
+    };
+    assert_eq!(
+        got,
+        vec![
+            want("/catalog/ds1.ttl", "[catalog dcat]", ""),
+            // A page link wins over the markup's entry for the same file.
+            want("/files/linked.csv", "/html/body/a", "the same file, linked"),
+            want("/files/micro.xlsx", "/html/body/div/a", "x"),
+            want(
+                "/files/budget.csv",
+                "[catalog schema.org] contentUrl",
+                "text/csv"
+            ),
+        ]
+    );
+    // Read for the markup only: the page's statements are not kept.
+    assert!(with_catalogs(DATASET_PAGE, true).structured.is_none());
+}
+
+#[test]
+fn without_catalogs_the_markup_gives_no_links() {
+    let got: Vec<String> = with_catalogs(DATASET_PAGE, false)
+        .links
+        .into_iter()
+        .map(|l| l.url.path().to_string())
+        .collect();
+    assert_eq!(got, vec!["/files/linked.csv", "/files/micro.xlsx"]);
+}
+
+#[test]
+fn catalog_markup_links_keep_the_page_cap() {
+    let mut html = String::from(
+        r#"<script type="application/ld+json">{"@context":"https://schema.org","@type":"Dataset","distribution":["#,
+    );
+    for i in 0..50 {
+        if i > 0 {
+            html.push(',');
+        }
+        html.push_str(&format!(
+            r#"{{"@type":"DataDownload","contentUrl":"/f/{i}.csv"}}"#
+        ));
+    }
+    html.push_str("]}</script>");
+    let limits = ExtractLimits {
+        max_links: 10,
+        sources: PageSources {
+            catalogs: true,
+            ..PageSources::default()
+        },
+        ..ExtractLimits::default()
+    };
+    let links = extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits);
+    assert_eq!(links.links.len(), 10);
+    assert_eq!(links.cut, Some(PageCut::MaxLinks));
+}
+
+// ------------------------------------------------------ GET forms (issue 40)
+
+fn with_forms(html: &str, per_form: usize) -> Vec<(String, String)> {
+    let limits = ExtractLimits {
+        sources: PageSources {
+            forms: Some(crate::form::FormLimits {
+                per_form,
+                per_site: 1_000,
+            }),
+            ..PageSources::default()
+        },
+        ..ExtractLimits::default()
+    };
+    extract_links(html.as_bytes(), &Url::parse(PAGE).unwrap(), None, &limits)
+        .links
+        .into_iter()
+        .map(|l| (l.url.to_string(), l.tag_path.to_string()))
+        .collect()
+}
+
+const FORMS_PAGE: &str = r#"<html><body>
+<form class="pick" action="/tables" method="get">
+  <input type="hidden" name="t" value="a&amp;b">
+  <select name="year"><option value="2020">2020</option><option value="2021" selected>2021</option></select>
+  <label><input type="radio" name="r" value="n"> N</label><label><input type="radio" name="r" value="s"> S</label>
+  <input type="submit" value="Show">
+</form>
+<form method="post" action="/tables"><select name="y"><option value="1"><option value="2"></select></form>
+<form role="search" action="/find"><select name="y"><option value="1"><option value="2"></select></form>
+<form action="/q"><input name="q"><select name="y"><option value="1"><option value="2"></select></form>
+<a href="/after">after</a>
+</body></html>"#;
+
+#[test]
+fn a_get_form_of_choices_is_a_set_of_links_under_one_path() {
+    let got = with_forms(FORMS_PAGE, 100);
+    let form = "[form] /html/body/form.pick";
+    let want = |q: &str| {
+        (
+            format!("http://example.com/tables?t=a%26b&{q}"),
+            form.to_string(),
+        )
+    };
+    assert_eq!(
+        got,
+        vec![
+            want("year=2020&r=n"),
+            want("year=2020&r=s"),
+            want("year=2021&r=n"),
+            want("year=2021&r=s"),
+            (
+                "http://example.com/after".to_string(),
+                "/html/body/a".to_string()
+            ),
+        ]
+    );
+    // Capped per form; and off unless asked.
+    assert_eq!(with_forms(FORMS_PAGE, 2).len(), 3);
+    assert_eq!(paths(FORMS_PAGE).len(), 1);
+}
+
+#[test]
+fn a_form_left_open_ends_with_the_page() {
+    let got = with_forms(
+        r#"<form action="/t"><select name="y"><option value="1"><option value="2">"#,
+        100,
+    );
+    assert_eq!(got.len(), 2, "{got:?}");
+}

@@ -132,7 +132,14 @@ impl Runner<'_> {
             }
         };
         debug!(job = %self.spec.name, ms = report.duration.as_millis() as u64, grouped = report.deltas, "checkpoint committed");
-        self.write_manifest_file(&taken.rows);
+        if lock(&self.observer).may_write_manifest() {
+            self.write_manifest_file(&taken.rows);
+        } else {
+            // Rewritten from the store at the next checkpoint that may write it.
+            lock(&self.driver).manifest_stale = true;
+            warn!(job = %self.spec.name, rows = taken.rows.len(),
+                "manifest.jsonl left alone: this run's lease may have lapsed, the file may be another node's now");
+        }
         lock(&self.driver).last_checkpoint = Instant::now();
         let (counters, stats) = {
             let core = self.core();
