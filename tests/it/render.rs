@@ -529,3 +529,209 @@ async fn a_browser_killed_mid_crawl_costs_at_most_one_page() {
     let left = browsers_left(dir.path());
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The renderer's summary line of a run (`renders of this run`).
+fn summary(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find(|l| l.contains("renders of this run"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs a headless chromium on PATH (apt-get install chromium)"
+)]
+async fn renders_run_side_by_side_up_to_render_pages() {
+    let host = "shells.test";
+    let server = serve_host(host, Arc::new(Shells)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for pages in [1, 2, 3] {
+        let name = format!("pages-{pages}");
+        let job = JobFile::new(&name)
+            .seed(format!("http://{host}/"))
+            .delay("1ms")
+            .no_early_stop()
+            .extra(&format!(
+                "[render]\nmode = \"always\"\npages = {pages}\ntimeout = \"10s\"\n"
+            ));
+        let run = crawl(dir.path(), job, host, server.port(), true).await;
+        // Every shell's two files, whatever the pool.
+        assert_eq!(run.rows.len(), 2 * SHELLS, "{name}\n{}", run.stderr);
+        // The pool is used and bounded: `pages` renders at once at most,
+        // and that many at some point (the crawl reads shells far faster
+        // than they render, so renders wait for a page of the pool).
+        let line = summary(&run.stderr);
+        assert!(
+            line.contains(&format!("most_at_once={pages}")),
+            "{name}: {line}\n{}",
+            run.stderr
+        );
+        assert!(line.contains("failed=0"), "{name}: {line}");
+        measure(&name, &run);
+    }
+    let left = browsers_left(dir.path());
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Four script shells of [`Shells`] and a fifth page whose script allocates
+/// without end, linked from the home page.
+struct Hog;
+
+impl Site for Hog {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        match req.path.as_str() {
+            "/" => SiteResponse::html(
+                "<html><body><a href=\"/hog\">hog</a> <a href=\"/p/0\">0</a> <a href=\"/p/1\">1</a> \
+                 <a href=\"/p/2\">2</a> <a href=\"/p/3\">3</a></body></html>",
+            ),
+            // 50 arrays of 100 000 numbers (about 40 MB) per turn of the
+            // event loop, all kept: past any heap cap within a second.
+            "/hog" => SiteResponse::html(
+                "<!doctype html><html><head><script>var keep = []; function grow() { \
+                 for (var i = 0; i < 50; i++) { keep.push(new Array(100000).fill(i + 0.5)); } \
+                 setTimeout(grow, 0); } grow();</script></head><body><div id=\"app\"></div>\
+                 <noscript>Needs JavaScript.</noscript></body></html>",
+            ),
+            _ => Shells.respond(req),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs a headless chromium on PATH (apt-get install chromium)"
+)]
+async fn a_page_built_to_exhaust_memory_costs_that_page_only() {
+    let host = "hog.test";
+    let server = serve_host(host, Arc::new(Hog)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let timeout_s = 20;
+    let job = JobFile::new("hog")
+        .seed(format!("http://{host}/"))
+        .delay("1ms")
+        .no_early_stop()
+        .extra(&format!(
+            "[render]\nmode = \"always\"\npages = 2\ntimeout = \"{timeout_s}s\"\nmax_memory = \"64 MiB\"\n"
+        ));
+    let run = crawl(dir.path(), job, host, server.port(), true).await;
+    // The hog's render failed: its renderer crashed at the cap, well before
+    // the render's timeout.
+    let hog: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("render failed") && l.contains(&format!("url=http://{host}/hog ")))
+        .collect();
+    assert_eq!(hog.len(), 1, "{}", run.stderr);
+    assert!(hog[0].contains("crashed"), "{}", hog[0]);
+    assert!(
+        run.took < Duration::from_secs(timeout_s),
+        "took {:?}",
+        run.took
+    );
+    // That page only: the four shells beside it were rendered and their
+    // files harvested, and the job ended well.
+    let got: BTreeSet<String> = run.rows.keys().cloned().collect();
+    let want: BTreeSet<String> = (0..4)
+        .flat_map(|n| {
+            ["a", "b"]
+                .into_iter()
+                .map(move |s| format!("http://{host}/files/{n}-{s}.csv"))
+        })
+        .collect();
+    assert_eq!(got, want, "{}", run.stderr);
+    let line = summary(&run.stderr);
+    assert!(line.contains("failed=1"), "{line}\n{}", run.stderr);
+    measure("hog", &run);
+    let left = browsers_left(dir.path());
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Requests (the server's log, in order) until `want` distinct files of
+/// `files` were answered; `None` when fewer were.
+fn requests_to(
+    log: &[forager_bench::sites::server::RequestRecord],
+    files: &BTreeSet<String>,
+    want: usize,
+) -> Option<usize> {
+    let mut got = BTreeSet::new();
+    for (i, r) in log.iter().enumerate() {
+        if r.status == 200 && files.contains(&r.path_and_query) {
+            got.insert(r.path_and_query.clone());
+            if got.len() >= want {
+                return Some(i + 1);
+            }
+        }
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs a headless chromium on PATH (apt-get install chromium)"
+)]
+async fn script_portal_files_and_requests_to_90_percent_over_five_seeds() {
+    let host = "scripts.test";
+    let portal = ScriptPortal::default();
+    let files: BTreeSet<String> = portal.files().into_iter().map(|(p, _)| p).collect();
+    let plain = portal.files().iter().filter(|(_, only)| !only).count();
+    let want = (files.len() * 9).div_ceil(10);
+    let server = serve_host(host, Arc::new(portal)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seeds = 1..=5u64;
+    for (strategy, mode) in [
+        ("sb", "never"),
+        ("sb", "auto"),
+        ("sb", "always"),
+        ("bfs", "never"),
+        ("bfs", "always"),
+    ] {
+        let mut harvested = Vec::new();
+        let mut to90 = Vec::new();
+        let mut requests = Vec::new();
+        for seed in seeds.clone() {
+            let name = format!("{strategy}-{mode}-{seed}");
+            let from = server.log().len();
+            let run = crawl(
+                dir.path(),
+                portal_job(&name, strategy, mode).rng_seed(seed),
+                host,
+                server.port(),
+                true,
+            )
+            .await;
+            let log = server.log();
+            let log = &log[from..];
+            harvested.push(run.rows.len());
+            requests.push(log.len());
+            to90.push(requests_to(log, &files, want));
+            // Plain links reach the featured files only; a render reaches all.
+            let expect = if mode == "never" { plain } else { files.len() };
+            assert_eq!(run.rows.len(), expect, "{name}\n{}", run.stderr);
+        }
+        let reached: Vec<usize> = to90.iter().flatten().copied().collect();
+        let figure = if reached.len() == to90.len() {
+            let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
+            let var = reached
+                .iter()
+                .map(|&r| (r as f64 - mean).powi(2))
+                .sum::<f64>()
+                / reached.len() as f64;
+            format!("{mean:.1} ± {:.1}", var.sqrt())
+        } else {
+            format!("not reached ({} of {} seeds)", reached.len(), to90.len())
+        };
+        eprintln!(
+            "TABLE | {strategy} | {mode} | files {:?} of {} | requests {:?} | req@90 {figure} ({to90:?})",
+            harvested,
+            files.len(),
+            requests
+        );
+    }
+    let left = browsers_left(dir.path());
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -288,6 +288,11 @@ impl Renderer {
         self.launches.load(Ordering::Relaxed)
     }
 
+    /// Pages rendered at once at most (`render.pages`).
+    pub fn pages(&self) -> u64 {
+        self.spec.pages.max(1)
+    }
+
     /// The time one render may take.
     pub fn timeout(&self) -> Duration {
         self.spec.timeout
@@ -413,8 +418,11 @@ impl Renderer {
                 "no-pings".to_string(),
                 "disable-gpu".to_string(),
                 // The memory cap: a page past it crashes its renderer only.
+                // No renderer-process-limit: with it at `pages`, pages of the
+                // pool shared a renderer and a page past the memory cap
+                // crashed its neighbour (the test of the cap saw it); at most
+                // `pages` pages are open, so renderers stay about that many.
                 format!("js-flags=--max-old-space-size={heap_mib}"),
-                format!("renderer-process-limit={}", self.spec.pages.max(1)),
             ]);
         // Chromium refuses to run as root with its sandbox on.
         // SAFETY: geteuid has no preconditions.

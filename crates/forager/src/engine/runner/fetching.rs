@@ -226,7 +226,9 @@ impl Runner<'_> {
                     if is_seed(link) {
                         lock(&self.failed_seeds).remove(&link.url);
                     }
-                    let result = self.handle_response(link, url.clone(), resp, tally).await;
+                    let result = self
+                        .handle_response(step, link, url.clone(), resp, tally)
+                        .await;
                     // A page settles once its links are admitted; a failed write
                     // leaves the link unsettled, to go back to the frontier.
                     if matches!(result, Ok(Fetched::Target | Fetched::Nothing)) {
@@ -265,6 +267,7 @@ impl Runner<'_> {
     /// A 2xx answer to a GET: decide from its type whether to read the body.
     async fn handle_response(
         &self,
+        step: LinkId,
         link: &Link,
         url: Url,
         resp: Response,
@@ -369,6 +372,8 @@ impl Runner<'_> {
                         self.note_cut(&url, &links, body_cut);
                         // A `render` job may render the page: its script-built links join these.
                         self.render_page(
+                            step,
+                            link,
                             &url,
                             page_type.as_deref(),
                             &body.bytes,

@@ -9,6 +9,15 @@
 //!
 //! A render that fails (no browser, a crash, a page that cannot be read)
 //! costs that render only: the page's own links stand.
+//!
+//! With `render.pages` ≥ 2 a page's render is a unit of its own
+//! ([`Deferred`]): the page's own links are admitted at once, the render
+//! waits for a page of the pool while the job goes on, and the links it
+//! adds are admitted to the same step, which settles (and rewards its
+//! action) after it. Up to `render.pages` renders run at once; with
+//! `pages = 1` a page is rendered inside its own unit, before its links are
+//! admitted, so a crawl with one request in flight stays a pure function of
+//! its seed.
 
 use super::*;
 use crate::render::{Answer, RenderError, Renderer, Step, SubRequest};
@@ -27,10 +36,31 @@ const PASSED_FIELDS: &[&str] = &[
     "access-control-allow-credentials",
 ];
 
+/// Pages waiting for a page of the pool, per page of it, past which the job
+/// starts no other unit (each waiting page holds its body).
+pub(super) const BACKLOG_PER_PAGE: usize = 4;
+
+/// A page read, whose render runs as a unit of its own.
+#[derive(Debug)]
+pub(super) struct Deferred {
+    /// The link whose fetch gave the page (its depth, its trap run).
+    link: Link,
+    url: Url,
+    content_type: Option<String>,
+    body: Vec<u8>,
+    /// The page's own links: the render adds only the others.
+    known: HashSet<Url>,
+}
+
 /// A render job's renderer and what it learnt.
 pub(super) struct Rendering {
     renderer: Renderer,
     book: Mutex<RenderBook>,
+    /// Renders under way now, and the most there were at once.
+    busy: AtomicU64,
+    most_at_once: AtomicU64,
+    /// Renders run as units of their own (`render.pages` ≥ 2).
+    beside: bool,
     rendered: AtomicU64,
     failed: AtomicU64,
     skipped: AtomicU64,
@@ -52,12 +82,38 @@ impl Rendering {
         Ok(Some(Rendering {
             renderer,
             book: Mutex::new(RenderBook::default()),
+            busy: AtomicU64::new(0),
+            most_at_once: AtomicU64::new(0),
+            beside: spec.render.pages > 1,
             rendered: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             job: spec.name.clone(),
         }))
+    }
+
+    /// Whether a render runs as a unit of its own, beside the job's others.
+    pub(super) fn beside(&self) -> bool {
+        self.beside
+    }
+}
+
+/// A render under way, counted in [`Rendering::busy`] while it lives.
+struct Busy<'a>(&'a Rendering);
+
+impl<'a> Busy<'a> {
+    /// Counts one more render; how many run now, this one included.
+    fn start(r: &'a Rendering) -> (Busy<'a>, u64) {
+        let now = r.busy.fetch_add(1, Ordering::Relaxed) + 1;
+        r.most_at_once.fetch_max(now, Ordering::Relaxed);
+        (Busy(r), now)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -70,16 +126,23 @@ impl Drop for Rendering {
             skipped_auto = self.skipped.load(Ordering::Relaxed),
             requests = self.requests.load(Ordering::Relaxed),
             browser_launches = self.renderer.launches(),
+            pages = self.renderer.pages(),
+            most_at_once = self.most_at_once.load(Ordering::Relaxed),
             "renders of this run"
         );
     }
 }
 
 impl Runner<'_> {
-    /// The hook of a page read for links: renders it when the job says so
-    /// and adds the links only the rendered page holds to `links`.
+    /// The hook of a page read for links: when the job says so, renders it
+    /// and adds the links only the rendered page holds to `links`, or, with
+    /// renders beside the job's other units, queues its render for step
+    /// `step` (the render unit admits what it adds).
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn render_page(
         &self,
+        step: LinkId,
+        link: &Link,
         url: &Url,
         content_type: Option<&str>,
         body: &[u8],
@@ -101,9 +164,114 @@ impl Runner<'_> {
                 return;
             }
         }
+        if r.beside {
+            let work = Deferred {
+                link: link.clone(),
+                url: url.clone(),
+                content_type: content_type.map(str::to_string),
+                body: body.to_vec(),
+                known: links.links.iter().map(|l| l.url.clone()).collect(),
+            };
+            let mut driver = lock(&self.driver);
+            // The step stays open until its render unit ends.
+            if let Some((_, left)) = driver.open_steps.get_mut(&step) {
+                *left += 1;
+                driver.renders.push_back((step, Box::new(work)));
+                return;
+            }
+            drop(driver);
+            debug_assert!(false, "a render for {step}, which is not open");
+        }
+        let Some(rendered) = self.rendered_links(r, url, content_type, body, tally).await else {
+            return;
+        };
+        let added = merge_rendered(links, rendered, self.limits.max_links);
+        self.rendered_paid(r, url, added);
+    }
+
+    /// A render unit of step `step`: renders the page and admits the links
+    /// only the rendered page holds; the links to fetch now.
+    pub(super) async fn render_deferred(
+        &self,
+        step: LinkId,
+        work: Deferred,
+        out: &mut UnitOutcome,
+    ) -> Result<Vec<Link>, EngineError> {
+        let Some(r) = &self.rendering else {
+            return Ok(Vec::new());
+        };
+        let tally = &mut out.tally;
+        let Some(rendered) = self
+            .rendered_links(
+                r,
+                &work.url,
+                work.content_type.as_deref(),
+                &work.body,
+                tally,
+            )
+            .await
+        else {
+            return Ok(Vec::new());
+        };
+        let mut found = PageLinks {
+            links: Vec::new(),
+            base: rendered.base.clone(),
+            structured_data: false,
+            structured: None,
+            cut: None,
+            rejected: Default::default(),
+        };
+        let room = self.limits.max_links.saturating_sub(work.known.len());
+        let added = add_rendered(&mut found, &work.known, rendered, room);
+        self.rendered_paid(r, &work.url, added);
+        if added == 0 {
+            return Ok(Vec::new());
+        }
+        self.admit_links(step, &work.link, &work.url, found, tally, &mut out.asks)
+            .await
+    }
+
+    /// What a render of `url` paid, for `auto`'s book and the log.
+    fn rendered_paid(&self, r: &Rendering, url: &Url, added: usize) {
+        let site = url.host_str().unwrap_or_default();
+        lock(&r.book).record(site, added > 0);
+        debug!(job = %self.spec.name, url = %url, new_links = added, "render: links the page's HTML lacked");
+    }
+
+    /// Renders `url` and extracts the rendered page's links; `None` when
+    /// the render failed (said in the log, counted, and the site's book told).
+    async fn rendered_links(
+        &self,
+        r: &Rendering,
+        url: &Url,
+        content_type: Option<&str>,
+        body: &[u8],
+        tally: &mut StepTally,
+    ) -> Option<PageLinks> {
+        let site = url.host_str().unwrap_or_default();
+        let (busy, at_once) = Busy::start(r);
         let started = Instant::now();
         let before = tally.requests;
-        let html = self.run_render(r, url, content_type, body, tally).await;
+        let html = match self.run_render(r, url, content_type, body, tally).await {
+            // The browser itself went away (killed, or crashed by any page of
+            // the pool): every render under way failed with it, not only the
+            // one that caused it, so each is tried once more on a new browser.
+            // A page that kills every browser costs two launches, no more.
+            Err(RenderError::Browser(e)) => {
+                warn!(job = %self.spec.name, url = %url, error = %e, "render: the browser went away; rendering the page again on a new one");
+                self.run_render(r, url, content_type, body, tally).await
+            }
+            // Pages of the pool may share a renderer process: a page past
+            // `max_memory` crashes its neighbour with it. A crash while
+            // another render was under way is tried once more; the page
+            // that caused it crashes again and costs itself only.
+            Err(RenderError::Crashed) if at_once > 1 || r.busy.load(Ordering::Relaxed) > 1 => {
+                warn!(job = %self.spec.name, url = %url, "render: the renderer crashed while another page of the pool rendered; rendering the page once more");
+                self.run_render(r, url, content_type, body, tally).await
+            }
+            other => other,
+        };
+        drop(busy);
         let requests = tally.requests - before;
         r.requests.fetch_add(requests, Ordering::Relaxed);
         let html = match html {
@@ -111,8 +279,8 @@ impl Runner<'_> {
             Err(e) => {
                 r.failed.fetch_add(1, Ordering::Relaxed);
                 lock(&r.book).record(site, false);
-                warn!(job = %self.spec.name, url = %url, error = %e, "render failed; the page is read as fetched");
-                return;
+                warn!(job = %self.spec.name, url = %url, error = %e, at_once, "render failed; the page is read as fetched");
+                return None;
             }
         };
         let limits = self.limits.clone();
@@ -126,20 +294,20 @@ impl Runner<'_> {
             Err(e) => {
                 r.failed.fetch_add(1, Ordering::Relaxed);
                 warn!(job = %self.spec.name, url = %url, error = %e, "link extraction of a rendered page failed");
-                return;
+                return None;
             }
         };
         r.rendered.fetch_add(1, Ordering::Relaxed);
-        let added = merge_rendered(links, rendered, self.limits.max_links);
-        lock(&r.book).record(site, added > 0);
         info!(
             job = %self.spec.name,
             url = %url,
             ms = started.elapsed().as_millis() as u64,
             requests,
-            new_links = added,
+            links = rendered.links.len(),
+            at_once,
             "page rendered"
         );
+        Some(rendered)
     }
 
     async fn run_render(
@@ -248,6 +416,17 @@ impl Runner<'_> {
 /// rendered, up to `max_links` in all; how many were added.
 fn merge_rendered(links: &mut PageLinks, rendered: PageLinks, max_links: usize) -> usize {
     let known: HashSet<Url> = links.links.iter().map(|l| l.url.clone()).collect();
+    add_rendered(links, &known, rendered, max_links)
+}
+
+/// Adds to `links` the links of `rendered` not in `known`, under tag paths
+/// marked rendered, until `links` holds `max_links`; how many were added.
+fn add_rendered(
+    links: &mut PageLinks,
+    known: &HashSet<Url>,
+    rendered: PageLinks,
+    max_links: usize,
+) -> usize {
     // One string per distinct tag path, as the extractor shares them.
     let mut paths: HashMap<TagPath, TagPath> = HashMap::new();
     let mut added = 0;
