@@ -23,7 +23,10 @@ pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
                 }
                 Err(errors) => errors,
             },
-            Ok(text) => config::parse_job_all(&text, f).err().unwrap_or_default(),
+            Ok(text) => match config::parse_job_all(&text, f) {
+                Ok(job) => render_browser(&job, &text, f),
+                Err(errors) => errors,
+            },
         };
         if errors.is_empty() {
             outln!("{}: ok", f.display());
@@ -39,6 +42,35 @@ pub fn check(files: &[PathBuf], daemon: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// A job that renders pages needs Chromium where it runs: `check` looks it
+/// up as the engine would, so a missing browser is said before the job starts.
+fn render_browser(job: &config::JobSpec, text: &str, file: &Path) -> Vec<config::ConfigError> {
+    if !job.render.enabled() {
+        return Vec::new();
+    }
+    let Err(e) = forager::render::find_chromium(&job.render) else {
+        return Vec::new();
+    };
+    let line = text
+        .lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.starts_with("[render]")
+                || l.strip_prefix("render")
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1);
+    vec![config::ConfigError::new(
+        file,
+        line,
+        "render",
+        format!(
+            "render = \"{}\" needs headless Chromium: {e}",
+            job.render.mode.name()
+        ),
+    )]
 }
 
 /// With `[cluster]`: whether the database answers (connect, then check or

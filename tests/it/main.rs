@@ -30,6 +30,7 @@ mod politeness;
 mod portal;
 mod portal_sources;
 mod rdf_oracle;
+mod render;
 mod resume;
 mod retries;
 mod store_faults;

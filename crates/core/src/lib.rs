@@ -10,7 +10,8 @@
 //! daemon files), [`extract`] (links and structured data out of a page),
 //! [`rdf`] (RDF documents), [`learn`] (the learning primitives),
 //! [`strategy`] (which link next), [`revisit`] (when to look again),
-//! [`record`] (what a job stores between checkpoints) and [`job`] (the job
+//! [`record`] (what a job stores between checkpoints), [`render`] (whether
+//! a page looks built by scripts and whether rendering pays on its site) and [`job`] (the job
 //! core: one job's state and its step protocol, with an in-memory driver,
 //! [`job::replay`], that runs a crawl without a network).
 //!
@@ -39,5 +40,6 @@ pub mod mime;
 pub mod politeness;
 pub mod rdf;
 pub mod record;
+pub mod render;
 pub mod revisit;
 pub mod strategy;

@@ -7,7 +7,8 @@
 //! `forager_core`, which this crate depends on and which knows nothing of
 //! it. [`exchange`] is what an HTTP exchange looked like on the wire (for
 //! the WARC writer), [`crashpoint`] the named points where a test may kill
-//! the process, [`panics`] what a caught panic said. `ARCHITECTURE.md`
+//! the process, [`panics`] what a caught panic said, [`render`] headless
+//! Chromium for pages built by scripts (its requests served by the engine). `ARCHITECTURE.md`
 //! draws the map.
 
 pub mod crashpoint;
@@ -17,4 +18,5 @@ pub mod exchange;
 pub mod fetch;
 pub mod output;
 pub mod panics;
+pub mod render;
 pub mod store;

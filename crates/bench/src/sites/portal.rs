@@ -16,6 +16,9 @@
 //! dataset pages name files only in their schema.org `DataDownload`
 //! markup, and its home page announces, by `<link rel="alternate">` only,
 //! a DCAT catalog of more.
+//! [`ScriptPortal`] draws its dataset list with a script from a JSON API;
+//! [`HostileScripts`] serves pages whose scripts loop, reach for a private
+//! address, never let the network idle, or ask for a thousand URLs.
 //!
 //! Each is a pure function of its parameters: the ground truth
 //! ([`Portal::files`], [`DcatSite::files`]) needs no crawl. Must not know
@@ -594,9 +597,241 @@ impl Site for MarkupSite {
     }
 }
 
+/// A portal built by scripts: its home page is a *script shell* (a
+/// `<script>`, an empty mount point, a `<noscript>` warning) whose script
+/// fetches the dataset list from a JSON API (`/api/datasets.json`) and
+/// inserts a link per file into the DOM. Only every `static_every`-th
+/// dataset is also on a plain HTML page (`/featured`); the rest of the files
+/// are reachable only once the page is rendered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScriptPortal {
+    pub datasets: usize,
+    pub files_per_dataset: usize,
+    /// Every this many datasets is also linked from `/featured` (plain HTML).
+    pub static_every: usize,
+}
+
+impl Default for ScriptPortal {
+    fn default() -> Self {
+        ScriptPortal {
+            datasets: 12,
+            files_per_dataset: 2,
+            static_every: 4,
+        }
+    }
+}
+
+/// The script of [`ScriptPortal`]'s home page.
+const PORTAL_APP_JS: &str = r#"(function () {
+  var app = document.getElementById('app');
+  fetch('/api/datasets.json')
+    .then(function (r) { return r.json(); })
+    .then(function (list) {
+      app.textContent = '';
+      var ul = document.createElement('ul');
+      ul.className = 'datasets';
+      list.datasets.forEach(function (d) {
+        d.files.forEach(function (f) {
+          var li = document.createElement('li');
+          var a = document.createElement('a');
+          a.href = f.url;
+          a.textContent = d.title + ' (' + f.format + ')';
+          li.appendChild(a);
+          ul.appendChild(li);
+        });
+      });
+      app.appendChild(ul);
+    });
+})();
+"#;
+
+impl ScriptPortal {
+    fn featured(&self, d: usize) -> bool {
+        self.static_every > 0 && d % self.static_every == 0
+    }
+
+    /// Every file's path (the ground truth), and whether only rendering reaches it.
+    pub fn files(&self) -> Vec<(String, bool)> {
+        (0..self.datasets)
+            .flat_map(|d| {
+                (0..self.files_per_dataset)
+                    .map(move |f| (format!("/files/sp-{d}-{f}.csv"), !self.featured(d)))
+            })
+            .collect()
+    }
+
+    fn api(&self) -> String {
+        let datasets: Vec<serde_json::Value> = (0..self.datasets)
+            .map(|d| {
+                let files: Vec<serde_json::Value> = (0..self.files_per_dataset)
+                    .map(|f| serde_json::json!({"url": format!("/files/sp-{d}-{f}.csv"), "format": "CSV"}))
+                    .collect();
+                serde_json::json!({"title": format!("Dataset {d}"), "files": files})
+            })
+            .collect();
+        serde_json::json!({ "datasets": datasets }).to_string()
+    }
+}
+
+impl Site for ScriptPortal {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let path = req.path.as_str();
+        match path {
+            "/" => SiteResponse::html(
+                "<!doctype html><html><head><title>Open data</title><script src=\"/app.js\" defer></script></head>\
+                 <body><nav><a href=\"/featured\">featured datasets</a></nav><div id=\"app\">Loading datasets…</div>\
+                 <noscript>This portal needs JavaScript.</noscript></body></html>",
+            ),
+            "/app.js" => SiteResponse::ok("application/javascript", PORTAL_APP_JS),
+            "/api/datasets.json" => SiteResponse::ok("application/json", self.api()),
+            "/featured" => {
+                let mut h = String::from("<html><body><a href=\"/\">home</a><ul>");
+                for (p, only_rendered) in self.files() {
+                    if !only_rendered {
+                        let _ = write!(h, "<li><a href=\"{p}\">{p}</a></li>");
+                    }
+                }
+                h.push_str("</ul></body></html>");
+                SiteResponse::html(h)
+            }
+            _ if self.files().iter().any(|(p, _)| p == path) => csv(path),
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
+/// Pages whose scripts are hostile, each a script shell linked from the home
+/// page, which also links one plain file (`/files/after.csv`) the crawl must
+/// still reach: `/loop` spins forever, `/private` asks for a loopback
+/// address (`private_url`) that no job may fetch, `/never` asks for
+/// `/tick?n=…` every 50 ms forever (the network never idles) and `/burst`
+/// asks for 1 000 URLs at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostileScripts {
+    /// What `/private`'s script fetches (a test's own loopback server).
+    pub private_url: String,
+}
+
+fn shell(script: &str) -> SiteResponse {
+    SiteResponse::html(format!(
+        "<!doctype html><html><head><script>{script}</script></head><body><div id=\"app\"></div>\
+         <noscript>Needs JavaScript.</noscript></body></html>"
+    ))
+}
+
+impl Site for HostileScripts {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        match req.path.as_str() {
+            "/" => SiteResponse::html(
+                "<html><body><a href=\"/loop\">loop</a> <a href=\"/private\">private</a> \
+                 <a href=\"/never\">never</a> <a href=\"/burst\">burst</a> \
+                 <a href=\"/files/after.csv\">a file</a></body></html>",
+            ),
+            "/loop" => shell(
+                "document.addEventListener('DOMContentLoaded', function () { \
+                 var a = document.createElement('a'); a.href = '/files/loop.csv'; \
+                 document.getElementById('app').appendChild(a); for (;;) {} });",
+            ),
+            "/private" => shell(&format!(
+                "fetch({:?}).then(function (r) {{ return r.text(); }}).then(function (t) {{ \
+                 document.getElementById('app').innerHTML = t; }});",
+                self.private_url
+            )),
+            "/never" => {
+                shell("var n = 0; setInterval(function () { fetch('/tick?n=' + (n++)); }, 50);")
+            }
+            "/burst" => shell("for (var i = 0; i < 1000; i++) { fetch('/tick?burst=' + i); }"),
+            "/tick" => SiteResponse::ok("application/json", "{}"),
+            "/files/after.csv" | "/files/loop.csv" => csv(req.path.as_str()),
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// Up to `max` HTML pages of `site`, breadth first from `start`: (URL, body, links).
+    fn html_pages(
+        site: &dyn Site,
+        host: &str,
+        start: &str,
+        max: usize,
+    ) -> Vec<(String, Vec<u8>, usize)> {
+        use crate::sites::server::Body;
+        use forager_core::extract::{extract_links, ExtractLimits};
+        let limits = ExtractLimits::default();
+        let mut seen = std::collections::HashSet::new();
+        let mut queue = std::collections::VecDeque::from([start.to_string()]);
+        let mut pages = Vec::new();
+        while let Some(path) = queue.pop_front() {
+            if pages.len() >= max {
+                break;
+            }
+            let resp = site.respond(&SiteRequest::get(host, &path));
+            let html = resp
+                .headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|t| t.starts_with("text/html"));
+            let Body::Bytes(body) = resp.body else {
+                continue;
+            };
+            if !resp.status.is_success() || !html {
+                continue;
+            }
+            let url = url::Url::parse(&format!("http://{host}{path}")).expect("a page URL");
+            let links = extract_links(&body, &url, Some("text/html"), &limits);
+            for l in &links.links {
+                if l.url.host_str() == Some(host) {
+                    let p = match l.url.query() {
+                        Some(q) => format!("{}?{q}", l.url.path()),
+                        None => l.url.path().to_string(),
+                    };
+                    if seen.insert(p.clone()) {
+                        queue.push_back(p);
+                    }
+                }
+            }
+            pages.push((path, body.to_vec(), links.links.len()));
+        }
+        pages
+    }
+
+    #[test]
+    fn no_page_of_the_efficiency_sites_looks_like_a_script_shell() {
+        use crate::sites::fixture::{FixtureSite, FIXTURE_HOST};
+        use crate::sites::synthetic::{Preset, SyntheticSite};
+        use forager_core::render::ShellSignals;
+        let mut sites: Vec<(String, Box<dyn Site>, String)> = Vec::new();
+        for preset in Preset::ALL {
+            let site = SyntheticSite::preset(preset, 1).expect("a preset");
+            let start = site.start_path().to_string();
+            sites.push((preset.name().to_string(), Box::new(site), start));
+        }
+        sites.push(("fixture".into(), Box::new(FixtureSite::new()), "/".into()));
+        let mut checked = 0;
+        for (name, site, start) in &sites {
+            let host = if name == "fixture" {
+                FIXTURE_HOST
+            } else {
+                "site.test"
+            };
+            let pages = html_pages(site.as_ref(), host, start, 400);
+            assert!(!pages.is_empty(), "{name}: no page");
+            for (path, body, links) in &pages {
+                let s = ShellSignals::of(body, *links);
+                assert!(!s.is_shell(), "{name}{path} reads as a script shell: {s:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "{checked} pages");
+        // The script portal's home page does.
+        let portal = ScriptPortal::default();
+        let home = html_pages(&portal, "scripts.test", "/", 1);
+        let (_, body, links) = &home[0];
+        assert!(ShellSignals::of(body, *links).is_shell());
+    }
 
     #[test]
     fn three_quarters_of_the_form_site_is_behind_the_form() {

@@ -113,7 +113,8 @@ pub fn is_catalog_link(tag_path: &str) -> bool {
 
 /// How a file was found, from the tag path of the link that led to it (its
 /// manifest row's `found_by`): `seed`, `page link`, `sitemap`, `rdf link`,
-/// `catalog:KIND` (`ckan`, `data.json`, `dcat`, `schema.org`) or `form`.
+/// `rendered` (a link only the rendered page held), `catalog:KIND` (`ckan`,
+/// `data.json`, `dcat`, `schema.org`) or `form`.
 pub fn found_by(tag_path: &str) -> &'static str {
     if tag_path == "/" {
         return "seed";
@@ -135,6 +136,9 @@ pub fn found_by(tag_path: &str) -> &'static str {
             }
         }
         return "catalog";
+    }
+    if tag_path.starts_with(crate::render::RENDERED_PREFIX) {
+        return "rendered";
     }
     if tag_path.starts_with("[sitemap]") {
         return "sitemap";

@@ -9,6 +9,7 @@ use url::Url;
 use super::error::{quote, ConfigError};
 use super::http::{read_http, HTTP_FIELDS};
 use super::reader::{Located, Node, Reader, Table};
+use super::render::{read_render, RenderSpec};
 use super::{first, read_config_file, units};
 use crate::extract::structured::{
     StructuredOptions, DEFAULT_MAX_STATEMENTS, DEFAULT_MAX_STATEMENT_BYTES,
@@ -60,6 +61,7 @@ const TOP_FIELDS: &[&str] = &[
     "http",
     "mode",
     "revisit",
+    "render",
 ];
 const REVISIT_FIELDS: &[&str] = &["min", "max", "policy"];
 /// Default of `revisit.min`.
@@ -198,6 +200,8 @@ pub struct JobSpec {
     pub http: HttpOptions,
     /// `mode` and `[revisit]`: whether the job finishes or harvests continuously.
     pub mode: JobMode,
+    /// `render`: pages built by scripts, rendered in headless Chromium.
+    pub render: RenderSpec,
 }
 
 /// `mode = "once"` (the job finishes) or `"continuous"` (it revisits forever).
@@ -245,6 +249,7 @@ impl JobSpec {
             output: OutputSpec::default(),
             http: HttpOptions::default(),
             mode: JobMode::Once,
+            render: RenderSpec::default(),
         }
     }
 
@@ -643,6 +648,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
     let output = sub_table(r, root, "output", OUTPUT_FIELDS, read_output);
     let http = sub_table(r, root, "http", HTTP_FIELDS, read_http);
     let mode = read_mode(r, root);
+    let render = optional(root, "render", |n| read_render(r, n));
 
     let seeds = seeds?;
     let limits = limits?;
@@ -674,6 +680,7 @@ fn read_job(r: &mut Reader<'_>, root: &Table<'_>) -> Option<JobSpec> {
         output: output?,
         http: http?,
         mode: mode?,
+        render: render.unwrap_or(Some(RenderSpec::default()))?,
     })
 }
 

@@ -19,6 +19,7 @@ mod files;
 mod http;
 mod job;
 mod reader;
+mod render;
 mod units;
 
 pub use cluster::{
@@ -37,6 +38,10 @@ pub use job::{
     PolitenessSpec, RevisitSpec, StructuredTargets, TargetsSpec, DEFAULT_BLOCK_EXT,
     DEFAULT_BLOCK_MIME, DEFAULT_MIN_STATEMENTS, DEFAULT_STRIP_PARAMS, DEFAULT_USER_AGENT,
     DEFAULT_WARC_MAX_SIZE, MAX_DELAY, MAX_NAME_LEN,
+};
+pub use render::{
+    RenderMode, RenderSpec, CHROMIUM_NAMES, DEFAULT_RENDER_MAX_MEMORY, DEFAULT_RENDER_MAX_REQUESTS,
+    DEFAULT_RENDER_PAGES, DEFAULT_RENDER_TIMEOUT,
 };
 pub use units::{parse_duration, parse_size, show_duration, show_size};
 

@@ -457,7 +457,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}nmae = \"y\"\n")),
-        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http, mode, revisit)"
+        "jobs.d/x.toml:3: nmae: unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http, mode, revisit, render)"
     );
     assert_eq!(
         job_err(&format!("{HEAD}[targets]\npresets = \"none\"\n")),
@@ -481,7 +481,7 @@ fn unknown_fields_at_every_level() {
     );
     assert_eq!(
         job_err(&format!("{HEAD}\"odd key\" = 1\n")),
-        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http, mode, revisit)"
+        "jobs.d/x.toml:3: \"odd key\": unknown field (expected one of: name, seeds, scope, strategy, seed, targets, budget, politeness, limits, output, http, mode, revisit, render)"
     );
 }
 

@@ -159,6 +159,8 @@ pub enum EngineError {
         #[source]
         source: forager_core::codec::CodecError,
     },
+    #[error("job {job}: render: {reason}")]
+    Render { job: String, reason: String },
     #[error("job {job}: stored state belongs to strategy {stored} (seed {stored_seed}); the job file now says {wanted} (seed {wanted_seed}). Run `forager purge {job}` to start it again")]
     StrategyChanged {
         job: String,

@@ -26,7 +26,7 @@
 //! `robots.rs` (the robots.txt gate), `fetching.rs` (a request and what its
 //! answer means), `targets.rs` (saving a target), `checkpoint.rs` (making
 //! progress durable), and the job kinds' own steps, `structured.rs`,
-//! `linked.rs`, `revisit.rs`.
+//! `linked.rs`, `revisit.rs`, and `rendering.rs` (pages built by scripts).
 
 use super::lanes::{Lanes, Parked, BUSY_RECHECK};
 use super::{CrawlObserver, Engine, EngineError, RequestEvent, RequestKind};
@@ -58,6 +58,7 @@ mod checkpoint;
 mod fetching;
 mod linked;
 mod parsing;
+mod rendering;
 mod revisit;
 mod robots;
 mod structured;
@@ -141,6 +142,10 @@ impl JobOutcome {
     }
 }
 
+/// The key render units run under, never a politeness key (no host name
+/// holds a NUL).
+const RENDER_LANE: &str = "\0render";
+
 /// What one GET produced.
 enum Fetched {
     /// An HTML page (or an RDF document, saved as a target) and its links.
@@ -218,6 +223,10 @@ struct Driver {
     open_steps: HashMap<LinkId, (StepTally, usize)>,
     /// What the job said it waits for, while it only waits.
     waiting_for: Option<super::OriginWait>,
+    /// Pages read whose render waits for a page of the pool, by step.
+    renders: std::collections::VecDeque<(LinkId, Box<rendering::Deferred>)>,
+    /// Render units under way (at most `render.pages`).
+    rendering: usize,
 }
 
 /// One unit of a step's work, run on one politeness key: the step's popped
@@ -230,6 +239,11 @@ struct Driver {
 enum Unit {
     Popped,
     Ask(Box<Link>),
+    /// The render of a page its step already read (`rendering.rs`): with
+    /// `render.pages` ≥ 2 it runs beside the job's other units, on no
+    /// politeness key of its own (each request of the browser waits for its
+    /// host's turn in the fetcher, like any request of the job).
+    Render(Box<rendering::Deferred>),
 }
 
 /// What a unit did: its requests and targets (for its step's reward) and
@@ -275,6 +289,8 @@ pub struct Runner<'a> {
     failed_seeds: Mutex<std::collections::BTreeMap<Url, u16>>,
     /// Why the last link given up failed (`JobOutcome::last_failure`).
     last_failure: Mutex<Option<String>>,
+    /// A `render` job's browser and what it learnt (`rendering.rs`).
+    rendering: Option<rendering::Rendering>,
 }
 
 impl Drop for Runner<'_> {
@@ -343,12 +359,15 @@ impl<'a> Runner<'a> {
                 choose_again: None,
                 open_steps: HashMap::new(),
                 waiting_for: None,
+                renders: std::collections::VecDeque::new(),
+                rendering: 0,
             }),
             crawl_log: Mutex::new(None),
             frontier_grew: Notify::new(),
             parsing: parsing::Parsing::open(engine, &spec.name),
             failed_seeds: Mutex::new(std::collections::BTreeMap::new()),
             last_failure: Mutex::new(None),
+            rendering: rendering::Rendering::for_job(spec)?,
         };
         if spec.output.crawl_log {
             match CrawlLog::open(runner.out.dir()) {
@@ -613,8 +632,11 @@ impl<'a> Runner<'a> {
             let halt = self.core().should_stop(self.spec);
             // Past a halt no step begins, but the HEADs of steps under way
             // still run (past the budget without a request), so they settle.
-            while steps.len() < self.max_in_flight {
-                match self.next_unit(halt.is_none()) {
+            // Render units come on top of `max_in_flight`: a page waiting
+            // for its scripts to settle holds no request slot.
+            while steps.len() < self.max_in_flight + self.render_slots() {
+                let room = self.plain_room(steps.len());
+                match self.next_unit(halt.is_none(), room) {
                     Ok(Some((id, host_key, unit))) => {
                         steps.push(async move {
                             let r = self.run_unit(id, unit).await;
@@ -646,19 +668,20 @@ impl<'a> Runner<'a> {
                     break Err(e);
                 }
             }
+            let room = self.plain_room(steps.len());
             let mut wake = {
                 let driver = lock(&self.driver);
                 let now = Instant::now();
                 let choose = driver
                     .choose_again
-                    .filter(|_| halt.is_none() && steps.len() < self.max_in_flight)
+                    .filter(|_| halt.is_none() && room)
                     .map(|at| at.saturating_duration_since(now));
                 match (driver.lanes.next_wake(now), choose) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 }
             };
-            if halt.is_none() && steps.len() < self.max_in_flight {
+            if halt.is_none() && room {
                 if let Some(due) = self.revisit_wake() {
                     wake = Some(wake.map_or(due, |w| w.min(due)));
                 }
@@ -677,7 +700,7 @@ impl<'a> Runner<'a> {
                 }
                 _ = tokio::time::sleep(wake.unwrap_or(Duration::from_secs(3600))), if wake.is_some() => {}
                 // One step at a time starts only when the previous one settled.
-                _ = self.frontier_grew.notified(), if steps.len() < self.max_in_flight => {}
+                _ = self.frontier_grew.notified(), if room => {}
             }
             let due =
                 lock(&self.driver).last_checkpoint.elapsed() >= self.engine.checkpoint_interval;
@@ -745,6 +768,8 @@ impl<'a> Runner<'a> {
         let parked = {
             let mut driver = lock(&self.driver);
             driver.open_steps.clear();
+            driver.renders.clear();
+            driver.rendering = 0;
             driver.choose_again = None;
             driver.lanes.drain()
         };
@@ -792,8 +817,23 @@ impl<'a> Runner<'a> {
     /// asked for or a link held for its key first, else — when `pop` — a
     /// due revisit or the link the job core chooses for the free slot
     /// (`core/dispatch.rs`; links it holds wait in their lanes).
-    fn next_unit(&self, pop: bool) -> Result<Option<(LinkId, String, Unit)>, EngineError> {
+    fn next_unit(
+        &self,
+        pop: bool,
+        room: bool,
+    ) -> Result<Option<(LinkId, String, Unit)>, EngineError> {
         let mut driver = lock(&self.driver);
+        // A page waiting for its render first, even past a halt: its step
+        // settles only once it ran.
+        if driver.rendering < self.render_slots() {
+            if let Some((id, work)) = driver.renders.pop_front() {
+                driver.rendering += 1;
+                return Ok(Some((id, RENDER_LANE.to_string(), Unit::Render(work))));
+            }
+        }
+        if !room {
+            return Ok(None);
+        }
         let now = Instant::now();
         let readiness = |p: &Parked| self.readiness(p.url());
         loop {
@@ -901,6 +941,11 @@ impl<'a> Runner<'a> {
     }
 
     fn release_key(&self, host_key: &str) {
+        if host_key == RENDER_LANE {
+            let mut driver = lock(&self.driver);
+            driver.rendering = driver.rendering.saturating_sub(1);
+            return;
+        }
         let readiness = |p: &Parked| self.readiness(p.url());
         lock(&self.driver)
             .lanes
@@ -915,16 +960,26 @@ impl<'a> Runner<'a> {
         let mut out = UnitOutcome::default();
         // A revisit's own URL is fetched with its validators, and never queued.
         let mut revisiting = matches!(unit, Unit::Popped) && self.core().revisit_of(id).is_some();
-        let first = match unit {
-            Unit::Popped => self.core().popped(id).map(|p| p.entry.link.clone()),
+        let mut work: Vec<Link> = match unit {
+            Unit::Popped => self
+                .core()
+                .popped(id)
+                .map(|p| p.entry.link.clone())
+                .into_iter()
+                .collect(),
             Unit::Ask(link) => {
                 let link = self.ask_head(id, *link, &mut out.tally).await?;
                 self.log_skipped();
-                link
+                link.into_iter().collect()
+            }
+            Unit::Render(work) => {
+                // Fetch predicted targets in page order.
+                let mut now = self.render_deferred(id, *work, &mut out).await?;
+                now.reverse();
+                now
             }
         };
         let tally = &mut out.tally;
-        let mut work: Vec<Link> = first.into_iter().collect();
         while let Some(link) = work.pop() {
             let revisit = std::mem::take(&mut revisiting);
             if self.core().budget_exhausted(self.spec).is_some() {
@@ -1099,6 +1154,30 @@ impl<'a> Runner<'a> {
     fn remember_family(&self, url: &Url, content_type: Option<&str>) {
         let family = MimeFamily::of(&essence(content_type.unwrap_or("")));
         lock(&self.engine.filters).insert(url, family);
+    }
+
+    /// Render units that may run at once: `render.pages` when renders run
+    /// beside the job's other units, else none (a render is part of its
+    /// page's unit).
+    fn render_slots(&self) -> usize {
+        if self.rendering.as_ref().is_some_and(|r| r.beside()) {
+            self.spec.render.pages.max(1) as usize
+        } else {
+            0
+        }
+    }
+
+    /// Whether a unit other than a render may start with `in_flight` units
+    /// under way: at most `max_in_flight` of them besides the renders, and
+    /// none while the renders waiting for a page of the pool are more than
+    /// [`rendering::BACKLOG_PER_PAGE`] per page (each holds its page's body,
+    /// and a crawl running ahead of its renders learns from pages whose
+    /// rendered links it has not seen yet).
+    fn plain_room(&self, in_flight: usize) -> bool {
+        let driver = lock(&self.driver);
+        let backlog = rendering::BACKLOG_PER_PAGE * self.render_slots().max(1);
+        in_flight.saturating_sub(driver.rendering) < self.max_in_flight
+            && driver.renders.len() < backlog
     }
 
     fn host_key(&self, url: &Url) -> String {

@@ -14,7 +14,7 @@ fn is_seed(link: &Link) -> bool {
 
 impl Runner<'_> {
     /// Send one request, counting it; a failure is already logged and counted.
-    async fn send(
+    pub(super) async fn send(
         &self,
         method: Method,
         url: &Url,
@@ -226,7 +226,9 @@ impl Runner<'_> {
                     if is_seed(link) {
                         lock(&self.failed_seeds).remove(&link.url);
                     }
-                    let result = self.handle_response(link, url.clone(), resp, tally).await;
+                    let result = self
+                        .handle_response(step, link, url.clone(), resp, tally)
+                        .await;
                     // A page settles once its links are admitted; a failed write
                     // leaves the link unsettled, to go back to the frontier.
                     if matches!(result, Ok(Fetched::Target | Fetched::Nothing)) {
@@ -265,6 +267,7 @@ impl Runner<'_> {
     /// A 2xx answer to a GET: decide from its type whether to read the body.
     async fn handle_response(
         &self,
+        step: LinkId,
         link: &Link,
         url: Url,
         resp: Response,
@@ -347,6 +350,7 @@ impl Runner<'_> {
                 let page_url = url.clone();
                 let mime = essence(content_type.as_deref().unwrap_or(""));
                 let mark = structured.then(|| self.parsing.begin(&url));
+                let page_type = content_type.clone();
                 let links = parse_body(move || {
                     if structured {
                         super::parsing::crash_point();
@@ -366,6 +370,17 @@ impl Runner<'_> {
                 match links {
                     Ok((mut links, body)) => {
                         self.note_cut(&url, &links, body_cut);
+                        // A `render` job may render the page: its script-built links join these.
+                        self.render_page(
+                            step,
+                            link,
+                            &url,
+                            page_type.as_deref(),
+                            &body.bytes,
+                            &mut links,
+                            tally,
+                        )
+                        .await;
                         let data = links.structured.take();
                         if let Some(data) = data.as_ref().filter(|d| d.over_bytes) {
                             self.core().count(Count::Truncated);
