@@ -956,10 +956,15 @@ async fn a_bomb_page_under_the_default_body_cap() {
 /// The tag-path maze: every page links to 400 new ones, each under a unique ~1.5 KB tag path.
 fn maze_site() -> HostileSite {
     fn maze_page(n: u64) -> String {
-        let class = "m".repeat(240);
+        // Each class (224 + up to 20 digits + 3) stays under the extractor's
+        // 256-byte class cap however deep the crawl goes, so every path stays
+        // unique and every page over its 512 KiB of paths. With 240, the pages
+        // a crawl reached deep down (20-digit numbers) had their classes
+        // cut to one shared prefix, and were not cut.
+        let class = "m".repeat(224);
         let mut html = String::from("<html><body><a href=\"/ok-1.csv\">ok</a>\n");
         for k in 0..400u64 {
-            let child = n * 400 + k + 1;
+            let child = n.wrapping_mul(400).wrapping_add(k + 1);
             for d in 0..6 {
                 html.push_str(&format!("<div class=\"{class}-{child}-{d}\">"));
             }
