@@ -999,15 +999,12 @@ async fn manifest_rows(client: &tokio_postgres::Client, job: &str) -> Vec<(i64, 
 )]
 async fn a_job_whose_node_is_killed_finishes_on_another_with_every_target_once() {
     let pg = Postgres::start();
-    let server = forager_bench::sites::SiteServer::start(vec![(
-        "chain.test".to_string(),
-        std::sync::Arc::new(Chain::default()) as std::sync::Arc<dyn forager_bench::sites::Site>,
-    )])
-    .await
-    .unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let shared = root.path().join("shared-targets");
-    std::fs::create_dir(&shared).unwrap();
+    let server = serve(
+        &std::sync::Arc::new(Chain::default()),
+        &["chain.test".to_string()],
+    )
+    .await;
+    let (root, shared) = root_with_shared_targets();
     let n1 = TestNode::new(root.path(), "n1", 2, &pg, server.port(), &shared);
     let n2 = TestNode::new(root.path(), "n2", 2, &pg, server.port(), &shared);
     // 2 requests a page at 150 ms: about 9 s of crawl, checkpoints every second.
@@ -1118,15 +1115,8 @@ async fn a_job_whose_node_is_killed_finishes_on_another_with_every_target_once()
 async fn two_nodes_crawling_one_host_keep_its_delay_between_them() {
     let pg = Postgres::start();
     let site = std::sync::Arc::new(Chain::default());
-    let server = forager_bench::sites::SiteServer::start(vec![(
-        "chain.test".to_string(),
-        site.clone() as std::sync::Arc<dyn forager_bench::sites::Site>,
-    )])
-    .await
-    .unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let shared = root.path().join("shared-targets");
-    std::fs::create_dir(&shared).unwrap();
+    let server = serve(&site, &["chain.test".to_string()]).await;
+    let (root, shared) = root_with_shared_targets();
     // One job each: two jobs on two nodes reach one host.
     let n1 = TestNode::new(root.path(), "n1", 1, &pg, server.port(), &shared);
     let n2 = TestNode::new(root.path(), "n2", 1, &pg, server.port(), &shared);
@@ -1203,15 +1193,12 @@ async fn two_nodes_crawling_one_host_keep_its_delay_between_them() {
 )]
 async fn a_node_that_loses_the_database_stops_its_job_before_the_lease_can_lapse() {
     let pg = Postgres::start();
-    let server = forager_bench::sites::SiteServer::start(vec![(
-        "chain.test".to_string(),
-        std::sync::Arc::new(Chain::default()) as std::sync::Arc<dyn forager_bench::sites::Site>,
-    )])
-    .await
-    .unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let shared = root.path().join("shared-targets");
-    std::fs::create_dir(&shared).unwrap();
+    let server = serve(
+        &std::sync::Arc::new(Chain::default()),
+        &["chain.test".to_string()],
+    )
+    .await;
+    let (root, shared) = root_with_shared_targets();
     let n1 = TestNode::new(root.path(), "n1", 2, &pg, server.port(), &shared);
     let mut p1 = n1.start();
     crate::harness::JobFile::new("chain")
@@ -1283,15 +1270,8 @@ async fn a_node_that_loses_the_database_stops_its_job_before_the_lease_can_lapse
 async fn a_node_paused_past_its_lease_writes_nothing_more_once_continued() {
     let pg = Postgres::start();
     let site = std::sync::Arc::new(Chain::default());
-    let server = forager_bench::sites::SiteServer::start(vec![(
-        "chain.test".to_string(),
-        site.clone() as std::sync::Arc<dyn forager_bench::sites::Site>,
-    )])
-    .await
-    .unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let shared = root.path().join("shared-targets");
-    std::fs::create_dir(&shared).unwrap();
+    let server = serve(&site, &["chain.test".to_string()]).await;
+    let (root, shared) = root_with_shared_targets();
     let hosts = ["chain.test".to_string()];
     let n1 = TestNode::with(
         root.path(),
@@ -1485,23 +1465,9 @@ async fn sixty_jobs_on_three_nodes_survive_two_kills_with_every_target_once() {
     let pg = Postgres::start();
     let site = std::sync::Arc::new(Chain::with_pages(WEB_PAGES));
     let hosts: Vec<String> = (0..WEB_JOBS).map(|i| format!("w{i}.test")).collect();
-    let server = forager_bench::sites::SiteServer::start(
-        hosts
-            .iter()
-            .map(|h| {
-                (
-                    h.clone(),
-                    site.clone() as std::sync::Arc<dyn forager_bench::sites::Site>,
-                )
-            })
-            .collect(),
-    )
-    .await
-    .unwrap();
+    let server = serve(&site, &hosts).await;
     let port = server.port();
-    let root = tempfile::tempdir().unwrap();
-    let shared = root.path().join("shared-targets");
-    std::fs::create_dir(&shared).unwrap();
+    let (root, shared) = root_with_shared_targets();
     let names = ["n1", "n2", "n3"];
     let nodes: Vec<TestNode> = names
         .iter()
@@ -1672,15 +1638,8 @@ async fn sixty_jobs_on_three_nodes_survive_two_kills_with_every_target_once() {
 async fn a_drained_node_hands_its_jobs_over_at_once() {
     let pg = Postgres::start();
     let site = std::sync::Arc::new(Chain::default());
-    let server = forager_bench::sites::SiteServer::start(vec![(
-        "chain.test".to_string(),
-        site.clone() as std::sync::Arc<dyn forager_bench::sites::Site>,
-    )])
-    .await
-    .unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let shared = root.path().join("shared-targets");
-    std::fs::create_dir(&shared).unwrap();
+    let server = serve(&site, &["chain.test".to_string()]).await;
+    let (root, shared) = root_with_shared_targets();
     let n1 = TestNode::new(root.path(), "n1", 2, &pg, server.port(), &shared);
     let n2 = TestNode::new(root.path(), "n2", 2, &pg, server.port(), &shared);
     let mut p1 = n1.start();
@@ -1759,11 +1718,17 @@ async fn a_drained_node_hands_its_jobs_over_at_once() {
     );
 }
 
-/// A loopback web of `n` chain sites (`c0.test`…), one per job.
-async fn chain_web(n: usize) -> (forager_bench::sites::SiteServer, Vec<String>) {
-    let site = std::sync::Arc::new(Chain::default());
-    let hosts: Vec<String> = (0..n).map(|i| format!("c{i}.test")).collect();
-    let server = forager_bench::sites::SiteServer::start(
+/// A test's root folder and, in it, the targets folder every node mounts.
+fn root_with_shared_targets() -> (tempfile::TempDir, std::path::PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("shared-targets");
+    std::fs::create_dir(&shared).unwrap();
+    (root, shared)
+}
+
+/// A loopback server answering `site` on every host of `hosts`.
+async fn serve(site: &std::sync::Arc<Chain>, hosts: &[String]) -> forager_bench::sites::SiteServer {
+    forager_bench::sites::SiteServer::start(
         hosts
             .iter()
             .map(|h| {
@@ -1775,7 +1740,14 @@ async fn chain_web(n: usize) -> (forager_bench::sites::SiteServer, Vec<String>) 
             .collect(),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// A loopback web of `n` chain sites (`c0.test`…), one per job.
+async fn chain_web(n: usize) -> (forager_bench::sites::SiteServer, Vec<String>) {
+    let site = std::sync::Arc::new(Chain::default());
+    let hosts: Vec<String> = (0..n).map(|i| format!("c{i}.test")).collect();
+    let server = serve(&site, &hosts).await;
     (server, hosts)
 }
 
@@ -1793,9 +1765,7 @@ async fn any_node_shows_every_job_of_the_cluster_with_its_node() {
     let pg = Postgres::start();
     let (server, hosts) = chain_web(6).await;
     let port = server.port();
-    let root = tempfile::tempdir().unwrap();
-    let shared = root.path().join("shared-targets");
-    std::fs::create_dir(&shared).unwrap();
+    let (root, shared) = root_with_shared_targets();
     let names = ["n1", "n2", "n3"];
     let nodes: Vec<TestNode> = names
         .iter()
@@ -1924,9 +1894,7 @@ async fn forager_drain_hands_a_nodes_jobs_over_and_keeps_it_up() {
     let pg = Postgres::start();
     let (server, hosts) = chain_web(3).await;
     let port = server.port();
-    let root = tempfile::tempdir().unwrap();
-    let shared = root.path().join("shared-targets");
-    std::fs::create_dir(&shared).unwrap();
+    let (root, shared) = root_with_shared_targets();
     let names = ["n1", "n2"];
     let nodes: Vec<TestNode> = names
         .iter()
