@@ -31,6 +31,11 @@ pub const RETRIES: u64 = 1;
 /// A job file for `seeds`: breadth-first, no politeness delay, robots on,
 /// an 8 MiB body cap, one retry, and `extra` TOML appended (whole tables only).
 pub fn job_toml(name: &str, seeds: &[String], scope: &str, extra: &str) -> String {
+    job_file(name, seeds, scope, extra).toml()
+}
+
+/// [`job_toml`]'s job, for a test that sets more (top-level keys too).
+pub fn job_file(name: &str, seeds: &[String], scope: &str, extra: &str) -> JobFile {
     let mut job = JobFile::new(name)
         .scope(scope)
         .strategy("bfs")
@@ -44,7 +49,7 @@ pub fn job_toml(name: &str, seeds: &[String], scope: &str, extra: &str) -> Strin
     for seed in seeds {
         job = job.seed(seed.clone());
     }
-    job.toml()
+    job
 }
 
 /// How to run the binary.
@@ -242,6 +247,17 @@ fn crawl_cli_blocking(job_name: &str, job: &str, opts: &CliOptions) -> CrawlResu
 
 /// Runs the job in this process with a custom fetch configuration (small time limits).
 pub async fn crawl_in_process(job: &str, fetch: FetchConfig) -> CrawlResult {
+    crawl_in_process_until(job, fetch, || false).await
+}
+
+/// Runs the job in this process until it ends or `stop_when` holds (asked
+/// every 20 ms), then stops it as SIGINT would: how a test ends a
+/// continuous job, which never ends by itself.
+pub async fn crawl_in_process_until(
+    job: &str,
+    fetch: FetchConfig,
+    stop_when: impl Fn() -> bool,
+) -> CrawlResult {
     let state = tempfile::tempdir().expect("temp dir");
     let state_dir = state.path().join("state");
     let spec = parse_job(job, Path::new("hostile.toml")).expect("valid test job");
@@ -256,8 +272,23 @@ pub async fn crawl_in_process(job: &str, fetch: FetchConfig) -> CrawlResult {
         .expect("open engine");
         let mut observer = NoObserver;
         let runner = Runner::new(&engine, &spec, &mut observer).expect("prepare job");
-        let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        runner.run(stop_rx).await.expect("crawl")
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let run = runner.run(stop_rx);
+        tokio::pin!(run);
+        // A guard against a hang (2 min), not a timing.
+        let mut polls = 0u32;
+        loop {
+            tokio::select! {
+                outcome = &mut run => break outcome.expect("crawl"),
+                () = tokio::time::sleep(Duration::from_millis(20)) => {
+                    polls += 1;
+                    assert!(polls < 6000, "the stop condition never held");
+                    if stop_when() {
+                        let _ = stop_tx.send(true);
+                    }
+                }
+            }
+        }
     };
     let elapsed = started.elapsed();
     // The engine (and so the store) is dropped: read back what it committed.

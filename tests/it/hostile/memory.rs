@@ -6,11 +6,14 @@
 //! while it is parsed must not kill it forever; a daemon serving them
 //! beside healthy jobs stays up and finishes the healthy ones.
 
-use super::harness::{crawl_cli, job_toml, CliOptions};
+use super::harness::{
+    crawl_cli, crawl_in_process_until, job_file, job_toml, quick_fetch, CliOptions,
+};
 use super::sites::HostileSite;
 use super::{seed, serve, HOST};
 use crate::harness::procfs::vm_hwm_kib;
 use crate::harness::{Crawl, JobFile};
+use axum::http::{header, HeaderValue};
 use bytes::Bytes;
 use forager::store::{PoisonReason, Store};
 use forager_bench::sites::{Site, SiteResponse, SiteServer};
@@ -269,6 +272,78 @@ async fn json_ld_and_rdfa_bombs_are_cut_in_a_structured_job() {
     let data = out.state.path().join("state/targets/context/data.nq.gz");
     let len = std::fs::metadata(&data).map_or(0, |m| m.len());
     assert!(len > 0 && len < 8 << 20, "{len} bytes");
+    let _ = server.shutdown().await;
+}
+
+/// A page put on the poison list is not parsed again when a continuous job
+/// revisits it: the revisit fetches it (a page is revisited whatever it
+/// held) but counts it `blocked` instead of reading its body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poisoned_page_is_not_parsed_again_on_a_revisit() {
+    // The bomb comes with a new ETag at every answer (a server that cannot
+    // tell), so its revisits are answered in full, not 304.
+    let answers = AtomicUsize::new(0);
+    let bomb = Bytes::from(json_ld_context_bomb());
+    let site = HostileSite::new(&["/context.html", "/honest.html"], move |req| {
+        match req.path.as_str() {
+            "/context.html" => {
+                let n = answers.fetch_add(1, Ordering::Relaxed);
+                Some(SiteResponse::ok("text/html", bomb.clone()).with_header(
+                    header::ETAG,
+                    HeaderValue::from_str(&format!("\"v{n}\"")).expect("an ETag"),
+                ))
+            }
+            "/honest.html" => Some(SiteResponse::ok("text/html", HONEST_PAGE)),
+            _ => None,
+        }
+    });
+    let (server, resolve) = serve(site).await;
+    let job = job_file(
+        "revisited",
+        &[seed(server.port())],
+        "site",
+        "[targets]\npreset = \"structured\"\n[revisit]\nmin = \"1s\"\nmax = \"2s\"\n",
+    )
+    .top("mode", "\"continuous\"")
+    .toml();
+    let bomb_fetches = || {
+        server
+            .log()
+            .iter()
+            .filter(|r| r.path_and_query == "/context.html")
+            .count()
+    };
+    // A third fetch is only scheduled once the second (the first revisit)
+    // was wholly dealt with: stopping at the second could cut it short.
+    let out =
+        crawl_in_process_until(&job, quick_fetch(vec![resolve]), || bomb_fetches() >= 3).await;
+    assert!(bomb_fetches() >= 3, "the bomb page was not revisited");
+    let list = poison_list(&out.state.path().join("state"), "revisited");
+    assert!(
+        list.iter()
+            .any(|e| e.url.ends_with("/context.html") && e.reason == PoisonReason::OverBudget),
+        "{list:?}"
+    );
+    // Its first fetch put it on the list; every later one was skipped, its
+    // body never read again (one bomb's worth of bytes in all).
+    let log: Vec<String> = server
+        .log()
+        .iter()
+        .map(|r| r.path_and_query.clone())
+        .collect();
+    assert!(out.counters.blocked >= 1, "{:?}\n{log:?}", out.counters);
+    let bomb = json_ld_context_bomb().len() as u64;
+    assert!(out.counters.bytes < 2 * bomb, "{:?}", out.counters);
+    assert!(
+        row_of(&out.manifest, "/honest.html").is_some(),
+        "{:?}",
+        out.manifest
+    );
+    assert!(
+        row_of(&out.manifest, "/context.html").is_none(),
+        "{:?}",
+        out.manifest
+    );
     let _ = server.shutdown().await;
 }
 
