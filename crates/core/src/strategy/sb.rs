@@ -1041,7 +1041,18 @@ impl Strategy for SleepingBandit {
                     .classifier
                     .classify_keyed(&link.url, p.url_fingerprint())
                 {
-                    Verdict::AskServer => return Triage::Head,
+                    // Cold: a link whose source says what it is (a
+                    // catalog's download, a form's submission) is taken at
+                    // its word instead of costing a HEAD; on the small
+                    // portals these sources serve, the warm-up's HEADs were
+                    // most of what sb paid over bfs (docs/bench
+                    // 2026-11-28-session6-portals.md).
+                    Verdict::AskServer => {
+                        match crate::catalog::declared_label(link.tag_path.as_str()) {
+                            Some(label) => label,
+                            None => return Triage::Head,
+                        }
+                    }
                     Verdict::Predicted(p) => p.label,
                 }
             }
