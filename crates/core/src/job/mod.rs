@@ -331,7 +331,11 @@ impl JobCore {
             name: spec.name.clone(),
             strategy_name: spec.strategy.name(),
             seed: spec.seed,
-            strategy: spec.strategy.build(spec.seed),
+            strategy: {
+                let mut s = spec.strategy.build(spec.seed);
+                s.use_targets(&spec.targets.target_set());
+                s
+            },
             rules: AdmitRules::of(spec),
             links: records::LinkRecords::default(),
             seen: seen::SeenSet::default(),
