@@ -51,11 +51,13 @@ pub struct BenchArgs {
     /// files over simulated days, crawled by one continuous job per revisit policy
     /// (--policies) for --days simulated days of --day each at --budget requests a day;
     /// reports new files found, mean delay from publication to harvest and requests per
-    /// new file (mean ± std over --seeds). Or `portal:NAME` (ckan, dcat, forms, markup, or
-    /// all): a loopback open-data portal whose catalogs or GET forms reach files no page
-    /// links, crawled by each strategy (default sb,bfs) with every combination of
-    /// `[targets] catalogs` and `forms` on and off (bfs: all or none), --seeds runs each;
-    /// reports the share of the portal's files harvested and the requests to 90 % of them.
+    /// new file (mean ± std over --seeds). Or `portal:NAME` (ckan, dcat, forms, markup,
+    /// listed, script, or all): a loopback open-data portal whose catalogs, GET forms or
+    /// scripts reach files no page links, crawled by each strategy (default sb,bfs) with
+    /// every combination of `[targets] catalogs` and `forms` on and off (bfs: all or none;
+    /// on `script`, which needs Chromium, `render = "auto"` and `"never"`), --seeds runs
+    /// each; reports the share of the portal's files harvested and the requests to 90 % of
+    /// them.
     #[arg(long = "site")]
     sites: Vec<String>,
     /// A file of `NAME ROOT START_PAGE` lines, as printed by shared/corpora/get-corpora.sh.

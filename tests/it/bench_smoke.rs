@@ -639,14 +639,72 @@ fn portal_bench_compares_each_source_on_and_off() {
         .parse()
         .unwrap();
     assert!(req90 >= 45.0, "{req90}");
-    // The manifest's provenance: the download form's own files say `form`.
-    assert!(row("sb", "forms")[8].contains("form 10.0"), "{table}");
+    // The manifest's provenance follows the path: the download form's own
+    // files and the files of the result pages say `form`; the "popular"
+    // tables, whose result pages the home page links, `page link`.
+    assert!(
+        row("sb", "forms")[8].contains("form 40.0, page link 10.0"),
+        "{table}"
+    );
     assert!(
         table.contains("sb without the sources never reaches 90 % (at most 20.0 % of the files)"),
         "{table}"
     );
     assert!(
         table.contains("sb with catalogs+forms: every file in every run"),
+        "{table}"
+    );
+}
+
+/// `bench --site portal:script`: the script-built portal crawled with
+/// `render = "auto"` and `"never"` (sb) and both (bfs), one seed: rendering
+/// reaches every file, without it plain links reach the featured quarter,
+/// and the manifest says which files only the rendered page held.
+#[test]
+fn portal_bench_measures_rendering_on_the_script_portal() {
+    let out = tempfile::tempdir().unwrap();
+    let run = crate::harness::bin::output_blocking(
+        crate::harness::bin::std_command()
+            .args(["bench", "--site", "portal:script", "--seeds", "1", "--out"])
+            .arg(out.path()),
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(table.contains("**portal:script**"), "{table}");
+    let row = |strategy: &str, sources: &str| -> Vec<String> {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {strategy} | {sources} |")))
+            .unwrap_or_else(|| panic!("no row {strategy} {sources} in {table}"));
+        line.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    for (strategy, sources, share, reached) in [
+        ("sb", "render auto", "100.0", "1/1"),
+        ("sb", "none", "25.0", "0/1"),
+        ("bfs", "render auto", "100.0", "1/1"),
+        ("bfs", "none", "25.0", "0/1"),
+    ] {
+        let cells = row(strategy, sources);
+        assert!(
+            cells[4].starts_with(share),
+            "{strategy} {sources}: {cells:?}"
+        );
+        assert_eq!(cells[6], reached, "{strategy} {sources}: {cells:?}");
+    }
+    // The 18 files only the script draws say `rendered`; the featured six,
+    // which the rendered page holds too, may say either.
+    let rendered: f64 = row("sb", "render auto")[8]
+        .split(", ")
+        .find_map(|c| c.strip_prefix("rendered "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0.0);
+    assert!(rendered >= 18.0, "{table}");
+    assert!(
+        table.contains("sb with render auto: every file in every run"),
         "{table}"
     );
 }

@@ -1088,3 +1088,76 @@ async fn measure_stop_on_sigint_in_the_maze() {
         );
     }
 }
+
+/// A page of 2 000 GET forms of 10⁹ combinations each (10¹² submissions),
+/// through the real binary, sb and bfs: the page's link cap stops the
+/// enumeration (the page is counted as cut), the per-site form cap bounds
+/// the submissions asked (300 here), every other form link is counted as
+/// rejected, and the crawler's memory stays under the hostile tests' cap.
+/// Counts, not times: the machines these run on are shared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_thousands_of_forms_costs_bounded_requests_and_memory() {
+    use forager_bench::sites::portal::FormFloodSite;
+    const PER_SITE: usize = 300;
+    let site = FormFloodSite::default();
+    let (server, resolve) = serve(site).await;
+    for strategy in ["sb", "bfs"] {
+        let name = format!("form-flood-{strategy}");
+        let before = requested(&server, HOST).len();
+        let job = job_toml(
+            &name,
+            &[seed(server.port())],
+            "site",
+            &format!("[targets]\nforms = true\nmax_form_links_per_site = {PER_SITE}\n"),
+        )
+        .replace("strategy = \"bfs\"", &format!("strategy = \"{strategy}\""));
+        let out = crawl_cli(
+            &name,
+            job,
+            CliOptions {
+                resolve: vec![resolve.clone()],
+                kill_after: Some(Duration::from_secs(300)),
+                ..CliOptions::default()
+            },
+        )
+        .await;
+        out.assert_completed();
+        out.assert_memory_bounded();
+        assert_eq!(out.target_paths(), vec!["/files/real.csv".to_string()]);
+        let log: Vec<String> = requested(&server, HOST).split_off(before);
+        let explore: std::collections::BTreeSet<&String> =
+            log.iter().filter(|p| p.starts_with("/explore/")).collect();
+        // At most the per-site cap of distinct submissions, each a GET and,
+        // during sb's warm-up, a HEAD before it; robots.txt, the page and
+        // the file (and its HEAD) besides.
+        assert!(
+            (1..=PER_SITE).contains(&explore.len()),
+            "{strategy}: {} form URLs",
+            explore.len()
+        );
+        assert!(
+            log.len() <= 2 * PER_SITE + 5,
+            "{strategy}: {} requests",
+            log.len()
+        );
+        // The page's 10 000-link cap cut the enumeration (64 links a form
+        // would be 128 000); what the site cap refused is counted.
+        assert!(
+            out.counters.truncated >= 1,
+            "{strategy}: {:?}",
+            out.counters
+        );
+        assert!(
+            out.counters.rejected_links >= 10_000 - PER_SITE as u64 - 1,
+            "{strategy}: {:?}",
+            out.counters
+        );
+        eprintln!(
+            "{strategy}: {} requests ({} form URLs), rejected links {}, peak RSS {} MiB",
+            log.len(),
+            explore.len(),
+            out.counters.rejected_links,
+            out.peak_rss_kib >> 10
+        );
+    }
+}

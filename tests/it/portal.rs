@@ -5,11 +5,15 @@
 //! every file is harvested and the manifest
 //! says which came from a catalog; with `catalogs = false` (the default)
 //! exactly the catalog-only files are missing; a lying catalog costs
-//! bounded requests.
+//! bounded requests; catalogs at paths no well-known list has are found
+//! through robots.txt, a sitemap and `<link rel="alternate">`.
 
 use crate::harness::portal::crawl_portal;
 use crate::harness::sites::serve_host;
-use forager_bench::sites::portal::{DcatSite, LyingPortal, Portal, LYING_PER_PAGE};
+use forager_bench::sites::portal::{
+    DcatSite, ListedCatalogs, LyingPortal, Portal, LISTED_CKAN, LISTED_DATA_JSON, LISTED_DCAT,
+    LYING_PER_PAGE,
+};
 use forager_core::catalog::MAX_CKAN_PAGES;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -232,4 +236,75 @@ async fn explain_shows_which_link_sources_paid() {
     let pages = row("page link");
     assert!(pages[1].parse::<u64>().unwrap_or(0) >= 1, "{text}");
     assert_eq!(pages[3], "0", "{text}");
+}
+
+/// A portal whose three catalogs sit at paths no well-known list has:
+/// robots.txt's `Sitemap:` names the `data.json`, the sitemap (through a
+/// sitemap index) the DCAT file, the home page's JSON `<link
+/// rel="alternate">` the CKAN API. Catalogs on: every file, each credited
+/// to its catalog, each catalog asked once per crawl, the page's JSON twin
+/// (an alternate that is no catalog) never asked. Off: the linked files
+/// only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalogs_listed_by_robots_sitemaps_and_alternates_are_read() {
+    let host = "listed.test";
+    let site = ListedCatalogs::default();
+    let files = site.files();
+    let server = serve_host(host, Arc::new(site)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all: BTreeSet<String> = files
+        .iter()
+        .map(|(p, _)| format!("http://{host}{p}"))
+        .collect();
+    let linked: BTreeSet<String> = files
+        .iter()
+        .filter(|(_, only)| only.is_none())
+        .map(|(p, _)| format!("http://{host}{p}"))
+        .collect();
+    let catalog_requests = |server: &forager_bench::sites::server::SiteServer| {
+        let log = server.log();
+        [LISTED_CKAN, LISTED_DATA_JSON, LISTED_DCAT].map(|c| {
+            log.iter()
+                .filter(|r| r.path_and_query.starts_with(c))
+                .count()
+        })
+    };
+    for strategy in ["sb", "bfs"] {
+        let before = catalog_requests(&server);
+        let on = crawl(dir.path(), host, server.port(), strategy, true, &[]).await;
+        let got: BTreeSet<String> = on.keys().cloned().collect();
+        assert_eq!(got, all, "{strategy}, catalogs on");
+        for (p, only) in &files {
+            let want = match only {
+                Some(kind) => format!("catalog:{kind}"),
+                None => "page link".to_string(),
+            };
+            let row = &on[&format!("http://{host}{p}")];
+            assert_eq!(row["found_by"], want.as_str(), "{strategy}: {p}");
+        }
+        // Each catalog once per crawl with catalogs on (GETs; a HEAD never
+        // asks a catalog), however many ways it was announced.
+        let after = catalog_requests(&server);
+        let asked: Vec<usize> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+        assert_eq!(asked, vec![1; 3], "{strategy}");
+        // Off, the files no page links stay out of reach (the sitemap's
+        // DCAT entry and robots.txt's `data.json` may still be asked, as
+        // a page and as a sitemap: neither yields a link).
+        let off = crawl(dir.path(), host, server.port(), strategy, false, &[]).await;
+        // (The DCAT file, asked as a page, may be kept as a target of its
+        // own when the preset takes RDF: only the CSV files count.)
+        let got: BTreeSet<String> = off
+            .keys()
+            .filter(|u| u.ends_with(".csv"))
+            .cloned()
+            .collect();
+        assert_eq!(got, linked, "{strategy}, catalogs off");
+    }
+    assert!(
+        !server
+            .log()
+            .iter()
+            .any(|r| r.path_and_query.starts_with("/api/page.json")),
+        "a JSON alternate that is no catalog was asked"
+    );
 }

@@ -1,7 +1,8 @@
 //! The portal benchmark (`forager bench --site portal:NAME`): each loopback
 //! open-data portal of [`crate::sites::portal`] crawled by each strategy with
 //! every combination of the link sources a job can switch on (`[targets]
-//! catalogs`, `forms`), against the portal's own list of files.
+//! catalogs`, `forms`; on the script-built portal, `render = "auto"` or
+//! `"never"`), against the portal's own list of files.
 //!
 //! The ground truth is not a walk of the site (a walk follows page links
 //! only, and the point of these portals is the files page links do not
@@ -14,10 +15,11 @@
 
 use crate::report::{cell, MeanStd};
 use crate::runner::{self, BenchSite, RunConfig, RunResult};
-use crate::sites::portal::{DcatSite, FormSite, MarkupSite, Portal};
+use crate::sites::portal::{DcatSite, FormSite, ListedCatalogs, MarkupSite, Portal, ScriptPortal};
 use crate::sites::server::{Site, SiteServer};
 use anyhow::{bail, Context};
 use forager_core::config::NeitherLinks;
+use forager_core::config::RenderMode;
 use forager_core::form::FormLimits;
 use forager_core::strategy::StrategyKind;
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,14 +41,23 @@ pub enum PortalKind {
     Forms,
     /// Files named only by schema.org markup or an alternate DCAT catalog.
     Markup,
+    /// Catalogs at paths no well-known list has, announced by robots.txt,
+    /// a sitemap and a JSON `<link rel="alternate">`.
+    Listed,
+    /// A script shell whose dataset list comes from a JSON API: three
+    /// quarters of the files appear only once the page is rendered
+    /// (needs Chromium).
+    Script,
 }
 
 impl PortalKind {
-    pub const ALL: [PortalKind; 4] = [
+    pub const ALL: [PortalKind; 6] = [
         PortalKind::Ckan,
         PortalKind::Dcat,
         PortalKind::Forms,
         PortalKind::Markup,
+        PortalKind::Listed,
+        PortalKind::Script,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +66,21 @@ impl PortalKind {
             PortalKind::Dcat => "dcat",
             PortalKind::Forms => "forms",
             PortalKind::Markup => "markup",
+            PortalKind::Listed => "listed",
+            PortalKind::Script => "script",
+        }
+    }
+
+    /// The sources that reach what plain links do not on this portal: the
+    /// script portal's is rendering, the others' catalogs and forms.
+    pub fn sources_on(self) -> Sources {
+        match self {
+            PortalKind::Script => Sources {
+                catalogs: false,
+                forms: false,
+                render: true,
+            },
+            _ => Sources::ALL,
         }
     }
 
@@ -64,7 +90,7 @@ impl PortalKind {
         let Some(name) = spec.strip_prefix("portal:") else {
             if spec == "portal" {
                 bail!(
-                    "{spec:?}: expected portal:NAME, NAME one of ckan, dcat, forms, markup or all"
+                    "{spec:?}: expected portal:NAME, NAME one of ckan, dcat, forms, markup, listed, script or all"
                 );
             }
             return Ok(None);
@@ -75,7 +101,7 @@ impl PortalKind {
         match PortalKind::ALL.into_iter().find(|k| k.name() == name) {
             Some(k) => Ok(Some(vec![k])),
             None => bail!(
-                "{spec:?}: unknown portal {name:?}: expected ckan, dcat, forms, markup or all"
+                "{spec:?}: unknown portal {name:?}: expected ckan, dcat, forms, markup, listed, script or all"
             ),
         }
     }
@@ -100,6 +126,14 @@ impl PortalKind {
                 let s = MarkupSite::default();
                 (Arc::new(s), s.files().into_iter().map(|f| f.0).collect())
             }
+            PortalKind::Listed => {
+                let s = ListedCatalogs::default();
+                (Arc::new(s), s.files().into_iter().map(|f| f.0).collect())
+            }
+            PortalKind::Script => {
+                let s = ScriptPortal::default();
+                (Arc::new(s), s.files().into_iter().map(|f| f.0).collect())
+            }
         };
         (site, host, files)
     }
@@ -110,46 +144,56 @@ impl PortalKind {
 pub struct Sources {
     pub catalogs: bool,
     pub forms: bool,
+    /// `render = "auto"` (else `"never"`).
+    pub render: bool,
 }
 
 impl Sources {
     pub const ALL: Sources = Sources {
         catalogs: true,
         forms: true,
+        render: false,
     };
     pub const NONE: Sources = Sources {
         catalogs: false,
         forms: false,
+        render: false,
     };
 
-    /// As the table shows it: `catalogs+forms`, `catalogs`, `forms` or `none`.
+    /// As the table shows it: `catalogs+forms`, `catalogs`, `forms`,
+    /// `render auto` or `none`.
     pub fn describe(self) -> &'static str {
-        match (self.catalogs, self.forms) {
-            (true, true) => "catalogs+forms",
-            (true, false) => "catalogs",
-            (false, true) => "forms",
-            (false, false) => "none",
+        match (self.catalogs, self.forms, self.render) {
+            (true, true, _) => "catalogs+forms",
+            (true, false, _) => "catalogs",
+            (false, true, _) => "forms",
+            (false, false, true) => "render auto",
+            (false, false, false) => "none",
         }
     }
 
-    /// The combinations a strategy runs with: every one for a learner (the
-    /// side by side of each source on and off), all and none for the others.
-    fn for_strategy(kind: StrategyKind) -> Vec<Sources> {
-        if kind.learns() {
+    /// The combinations a strategy runs with on `portal`: a learner with
+    /// each of catalogs and forms on and off (rendering on and off on the
+    /// script portal), the others with the portal's sources on and off.
+    fn for_strategy(kind: StrategyKind, portal: PortalKind) -> Vec<Sources> {
+        let on = portal.sources_on();
+        if kind.learns() && on == Sources::ALL {
             vec![
                 Sources::ALL,
                 Sources {
                     catalogs: true,
                     forms: false,
+                    render: false,
                 },
                 Sources {
                     catalogs: false,
                     forms: true,
+                    render: false,
                 },
                 Sources::NONE,
             ]
         } else {
-            vec![Sources::ALL, Sources::NONE]
+            vec![on, Sources::NONE]
         }
     }
 }
@@ -306,7 +350,7 @@ pub async fn bench(
     let server = SiteServer::start(vec![(host.clone(), site.clone())]).await?;
     let mut rows = Vec::new();
     for &kind in kinds {
-        for sources in Sources::for_strategy(kind) {
+        for sources in Sources::for_strategy(kind, portal) {
             let mut targets = BenchSite::statistics_targets();
             targets.catalogs = sources.catalogs;
             targets.forms = sources.forms.then(FormLimits::default);
@@ -329,16 +373,28 @@ pub async fn bench(
                     neither_links,
                     trace: true,
                 };
-                let run = runner::run_once(server.addr(), &bench_site, config, state_root)
-                    .await
-                    .with_context(|| {
-                        format!(
-                            "portal:{} {} sources {} seed {seed}",
-                            portal.name(),
-                            kind.name(),
-                            sources.describe()
-                        )
-                    })?;
+                let render = if sources.render {
+                    RenderMode::Auto
+                } else {
+                    RenderMode::Never
+                };
+                let run = runner::run_once_tuned(
+                    server.addr(),
+                    &bench_site,
+                    config,
+                    state_root,
+                    None,
+                    |spec| spec.render.mode = render,
+                )
+                .await
+                .with_context(|| {
+                    format!(
+                        "portal:{} {} sources {} seed {seed}",
+                        portal.name(),
+                        kind.name(),
+                        sources.describe()
+                    )
+                })?;
                 let f = figures(&run, &files)?;
                 found.push(run_manifest_found_by(state_root, &bench_site, &config)?);
                 tracing::info!(
@@ -411,7 +467,7 @@ pub fn markdown_table(portal: PortalKind, host: &str, files: usize, rows: &[Port
         );
     }
     out.push('\n');
-    out.push_str(&verdict(rows));
+    out.push_str(&verdict(rows, portal.sources_on()));
     if rows.iter().any(|r| r.strays > 0) {
         out.push_str("(some runs saved targets that are not among the portal's files)\n");
     }
@@ -421,16 +477,17 @@ pub fn markdown_table(portal: PortalKind, host: &str, files: usize, rows: &[Port
 /// The quality bar of issue 40 for one portal: every file with the sources
 /// on, in at most half the requests sb needs to reach 90 % without them, or,
 /// where plain links cannot reach 90 %, said so.
-fn verdict(rows: &[PortalRow]) -> String {
+fn verdict(rows: &[PortalRow], on: Sources) -> String {
     let mut out = String::new();
     let find =
         |k: StrategyKind, s: Sources| rows.iter().find(|r| r.strategy == k && r.sources == s);
-    for r in rows.iter().filter(|r| r.sources == Sources::ALL) {
+    for r in rows.iter().filter(|r| r.sources == on) {
         let all = r.share.mean >= 100.0 - 1e-9 && r.share.std == 0.0;
         let _ = writeln!(
             out,
-            "- {} with catalogs+forms: {} ({} % of the files, mean of {} runs)",
+            "- {} with {}: {} ({} % of the files, mean of {} runs)",
             r.strategy.name(),
+            on.describe(),
             if all {
                 "every file in every run"
             } else {
@@ -441,7 +498,7 @@ fn verdict(rows: &[PortalRow]) -> String {
         );
     }
     if let (Some(on), Some(off)) = (
-        find(StrategyKind::Sb, Sources::ALL),
+        find(StrategyKind::Sb, on),
         find(StrategyKind::Sb, Sources::NONE),
     ) {
         match (on.req_at_90.filter(|_| on.reached == on.runs), off.reached) {
@@ -566,7 +623,7 @@ mod tests {
             &[fig(4, None), fig(5, None)],
             &[],
         );
-        let text = verdict(&[on.clone(), off]);
+        let text = verdict(&[on.clone(), off], Sources::ALL);
         assert!(
             text.contains("sb with catalogs+forms: every file in every run"),
             "{text}"
@@ -581,7 +638,7 @@ mod tests {
             &[fig(10, Some(40)), fig(10, Some(40))],
             &[],
         );
-        let text = verdict(&[on.clone(), slow]);
+        let text = verdict(&[on.clone(), slow], Sources::ALL);
         assert!(text.contains("0.80 (> 0.5, NOT met)"), "{text}");
         let fast = PortalRow::of(
             StrategyKind::Sb,
@@ -589,7 +646,7 @@ mod tests {
             &[fig(10, Some(80)), fig(10, Some(80))],
             &[],
         );
-        assert!(verdict(&[on, fast]).contains("0.40 (≤ 0.5, met)"));
+        assert!(verdict(&[on, fast], Sources::ALL).contains("0.40 (≤ 0.5, met)"));
     }
 
     #[test]
@@ -602,7 +659,19 @@ mod tests {
             PortalKind::parse_spec("portal:all")
                 .unwrap()
                 .map(|v| v.len()),
-            Some(4)
+            Some(6)
+        );
+        assert_eq!(
+            PortalKind::parse_spec("portal:script").unwrap(),
+            Some(vec![PortalKind::Script])
+        );
+        assert!(PortalKind::Script.sources_on().render);
+        assert_eq!(
+            Sources::for_strategy(StrategyKind::Sb, PortalKind::Script)
+                .into_iter()
+                .map(Sources::describe)
+                .collect::<Vec<_>>(),
+            vec!["render auto", "none"]
         );
         assert_eq!(PortalKind::parse_spec("synthetic:small").unwrap(), None);
         assert!(PortalKind::parse_spec("portal:nope").is_err());

@@ -191,6 +191,19 @@ pub async fn run_once_with_prior(
     state_root: &Path,
     prior: Option<&[u8]>,
 ) -> anyhow::Result<RunResult> {
+    run_once_tuned(server, site, config, state_root, prior, |_| {}).await
+}
+
+/// [`run_once_with_prior`] with the job's spec changed by `tune` after the
+/// benchmark's own settings (the portal benchmark's `render` mode).
+pub async fn run_once_tuned(
+    server: SocketAddr,
+    site: &BenchSite,
+    config: RunConfig,
+    state_root: &Path,
+    prior: Option<&[u8]>,
+    tune: impl FnOnce(&mut JobSpec),
+) -> anyhow::Result<RunResult> {
     let name = run_name(site, &config);
     let state_dir = clear_state_dir(state_root, site, &config)?;
     let engine = Engine::open(EngineConfig {
@@ -213,6 +226,7 @@ pub async fn run_once_with_prior(
     spec.budget.bytes = 0;
     spec.budget.early_stop = config.early_stop;
     spec.budget.neither_links = config.neither_links;
+    tune(&mut spec);
     let prior_key = forager::engine::prior::key(&spec.targets);
     if let Some(bytes) = prior {
         let mut delta = forager::store::JobDelta::new(&name);

@@ -445,6 +445,14 @@ impl TargetSet {
         }
     }
 
+    /// Whether a URL's file name has the extension of one of the job's
+    /// targets: what a link says of itself before anything is asked
+    /// (`sb` takes it at its word while its classifier is cold).
+    pub fn names_target(&self, url: &url::Url) -> bool {
+        let name = url.path().rsplit('/').next().unwrap_or("");
+        extension_of(name).is_some_and(|ext| self.extensions.contains(&ext))
+    }
+
     /// The label of a response with this `Content-Type` (a missing type is "neither").
     pub fn classify(&self, content_type: Option<&str>) -> Label {
         let Some(ct) = content_type else {

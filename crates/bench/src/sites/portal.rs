@@ -506,6 +506,185 @@ impl Site for HostileFormSite {
     }
 }
 
+/// A page of thousands of GET forms, each of 10⁹ combinations (nine
+/// selects of ten options, its own action): 10¹² submissions on one page.
+/// Every submission answers an empty page. A crawler must pay a bounded
+/// number of requests and bounded memory for it (the page's link cap, the
+/// per-form and per-site form caps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormFloodSite {
+    pub forms: usize,
+}
+
+impl Default for FormFloodSite {
+    fn default() -> Self {
+        FormFloodSite { forms: 2_000 }
+    }
+}
+
+impl FormFloodSite {
+    fn home(&self) -> String {
+        let mut h = String::with_capacity(self.forms * 1_800);
+        h.push_str("<html><body><a href=\"/files/real.csv\">data</a>");
+        for k in 0..self.forms {
+            let _ = write!(h, "<form action=\"/explore/{k}\">");
+            for f in 0..HOSTILE_FORM_FIELDS {
+                let _ = write!(h, "<select name=\"f{f}\">");
+                for o in 0..HOSTILE_FORM_OPTIONS {
+                    let _ = write!(h, "<option value=\"{o}\">");
+                }
+                h.push_str("</select>");
+            }
+            h.push_str("</form>");
+        }
+        h.push_str("</body></html>");
+        h
+    }
+}
+
+impl Site for FormFloodSite {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        match req.path.as_str() {
+            "/" => SiteResponse::html(self.home()),
+            "/files/real.csv" => csv("/files/real.csv"),
+            p if p.starts_with("/explore/") => {
+                SiteResponse::html("<html><body>no data for this choice</body></html>")
+            }
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
+/// A portal whose catalogs sit at paths no well-known list has, found only
+/// the ways portals announce them: robots.txt's `Sitemap:` lines name a
+/// sitemap index and a Project Open Data `data.json` (`/pod/data.json`);
+/// the sitemap lists the pages and a DCAT catalog
+/// (`/open/dcat-export.ttl`); the home page's `<link rel="alternate"
+/// type="application/json">` names a CKAN Action API mounted under
+/// `/ckan/`. Each catalog lists `per_catalog` files no page links; the
+/// home page links `linked` more. See [`ListedCatalogs::files`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListedCatalogs {
+    pub per_catalog: usize,
+    pub linked: usize,
+}
+
+impl Default for ListedCatalogs {
+    fn default() -> Self {
+        ListedCatalogs {
+            per_catalog: 6,
+            linked: 6,
+        }
+    }
+}
+
+/// Where [`ListedCatalogs`] keeps its catalogs.
+pub const LISTED_CKAN: &str = "/ckan/api/3/action/package_search";
+pub const LISTED_DATA_JSON: &str = "/pod/data.json";
+pub const LISTED_DCAT: &str = "/open/dcat-export.ttl";
+
+impl ListedCatalogs {
+    /// Every file, and the catalog that alone reaches it (`ckan`,
+    /// `data.json`, `dcat`; `None`: the home page links it).
+    pub fn files(&self) -> Vec<(String, Option<&'static str>)> {
+        let mut out: Vec<(String, Option<&'static str>)> = (0..self.linked)
+            .map(|i| (format!("/files/linked-{i}.csv"), None))
+            .collect();
+        for kind in ["ckan", "data.json", "dcat"] {
+            let stem = kind.replace('.', "-");
+            out.extend(
+                (0..self.per_catalog).map(|i| (format!("/files/{stem}-{i}.csv"), Some(kind))),
+            );
+        }
+        out
+    }
+
+    fn of(&self, kind: &str) -> Vec<String> {
+        self.files()
+            .into_iter()
+            .filter(|(_, k)| *k == Some(kind))
+            .map(|(p, _)| p)
+            .collect()
+    }
+}
+
+impl Site for ListedCatalogs {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        let host = &req.host;
+        let path = req.path.as_str();
+        match path {
+            "/robots.txt" => SiteResponse::ok(
+                "text/plain",
+                format!(
+                    "User-agent: *\nDisallow: /private/\nSitemap: http://{host}/maps/index.xml\nSitemap: http://{host}{LISTED_DATA_JSON}\n"
+                ),
+            ),
+            "/maps/index.xml" => SiteResponse::ok(
+                "application/xml",
+                format!(
+                    "<?xml version=\"1.0\"?><sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><sitemap><loc>http://{host}/maps/pages.xml</loc></sitemap></sitemapindex>"
+                ),
+            ),
+            "/maps/pages.xml" => SiteResponse::ok(
+                "application/xml",
+                format!(
+                    "<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><url><loc>http://{host}/</loc></url><url><loc>http://{host}/about</loc></url><url><loc>http://{host}{LISTED_DCAT}</loc></url></urlset>"
+                ),
+            ),
+            "/" => {
+                let mut h = format!(
+                    "<html><head><link rel=\"alternate\" type=\"application/json\" href=\"{LISTED_CKAN}\"><link rel=\"alternate\" type=\"application/json\" href=\"/api/page.json\"></head><body><a href=\"/about\">about</a><ul>"
+                );
+                for (p, only) in self.files() {
+                    if only.is_none() {
+                        let _ = write!(h, "<li><a href=\"{p}\">{p}</a></li>");
+                    }
+                }
+                h.push_str("</ul></body></html>");
+                SiteResponse::html(h)
+            }
+            "/about" => SiteResponse::html("<html><body><a href=\"/\">home</a></body></html>"),
+            LISTED_CKAN => {
+                let results: Vec<serde_json::Value> = self
+                    .of("ckan")
+                    .into_iter()
+                    .map(|p| serde_json::json!({"resources": [{"url": format!("http://{host}{p}")}]}))
+                    .collect();
+                let count = results.len();
+                SiteResponse::ok(
+                    "application/json",
+                    serde_json::json!({"success": true, "result": {"count": count, "results": results}})
+                        .to_string(),
+                )
+            }
+            LISTED_DATA_JSON => {
+                let dataset: Vec<serde_json::Value> = self
+                    .of("data.json")
+                    .into_iter()
+                    .map(|p| serde_json::json!({"distribution": [{"downloadURL": format!("http://{host}{p}")}]}))
+                    .collect();
+                SiteResponse::ok(
+                    "application/json",
+                    serde_json::json!({"dataset": dataset}).to_string(),
+                )
+            }
+            LISTED_DCAT => {
+                let mut ttl = String::from("@prefix dcat: <http://www.w3.org/ns/dcat#> .\n");
+                for (i, p) in self.of("dcat").into_iter().enumerate() {
+                    let _ = writeln!(
+                        ttl,
+                        "<http://{host}/ds/{i}> a dcat:Dataset ; dcat:distribution [ dcat:downloadURL <http://{host}{p}> ] ."
+                    );
+                }
+                SiteResponse::ok("text/turtle", ttl)
+            }
+            "/api/page.json" => SiteResponse::ok("application/json", "{\"title\": \"home\"}"),
+            _ if self.files().iter().any(|(p, _)| p == path) => csv(path),
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
 /// Dataset pages whose schema.org markup names files no `<a>` links, and a
 /// DCAT catalog announced only by `<link rel="alternate">` at a path no
 /// well-known list has; see [`MarkupSite::files`].

@@ -223,6 +223,181 @@ fn well_known_paths_are_three_on_the_origin() {
     );
 }
 
+#[test]
+fn catalogs_are_known_by_their_urls_shape() {
+    let kind = |s: &str| kind_of_url(&url(s));
+    assert_eq!(
+        kind("http://p.test/api/3/action/package_search"),
+        Some(CatalogKind::Ckan)
+    );
+    assert_eq!(
+        kind("http://p.test/ckan/api/action/package_search?q=x"),
+        Some(CatalogKind::Ckan)
+    );
+    assert_eq!(
+        kind("http://p.test/pod/data.json"),
+        Some(CatalogKind::DataJson)
+    );
+    assert_eq!(
+        kind("http://p.test/open/dcat-export.ttl"),
+        Some(CatalogKind::Dcat)
+    );
+    assert_eq!(kind("http://p.test/Catalog.RDF"), Some(CatalogKind::Dcat));
+    // An RDF file that does not say it is a catalog may be a target.
+    assert_eq!(kind("http://p.test/data/people.ttl"), None);
+    assert_eq!(kind("http://p.test/catalog.html"), None);
+    assert_eq!(kind("http://p.test/api/page.json"), None);
+    assert_eq!(kind("http://p.test/package_search"), None);
+    assert_eq!(kind("http://p.test/"), None);
+}
+
+#[test]
+fn a_listed_ckan_api_is_asked_for_full_pages() {
+    let (u, k) = listed_catalog(&url(
+        "http://p.test/ckan/api/3/action/package_search?q=x&start=5",
+    ))
+    .expect("a CKAN API");
+    assert_eq!(k, CatalogKind::Ckan);
+    assert_eq!(
+        u.as_str(),
+        "http://p.test/ckan/api/3/action/package_search?q=x&rows=100&start=0"
+    );
+    // Its own paging is kept.
+    let own = url("http://p.test/api/3/action/package_search?rows=7&start=14");
+    assert_eq!(listed_catalog(&own).map(|(u, _)| u), Some(own));
+    assert_eq!(listed_catalog(&url("http://p.test/x.csv")), None);
+}
+
+#[test]
+fn a_sitemaps_catalog_entries_become_catalogs_to_read() {
+    use crate::extract::sitemap::{SITEMAP_ENTRY_TAG_PATH, SITEMAP_TAG_PATH};
+    let entry = |u: &str, t: &str| ExtractedLink {
+        url: url(u),
+        tag_path: TagPath::new(t),
+        anchor: String::new(),
+    };
+    let mut links = PageLinks {
+        links: vec![
+            entry("http://p.test/", SITEMAP_ENTRY_TAG_PATH),
+            entry("http://p.test/open/dcat.ttl", SITEMAP_ENTRY_TAG_PATH),
+            entry("http://p.test/pod/data.json", SITEMAP_ENTRY_TAG_PATH),
+            entry(
+                "http://p.test/api/3/action/package_search",
+                SITEMAP_ENTRY_TAG_PATH,
+            ),
+            // A nested sitemap named like a catalog stays a sitemap.
+            entry("http://p.test/catalog.rdf", SITEMAP_TAG_PATH),
+        ],
+        base: url("http://p.test/sitemap.xml"),
+        structured_data: false,
+        structured: None,
+        cut: None,
+        rejected: RejectCounts::default(),
+    };
+    retag_sitemap_catalogs(&mut links);
+    assert_eq!(
+        urls(&links),
+        vec![
+            (
+                "http://p.test/".to_string(),
+                SITEMAP_ENTRY_TAG_PATH.to_string()
+            ),
+            (
+                "http://p.test/open/dcat.ttl".to_string(),
+                "[catalog dcat]".to_string()
+            ),
+            (
+                "http://p.test/pod/data.json".to_string(),
+                "[catalog data.json]".to_string()
+            ),
+            (
+                "http://p.test/api/3/action/package_search?rows=100&start=0".to_string(),
+                "[catalog ckan]".to_string()
+            ),
+            (
+                "http://p.test/catalog.rdf".to_string(),
+                SITEMAP_TAG_PATH.to_string()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn sources_declare_downloads_and_result_pages() {
+    use crate::mime::Label;
+    assert_eq!(declared_label(CKAN_ENTRY), Some(Label::Target));
+    assert_eq!(declared_label(DCAT_DOWNLOAD), Some(Label::Target));
+    assert_eq!(declared_label(DATA_JSON_ACCESS), Some(Label::Target));
+    assert_eq!(declared_label(schema_org::CONTENT_URL), Some(Label::Target));
+    assert_eq!(
+        declared_label("[form] html body form.pick"),
+        Some(Label::Html)
+    );
+    // A catalog to read is read as one already; page links, sitemap
+    // entries and a form result page's links declare nothing.
+    for kind in CatalogKind::ALL {
+        assert_eq!(declared_label(kind.tag_path()), None);
+    }
+    assert_eq!(declared_label("html body a"), None);
+    assert_eq!(declared_label("[sitemap] urlset url loc"), None);
+    assert_eq!(declared_label("[form result] html body a"), None);
+}
+
+#[test]
+fn links_of_a_form_result_page_are_found_by_the_form() {
+    let form = "[form] html body form.pick";
+    let result = url("http://s.test/tables?year=2016&region=r1");
+    let file = url("http://s.test/files/t-2016-r1.csv");
+    let got = form_result_tag_path(form, &result, "html body a", &file).expect("inherits");
+    assert_eq!(got.as_str(), "[form result] html body a");
+    assert_eq!(found_by(got.as_str()), "form");
+    // The result list's next page (same path) inherits, and its links too.
+    let next = url("http://s.test/tables?year=2016&region=r1&page=2");
+    let page2 = form_result_tag_path(got.as_str(), &result, "html body nav a", &next)
+        .expect("next page inherits");
+    assert_eq!(page2.as_str(), "[form result] html body nav a");
+    let second = form_result_tag_path(
+        page2.as_str(),
+        &next,
+        "html body a",
+        &url("http://s.test/tables?year=2016&region=r1&page=3"),
+    );
+    assert!(second.is_some());
+    // A result page's other links are page links again: one hop.
+    assert_eq!(
+        form_result_tag_path(
+            got.as_str(),
+            &result,
+            "html body a",
+            &url("http://s.test/about")
+        ),
+        None
+    );
+    assert_eq!(
+        form_result_tag_path(
+            got.as_str(),
+            &result,
+            "html body a",
+            &url("http://other.test/tables")
+        ),
+        None
+    );
+    // A page that no form led to passes nothing on.
+    assert_eq!(
+        form_result_tag_path("html body ul li a", &result, "html body a", &file),
+        None
+    );
+    // A link that names its own source keeps it.
+    assert_eq!(
+        form_result_tag_path(form, &result, "[catalog dcat]", &file),
+        None
+    );
+    assert_eq!(
+        form_result_tag_path(form, &result, "[form] html body form", &file),
+        None
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 

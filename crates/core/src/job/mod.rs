@@ -33,7 +33,7 @@ use crate::config::{JobSpec, NeitherLinks};
 use crate::extract::{self, PageLinks, Scope, UrlPatterns, UrlRules};
 use crate::hash::IntHashBuilder;
 use crate::learn::{EarlyStop, EarlyStopConfig};
-use crate::link::{Link, LinkId, QueueKey};
+use crate::link::{Link, LinkId, QueueKey, TagPath};
 use crate::mime::Label;
 use crate::record::SkipReason;
 use crate::record::{FrontierEntry, JobCounters, JobDelta, JobRecord, ManifestRow, StopReason};
@@ -84,6 +84,10 @@ pub struct PageAdmission {
     page_pattern: u64,
     /// Shared as the referrer of every link admitted from the page.
     page_url: Arc<Url>,
+    /// The tag path of the page's own link: a form's submission passes
+    /// its provenance on to the links of the page it led to
+    /// ([`crate::catalog::form_result_tag_path`]).
+    page_tag_path: TagPath,
     links: std::vec::IntoIter<extract::ExtractedLink>,
 }
 
@@ -327,7 +331,11 @@ impl JobCore {
             name: spec.name.clone(),
             strategy_name: spec.strategy.name(),
             seed: spec.seed,
-            strategy: spec.strategy.build(spec.seed),
+            strategy: {
+                let mut s = spec.strategy.build(spec.seed);
+                s.use_targets(&spec.targets.target_set());
+                s
+            },
             rules: AdmitRules::of(spec),
             links: records::LinkRecords::default(),
             seen: seen::SeenSet::default(),
@@ -791,6 +799,7 @@ impl JobCore {
             // rather than once per link (as `TrapGuard::run_of` would).
             page_pattern: pattern_key(page_url),
             page_url: Arc::new(page_url.clone()),
+            page_tag_path: page.tag_path.clone(),
             links: found.links.into_iter(),
         }
     }
@@ -851,9 +860,16 @@ impl JobCore {
                 self.skip(&l.url, SkipReason::Limits, Some(page_url));
                 continue;
             }
+            let tag_path = crate::catalog::form_result_tag_path(
+                page.page_tag_path.as_str(),
+                page_url,
+                l.tag_path.as_str(),
+                &l.url,
+            )
+            .unwrap_or(l.tag_path);
             let link = Link {
                 url: l.url,
-                tag_path: l.tag_path,
+                tag_path,
                 anchor: l.anchor,
                 depth,
                 referrer: Some(Arc::clone(page_url)),

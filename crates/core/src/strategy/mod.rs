@@ -283,6 +283,13 @@ pub trait Strategy: Send {
     /// A link it enqueues comes back through [`Strategy::push`] under an id.
     fn triage(&mut self, link: &Link, known: Option<Label>) -> Triage;
 
+    /// The job's targets, given once when the strategy is built for a job:
+    /// a strategy that asks before it knows may read a link's own file name
+    /// against them. The default ignores them.
+    fn use_targets(&mut self, targets: &crate::mime::TargetSet) {
+        let _ = targets;
+    }
+
     /// Add a link to the frontier under the key [`Strategy::triage`] (or
     /// [`Confirm::Defer`]) gave it. Ids of new links arrive in increasing
     /// order, during a crawl and when a frontier is restored; a link

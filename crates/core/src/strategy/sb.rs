@@ -522,6 +522,11 @@ struct QueuedLink {
 /// The sleeping-bandit strategy.
 pub struct SleepingBandit {
     config: SbConfig,
+    /// The job's targets ([`Strategy::use_targets`]): while the classifier
+    /// is cold, a link whose file name has a target's extension is fetched
+    /// instead of costing a HEAD. Configuration, not learnt state: never
+    /// saved, given again when a job resumes.
+    targets: Option<crate::mime::TargetSet>,
     actions: ActionIndex,
     bandit: AuerBandit,
     /// Per action: the bandit over its member paths (grown on demand).
@@ -718,6 +723,7 @@ impl SleepingBandit {
 
     pub fn with_config(seed: u64, config: SbConfig) -> Self {
         SleepingBandit {
+            targets: None,
             config,
             actions: ActionIndex::new(config.actions),
             bandit: AuerBandit::new(config.bandit),
@@ -1017,6 +1023,10 @@ impl SleepingBandit {
 }
 
 impl Strategy for SleepingBandit {
+    fn use_targets(&mut self, targets: &crate::mime::TargetSet) {
+        self.targets = Some(targets.clone());
+    }
+
     fn kind(&self) -> StrategyKind {
         self.kind
     }
@@ -1041,7 +1051,28 @@ impl Strategy for SleepingBandit {
                     .classifier
                     .classify_keyed(&link.url, p.url_fingerprint())
                 {
-                    Verdict::AskServer => return Triage::Head,
+                    // Cold: a link whose source says what it is (a
+                    // catalog's download, a form's submission) is taken at
+                    // its word instead of costing a HEAD; on the small
+                    // portals these sources serve, the warm-up's HEADs were
+                    // most of what sb paid over bfs (docs/bench
+                    // 2026-11-28-session6-portals.md).
+                    // So is a link whose file name has a target's
+                    // extension: the GET's type decides, and teaches the
+                    // classifier as a HEAD would have.
+                    Verdict::AskServer => {
+                        match crate::catalog::declared_label(link.tag_path.as_str()) {
+                            Some(label) => label,
+                            None if self
+                                .targets
+                                .as_ref()
+                                .is_some_and(|t| t.names_target(&link.url)) =>
+                            {
+                                Label::Target
+                            }
+                            None => return Triage::Head,
+                        }
+                    }
                     Verdict::Predicted(p) => p.label,
                 }
             }
@@ -2996,6 +3027,35 @@ mod tests {
         classifier: &'a UrlClassifier,
         rng: &'a Xoshiro256PlusPlus,
         member_bandits: &'a [AuerBandit],
+    }
+
+    #[test]
+    fn a_cold_classifier_takes_sources_and_target_names_at_their_word() {
+        let link = |u: &str, path: &str| Link {
+            url: Url::parse(u).unwrap(),
+            tag_path: crate::link::TagPath::new(path),
+            anchor: String::new(),
+            depth: 1,
+            referrer: None,
+            pattern_run: 0,
+        };
+        let csv = link("https://s.test/t/1.csv", NAV);
+        let page = link("https://s.test/a/", NAV);
+        // Without the job's targets (a bare strategy), every cold link asks.
+        let mut bare = SleepingBandit::new(1);
+        assert_eq!(bare.triage(&csv, None), Triage::Head);
+        let mut sb = SleepingBandit::new(1);
+        sb.use_targets(&crate::mime::TargetSet::new(
+            crate::mime::Preset::Statistics,
+            &[],
+            &[],
+        ));
+        assert_eq!(sb.triage(&csv, None), Triage::FetchNow);
+        assert_eq!(sb.triage(&page, None), Triage::Head);
+        let entry = link("https://s.test/x", crate::catalog::CKAN_ENTRY);
+        assert_eq!(sb.triage(&entry, None), Triage::FetchNow);
+        let form = link("https://s.test/q?y=1", "[form] html body form");
+        assert!(matches!(sb.triage(&form, None), Triage::Enqueue(_)));
     }
 
     #[test]

@@ -95,8 +95,10 @@ pub struct ExtractLimits {
 pub struct PageSources {
     /// Read catalogs a page points at: the downloads of its schema.org
     /// `Dataset`/`DataDownload` markup ([`crate::catalog::schema_org`]) and
-    /// the DCAT catalogs its `<link rel="alternate">` names
-    /// ([`DCAT_ALTERNATE_TYPES`]).
+    /// the catalogs its `<link rel="alternate">` names: DCAT by an RDF type
+    /// ([`DCAT_ALTERNATE_TYPES`]), a CKAN API or a `data.json` by
+    /// `application/json` and the URL's shape
+    /// ([`crate::catalog::kind_of_url`]).
     pub catalogs: bool,
     /// Enumerate the page's GET forms of choices into links, within these
     /// caps ([`crate::form`]); `None`: forms are not read.

@@ -754,18 +754,35 @@ impl State {
         if !alternate {
             return;
         }
-        let rdf = tag.attr("type").is_some_and(|ty| {
-            let essence = ty.split(';').next().unwrap_or("").trim();
-            DCAT_ALTERNATE_TYPES
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(essence))
-        });
-        if !rdf {
+        let Some(ty) = tag.attr("type") else { return };
+        let essence = ty.split(';').next().unwrap_or("").trim();
+        let rdf = DCAT_ALTERNATE_TYPES
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(essence));
+        let json = essence.eq_ignore_ascii_case("application/json");
+        if !rdf && !json {
             return;
         }
-        if let Some(href) = tag.attr("href") {
-            let raw = decode_attribute(&href);
+        let Some(href) = tag.attr("href") else { return };
+        let raw = decode_attribute(&href);
+        if rdf {
             self.add_source_link(&raw, CatalogKind::Dcat.tag_path(), String::new());
+            return;
+        }
+        // A JSON alternate is a catalog only when its URL says which (a
+        // CKAN API, a `data.json`): a page's JSON twin is no catalog.
+        let url = match self.resolve(&raw) {
+            Ok(Some(url)) => url,
+            Ok(None) => return,
+            Err(kind) => {
+                self.rejected.add(kind);
+                return;
+            }
+        };
+        if let Some((url, kind)) = crate::catalog::listed_catalog(&url) {
+            if kind != CatalogKind::Dcat {
+                self.add_source_link(url.as_str(), kind.tag_path(), String::new());
+            }
         }
     }
 

@@ -481,7 +481,15 @@ impl Runner<'_> {
             url,
             resp,
             latency,
-            move |body, url| sitemap::sitemap_links(body, url, &limits),
+            move |body, url| {
+                let mut links = sitemap::sitemap_links(body, url, &limits);
+                // A portal's sitemap may list its catalog at a path no
+                // well-known list has: read it as a catalog, not a page.
+                if limits.sources.catalogs {
+                    catalog::retag_sitemap_catalogs(&mut links);
+                }
+                links
+            },
         )
         .await
     }

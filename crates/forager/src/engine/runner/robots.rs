@@ -80,16 +80,23 @@ impl Runner<'_> {
             if extract::check_limits(&sitemap, &self.limits.url_rules).is_err() {
                 continue;
             }
+            // A `Sitemap:` line may name a catalog (a CKAN API, a
+            // `data.json`, a DCAT file): in a job that reads catalogs it is
+            // read as one, under the catalog's caps and tag path.
+            let (sitemap, tag_path) = match catalog::listed_catalog(&sitemap) {
+                Some((url, kind)) if self.spec.targets.catalogs => (url, kind.tag_path()),
+                _ => (sitemap, SITEMAP_TAG_PATH),
+            };
             let link = Link {
                 url: sitemap.clone(),
-                tag_path: TagPath::new(SITEMAP_TAG_PATH),
+                tag_path: TagPath::new(tag_path),
                 anchor: String::new(),
                 depth: 1,
                 referrer: robots_url.clone().map(Arc::new),
                 pattern_run: 0,
             };
             if self.core().admit_listed(link) {
-                debug!(job = %self.spec.name, sitemap = %sitemap, "sitemap from robots.txt queued");
+                debug!(job = %self.spec.name, sitemap = %sitemap, tag_path, "sitemap from robots.txt queued");
             }
             self.log_skipped();
         }
