@@ -468,7 +468,8 @@ mod tests {
             None,
             false,
         );
-        assert!(warm.score(&plotting) > 0.0 && !warm.found_own());
+        let core = f("http://new.test/api/core-2.html");
+        assert!(warm.score(&plotting) > warm.score(&core) && !warm.found_own());
         warm.before_own_positive();
         assert_eq!(warm.score(&plotting), 0.0, "the prior is gone");
         let page = url("http://new.test/notebooks/a.html");
