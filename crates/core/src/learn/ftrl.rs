@@ -104,6 +104,31 @@ impl FtrlModel {
         }
     }
 
+    /// Scale every weight by `scale` (in 0..=1) and forget the gradients
+    /// that set them (n = 0), so that the next examples move the weights
+    /// at the first step's rate: a model learnt elsewhere becomes a prior
+    /// that the examples of a new site can override within a few labels.
+    pub fn soften(&mut self, scale: f64) {
+        debug_assert!((0.0..=1.0).contains(&scale), "scale {scale}");
+        let cfg = self.config;
+        // The weight's denominator at n = 0.
+        let d = cfg.beta / cfg.alpha + cfg.l2;
+        for c in self.hot.values_mut().chain(self.cold.values_mut()) {
+            let w = f64::from(c.w) * scale;
+            let z = if w == 0.0 {
+                0.0
+            } else {
+                -w * d - w.signum() * cfg.l1
+            };
+            c.state = Coordinate {
+                z: z as f32,
+                n: 0.0,
+            };
+        }
+        // Recomputes the cached weights and the pair table.
+        self.set_config(cfg);
+    }
+
     fn map(&self, feature: u32) -> &HashMap<u32, Coefficient, IntHashBuilder> {
         if feature < HOT_FEATURES {
             &self.hot
@@ -372,6 +397,41 @@ mod tests {
         let expected = 1.5 / ((1.0 + 4.25f64.sqrt()) / 0.1 + 1.0);
         assert!((m.weight(7) - expected).abs() < 1e-6);
         assert!(m.predict(&x) > 0.5);
+    }
+
+    #[test]
+    fn softened_weights_shrink_and_move_faster() {
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        for (x, y) in toy_examples(200) {
+            m.train(&x, y, 1.0);
+        }
+        let csv = f("https://stats.example.org/files/new-table.csv");
+        let mut soft = m.clone();
+        soft.soften(0.5);
+        for &id in csv.ids() {
+            let (w, s) = (m.weight(id), soft.weight(id));
+            assert!(
+                (s - 0.5 * w).abs() < 1e-4 * (1.0 + w.abs()),
+                "{id}: {w} → {s}"
+            );
+        }
+        // Forgotten gradients: one contrary example moves the softened model further.
+        let (before, soft_before) = (m.predict(&csv), soft.predict(&csv));
+        m.train(&csv, false, 1.0);
+        soft.train(&csv, false, 1.0);
+        assert!(
+            soft_before - soft.predict(&csv) > before - m.predict(&csv),
+            "{soft_before} → {} against {before} → {}",
+            soft.predict(&csv),
+            m.predict(&csv)
+        );
+        let mut gone = FtrlModel::new(FtrlConfig::default());
+        for (x, y) in toy_examples(50) {
+            gone.train(&x, y, 1.0);
+        }
+        gone.soften(0.0);
+        assert_eq!(gone.nonzero(), 0);
+        assert_eq!(gone.predict(&csv), 0.5);
     }
 
     #[test]

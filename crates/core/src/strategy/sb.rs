@@ -48,8 +48,10 @@
 //! Across actions (beyond the paper, [`LeadConfig::global_share`],
 //! [`LeadConfig::cold_share`]): half of the picks skip the bandits and take
 //! the link of the whole frontier the ranking scores best, when it stands
-//! out, or, before any page has yielded a target, a uniformly random link
-//! of the whole frontier; its action and member are counted as selected
+//! out, or, before any page of this job has yielded a target, a uniformly
+//! random link of the whole frontier — a prior from another job does not
+//! end that phase ([`LeadConfig::warm_share`], [`LeadConfig::prior_keep`]);
+//! its action and member are counted as selected
 //! ([`AuerBandit::select_arm`]) and get its reward.
 //!
 //! Links that are neither (beyond the paper, issue #18, [`NeitherPatterns`]):
@@ -830,24 +832,31 @@ impl SleepingBandit {
     /// lead to the pages that do.
     fn take_global(&mut self) -> Option<(u32, Taken)> {
         let config = self.config.lead;
-        let ready = self.lead.is_ready();
-        let share = if ready {
-            config.global_share
+        let own = self.lead.found_own();
+        let (uniform, ranked) = if own {
+            (0.0, config.global_share)
+        } else if self.lead.is_ready() {
+            // A prior, and no target of this site's own yet.
+            (
+                config.cold_share,
+                (1.0 - config.cold_share) * config.warm_share,
+            )
         } else {
-            config.cold_share
+            (config.cold_share, 0.0)
         };
-        if share <= 0.0
-            || !config.enabled
-            || self.config.pick != LinkPick::MemberBandit
-            || self.rng.random::<f64>() >= share
+        if uniform + ranked <= 0.0 || !config.enabled || self.config.pick != LinkPick::MemberBandit
         {
+            return None;
+        }
+        let draw = self.rng.random::<f64>();
+        if draw >= uniform + ranked {
             return None;
         }
         let total: usize = self.queues.iter().map(ActionQueue::len).sum();
         if total < 2 {
             return None;
         }
-        if !ready {
+        if draw < uniform {
             let draw = self.rng.random_range(0..total);
             let (arm, member, index, _) = locate(&self.queues, draw)?;
             return self.take_counted(arm, member, index);
@@ -1484,6 +1493,10 @@ impl SleepingBandit {
 
     fn settled(&mut self, id: LinkId, link: &Link, key: QueueKey, reward: u32, fetched: bool) {
         let own = self.lead_features.remove(&id);
+        // The same condition as the training below, for a positive.
+        if fetched && reward > 0 && link.referrer.is_some() {
+            self.lead.before_own_positive();
+        }
         if fetched && self.config.lead.enabled && self.config.lead.up_credit > 0.0 {
             // The credit one level up ([`LeadConfig::up_credit`]): the link
             // that led to this page's referrer led to targets too.
@@ -2365,13 +2378,21 @@ mod tests {
     /// A strategy warmed by a prior that favours `plotting`, holding 100
     /// `core` links under one action (the first, which the bandit tries
     /// first) and one `plotting` link under another; returns the first pop.
+    /// `global_share` is also the share of ranked picks before the job's own
+    /// first target (no uniform share).
     fn first_pop_across_actions(global_share: f64) -> (SleepingBandit, LinkId, QueueKey) {
+        let mut config = SbConfig::default();
+        config.lead.global_share = global_share;
+        config.lead.warm_share = global_share;
+        config.lead.cold_share = 0.0;
+        first_pop_across_actions_with(config)
+    }
+
+    fn first_pop_across_actions_with(config: SbConfig) -> (SleepingBandit, LinkId, QueueKey) {
         let mut eager = SbConfig::default();
         eager.lead.margin = 0.0;
         let (_, trained) = plotting_pops_in_one_member(eager, 2);
         let prior = trained.lead_prior().expect("targets were found");
-        let mut config = SbConfig::default();
-        config.lead.global_share = global_share;
         let mut sb = SleepingBandit::with_config(5, config);
         sb.use_lead_prior(&prior);
         let listing = Arc::new(Url::parse("https://other.test/ref/index.html").unwrap());
@@ -2421,6 +2442,50 @@ mod tests {
         assert_eq!((stats.rewards, stats.mean_reward), (1, 3.0));
         assert!(!sb.bandit.is_awake(1), "its action has no link left");
         assert_eq!(sb.len(), 100);
+    }
+
+    #[test]
+    fn a_prior_alone_takes_no_pick_across_actions_until_the_jobs_own_first_target() {
+        // A prior from another site may point at words that lead nowhere
+        // here: before this job's own target, no ranked pick across the
+        // frontier (warm_share 0), the bandits open the first action.
+        let mut config = SbConfig::default();
+        config.lead.global_share = 1.0;
+        config.lead.cold_share = 0.0;
+        config.lead.warm_share = 0.0;
+        let (mut sb, id, key) = first_pop_across_actions_with(config);
+        assert_ne!(id, LinkId(100));
+        assert_eq!(key.slot, 0);
+        assert!(sb.lead.is_ready() && !sb.lead.found_own());
+        // Its own first target: from then on the ranking takes the pick.
+        let mut link = html_link(&format!("https://other.test/ref/core/f{}.html", id.0), NAV);
+        link.referrer = Some(Arc::new(
+            Url::parse("https://other.test/ref/index.html").unwrap(),
+        ));
+        sb.learn(Feedback::Reward {
+            id,
+            link: &link,
+            key,
+            targets: 2,
+            fetched: true,
+        });
+        assert!(sb.lead.found_own());
+        let (next, key) = sb.pop(&FreeSlot::ANY).unwrap();
+        assert_eq!((next, key.slot), (LinkId(100), 1));
+    }
+
+    #[test]
+    fn a_prior_keeps_the_uniform_share_until_the_jobs_own_first_target() {
+        // cold_share 1: every pick before the job's own target is uniform
+        // over the frontier, prior or not; the one favoured link of 101 is
+        // not the first pick of most seeds.
+        let mut config = SbConfig::default();
+        config.lead.cold_share = 1.0;
+        config.lead.global_share = 1.0;
+        config.lead.warm_share = 1.0;
+        let (sb, id, _) = first_pop_across_actions_with(config);
+        assert!(sb.lead.is_ready() && !sb.lead.found_own());
+        assert_ne!(id, LinkId(100));
     }
 
     #[test]
