@@ -128,7 +128,10 @@ impl Site for SlowChain {
         } else if let Some(n) = number("/page/", "") {
             page(n)
         } else if let Some(n) = number("/data/", ".csv") {
-            SiteResponse::ok("text/csv", format!("n,square\n{n},{}\n", n.saturating_mul(n)))
+            SiteResponse::ok(
+                "text/csv",
+                format!("n,square\n{n},{}\n", n.saturating_mul(n)),
+            )
         } else {
             SiteResponse::not_found()
         };
@@ -208,7 +211,20 @@ impl Postgres {
         };
         let data = dir.join("data");
         let data_s = data.to_str().context("a UTF-8 work folder")?.to_string();
-        pg.run(&["--no-sync", "-A", "trust", "-U", "postgres", "-E", "UTF8", "-D", &data_s], "initdb")?;
+        pg.run(
+            &[
+                "--no-sync",
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "-D",
+                &data_s,
+            ],
+            "initdb",
+        )?;
         let log = dir.join("server.log");
         let log_s = log.to_str().context("a UTF-8 work folder")?.to_string();
         // A port found free may be taken before the server binds it: try a few.
@@ -221,7 +237,9 @@ impl Postgres {
             );
             let out = pg
                 .command("pg_ctl")
-                .args(["start", "-w", "-t", "60", "-D", &data_s, "-l", &log_s, "-o", &options])
+                .args([
+                    "start", "-w", "-t", "60", "-D", &data_s, "-l", &log_s, "-o", &options,
+                ])
                 .output()
                 .context("running pg_ctl start")?;
             if out.status.success() {
@@ -267,7 +285,10 @@ impl Postgres {
 
     /// The connection string (trust on loopback: no password).
     pub fn database(&self) -> String {
-        format!("host=127.0.0.1 port={} user=postgres dbname=postgres", self.port)
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
     }
 }
 
@@ -339,7 +360,8 @@ fn start_daemon(
     database: Option<&str>,
 ) -> anyhow::Result<Daemon> {
     let jobs_dir = dir.join("jobs.d");
-    std::fs::create_dir_all(&jobs_dir).with_context(|| format!("creating {}", jobs_dir.display()))?;
+    std::fs::create_dir_all(&jobs_dir)
+        .with_context(|| format!("creating {}", jobs_dir.display()))?;
     std::fs::create_dir_all(dir.join("state"))?;
     for &i in jobs {
         let path = jobs_dir.join(format!("{}.toml", job_name(i)));
@@ -373,9 +395,11 @@ fn start_daemon(
         );
     }
     let config_path = dir.join("forager.toml");
-    std::fs::write(&config_path, config).with_context(|| format!("writing {}", config_path.display()))?;
+    std::fs::write(&config_path, config)
+        .with_context(|| format!("writing {}", config_path.display()))?;
     let log = dir.join("daemon.log");
-    let log_file = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    let log_file =
+        std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
     let child = Command::new(&opts.exe)
         .arg("daemon")
         .arg("--config")
@@ -396,7 +420,9 @@ fn start_daemon(
 fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let start = text.len().saturating_sub(3000);
-    let start = (start..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
     text[start..].to_string()
 }
 
@@ -411,7 +437,13 @@ fn sample(rt: &tokio::runtime::Runtime, d: &Daemon) -> anyhow::Result<(u64, Opti
         .with_context(|| format!("node {}: /metrics", d.name))?;
     let db = metrics
         .lines()
-        .find_map(|l| l.strip_prefix(DB_COUNT)?.strip_prefix(' ')?.trim().parse::<f64>().ok())
+        .find_map(|l| {
+            l.strip_prefix(DB_COUNT)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .map(|v| v as u64);
     Ok((requests, db))
 }
@@ -479,7 +511,10 @@ fn phase(
         Some(c) => c.jobs.iter().filter(|j| j.node.is_some()).count() >= want,
         None => s.running >= want,
     })?;
-    progress(&format!("{name}: {want} jobs running on {nodes} node(s); warm-up {:?}", opts.warmup));
+    progress(&format!(
+        "{name}: {want} jobs running on {nodes} node(s); warm-up {:?}",
+        opts.warmup
+    ));
     std::thread::sleep(opts.warmup);
     let begin = daemons
         .iter()
@@ -548,7 +583,9 @@ fn takeover(
     wait_for(rt, &daemons, "every job running", |s| {
         s.cluster.as_ref().is_some_and(|c| {
             c.jobs.iter().filter(|j| j.node.is_some()).count() >= jobs
-                && c.jobs.iter().any(|j| j.node.as_deref() == Some(victim.as_str()))
+                && c.jobs
+                    .iter()
+                    .any(|j| j.node.as_deref() == Some(victim.as_str()))
         })
     })?;
     std::thread::sleep(opts.warmup);
@@ -568,15 +605,18 @@ fn takeover(
     };
     killed.signal(libc::SIGKILL);
     let at = Instant::now();
-    progress(&format!("take-over: {victim} killed (-9) holding {} jobs", held.len()));
+    progress(&format!(
+        "take-over: {victim} killed (-9) holding {} jobs",
+        held.len()
+    ));
     let deadline = at + TAKEOVER_TIMEOUT;
     let took = loop {
         if let Ok(s) = rt.block_on(forager::daemon::admin::status_of(daemons[0].admin)) {
             let taken = s.cluster.as_ref().is_some_and(|c| {
                 held.iter().all(|name| {
-                    c.jobs.iter().any(|j| {
-                        &j.name == name && j.node.as_deref().is_some_and(|n| n != victim)
-                    })
+                    c.jobs
+                        .iter()
+                        .any(|j| &j.name == name && j.node.as_deref().is_some_and(|n| n != victim))
                 })
             });
             if taken {
@@ -645,14 +685,30 @@ fn run_in(opts: &ClusterOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
         ..ClusterReport::default()
     };
     let m = opts.max_jobs;
-    report.phases.push(phase(opts, &rt, addr, "single", 1, m, false, progress)?);
-    report.phases.push(phase(opts, &rt, addr, "one node", 1, m, true, progress)?);
+    report
+        .phases
+        .push(phase(opts, &rt, addr, "single", 1, m, false, progress)?);
+    report
+        .phases
+        .push(phase(opts, &rt, addr, "one node", 1, m, true, progress)?);
     let name = format!("{} nodes", opts.nodes);
-    report.phases.push(phase(opts, &rt, addr, &name, opts.nodes, opts.nodes * m, true, progress)?);
+    report.phases.push(phase(
+        opts,
+        &rt,
+        addr,
+        &name,
+        opts.nodes,
+        opts.nodes * m,
+        true,
+        progress,
+    )?);
     let (took, jobs) = takeover(opts, &rt, addr, progress)?;
     report.takeover = Some(took);
     report.takeover_jobs = jobs;
-    report.load_average = std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_string();
+    report.load_average = std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
     drop(server);
     Ok(report)
 }

@@ -60,7 +60,12 @@ impl Cluster {
         match row {
             Some(r) => {
                 let owner: Option<String> = r.try_get(0).map_err(|e| self.query_error(&what, e))?;
-                tracing::info!(node = self.node(), job, owner = owner.as_deref(), "job paused in the cluster");
+                tracing::info!(
+                    node = self.node(),
+                    job,
+                    owner = owner.as_deref(),
+                    "job paused in the cluster"
+                );
                 Ok(Control::Done { owner })
             }
             None => self.refusal(job, "only an active job pauses").await,
@@ -124,7 +129,12 @@ impl Cluster {
             .await
             .map_err(q)?;
             txn.commit().await.map_err(q)?;
-            tracing::info!(node = self.node(), job, owner = owner.as_deref(), "job rerun asked of its node");
+            tracing::info!(
+                node = self.node(),
+                job,
+                owner = owner.as_deref(),
+                "job rerun asked of its node"
+            );
             return Ok(Control::Done { owner });
         }
         if let Err(why) = set_aside() {
@@ -151,7 +161,10 @@ impl Cluster {
     /// The holder of `lease` obeys a rerun: wipe the job's state in the
     /// database and give the job back, active and fresh, under its epoch.
     pub async fn reset(&self, lease: &Lease) -> Result<()> {
-        let what = format!("job {} (epoch {}): reset for a rerun", lease.job, lease.epoch);
+        let what = format!(
+            "job {} (epoch {}): reset for a rerun",
+            lease.job, lease.epoch
+        );
         let mut client = self.client().await?;
         let q = |e| self.query_error(&what, e);
         let txn = client.transaction().await.map_err(q)?;

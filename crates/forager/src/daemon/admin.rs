@@ -510,7 +510,9 @@ async fn job(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Res
         Some(Ok(Some(status))) => Json(status).into_response(),
         Some(Err(e)) => error(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("job {name:?} is not on this node, and the cluster database cannot say where: {e}"),
+            format!(
+                "job {name:?} is not on this node, and the cluster database cannot say where: {e}"
+            ),
         ),
         Some(Ok(None)) => error(
             StatusCode::NOT_FOUND,

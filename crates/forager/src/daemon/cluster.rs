@@ -28,9 +28,9 @@
 //!
 //! Must not touch: the database's protocol (forager-cluster), the crawl.
 
+use super::admin::{DriveAction, DriveOutcome};
 use super::jobs::{Parsed, ScannedFile};
 use crate::store::{StopReason, Store};
-use super::admin::{DriveAction, DriveOutcome};
 use forager_cluster::{Beat, Cluster, Control, Lease, LeaseKeeper, Registration};
 use forager_core::config::{self, ClusterConfig, ConfigError};
 use sha2::{Digest, Sha256};
@@ -220,10 +220,15 @@ impl Node {
         if !self.draining {
             // A job asked to pause or rerun, or whose file changed, vanishes
             // too: its run stops at a checkpoint and settles as asked.
-            out.extend(self.held.iter().filter(|(_, h)| asked_of(&h.asked).is_none()).map(|(job, h)| ScannedFile {
-                path: virtual_path(job),
-                parsed: h.parsed.clone(),
-            }));
+            out.extend(
+                self.held
+                    .iter()
+                    .filter(|(_, h)| asked_of(&h.asked).is_none())
+                    .map(|(job, h)| ScannedFile {
+                        path: virtual_path(job),
+                        parsed: h.parsed.clone(),
+                    }),
+            );
         }
         out
     }
@@ -713,7 +718,10 @@ async fn settle_asked(cluster: &Cluster, lease: &Lease, asked: Option<Asked>, st
                 // let the rerun be asked again.
                 Err(e) => {
                     warn!(node, job = %job, epoch, error = %e, "cannot set the manifest aside: the rerun is not done");
-                    cluster.release(lease).await.map(|_| "released (rerun not done)")
+                    cluster
+                        .release(lease)
+                        .await
+                        .map(|_| "released (rerun not done)")
                 }
                 Ok(_) => cluster.reset(lease).await.map(|()| "reset for a rerun"),
             }
@@ -721,7 +729,9 @@ async fn settle_asked(cluster: &Cluster, lease: &Lease, asked: Option<Asked>, st
         _ => cluster.release(lease).await.map(|_| "released"),
     };
     match outcome {
-        Ok(what) => info!(node, job = %job, epoch, ?asked, lease = what, "job's lease settled as asked"),
+        Ok(what) => {
+            info!(node, job = %job, epoch, ?asked, lease = what, "job's lease settled as asked")
+        }
         Err(e) => warn!(node, job = %job, epoch, ?asked, error = %e,
             "cannot settle the job's lease as asked; it lapses after its length"),
     }

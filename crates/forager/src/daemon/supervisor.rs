@@ -788,7 +788,11 @@ impl Daemon {
         if !node.acquire(self.config.max_jobs).await {
             return;
         }
-        info!(node = node.name(), held = node.held(), "job leases acquired or asked to stop");
+        info!(
+            node = node.name(),
+            held = node.held(),
+            "job leases acquired or asked to stop"
+        );
         let fresh = node.take_fresh();
         {
             let mut table = self.shared.table();
@@ -990,7 +994,15 @@ async fn job_task(task: JobTask) {
     };
     let Some(permit) = permit else {
         if let Some(l) = &lease {
-            cluster::settle(&l.cluster, &l.lease, &l.ended, &Ok(None), &l.asked, &engine.state_dir).await;
+            cluster::settle(
+                &l.cluster,
+                &l.lease,
+                &l.ended,
+                &Ok(None),
+                &l.asked,
+                &engine.state_dir,
+            )
+            .await;
         }
         shared
             .table()
