@@ -117,6 +117,22 @@ pub struct BenchArgs {
     /// and the time from SIGTERM to exit.
     #[arg(long)]
     daemon_load: bool,
+    /// Cluster mode (issue 38): N daemons on a PostgreSQL server the bench
+    /// starts, each with --node-jobs jobs, against one daemon, over a web
+    /// whose every response is --latency late; reports aggregate requests/s,
+    /// CPU and database round trips per request, and the take-over time after
+    /// a kill -9. Uses --warmup, --duration, --delay (default 10ms).
+    #[arg(long, value_name = "N")]
+    cluster: Option<usize>,
+    /// Cluster mode: each node's max_jobs.
+    #[arg(long, default_value_t = 20, requires = "cluster")]
+    node_jobs: usize,
+    /// Cluster mode: the server-side delay of every response.
+    #[arg(long, default_value = "200ms", value_parser = humantime::parse_duration, requires = "cluster")]
+    latency: Duration,
+    /// Cluster mode: the nodes' lease.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, requires = "cluster")]
+    lease: Duration,
     /// Daemon load: concurrent site jobs.
     #[arg(long, default_value_t = 1000)]
     jobs: usize,
@@ -412,6 +428,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if args.daemon_load {
         return daemon_load(&args);
+    }
+    if let Some(nodes) = args.cluster {
+        return cluster(&args, nodes);
     }
     if let Some(params) = changing_site(&args)? {
         return changing(&args, params);
@@ -1213,6 +1232,35 @@ fn multihost(args: &BenchArgs, web: Web) -> anyhow::Result<ExitCode> {
         saved.display(),
         args.out.display()
     );
+    if args.keep {
+        errln!("work folder kept: {}", options.work_dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench --cluster N`: N daemons on PostgreSQL against one (forager_bench::cluster).
+fn cluster(args: &BenchArgs, nodes: usize) -> anyhow::Result<ExitCode> {
+    let options = forager_bench::cluster::ClusterOptions {
+        exe: std::env::current_exe().context("locating the forager binary")?,
+        nodes,
+        max_jobs: args.node_jobs,
+        latency: args.latency,
+        delay: args.delay.unwrap_or(Duration::from_millis(10)),
+        lease: args.lease,
+        checkpoint_interval: args.checkpoint_interval,
+        warmup: args.warmup,
+        duration: args.duration,
+        work_dir: std::env::temp_dir().join(format!("forager-cluster-{}", std::process::id())),
+        keep: args.keep,
+    };
+    let report = forager_bench::cluster::run(&options, |line| errln!("{line}"))?;
+    let text = forager_bench::cluster::format_report(&report);
+    out!("{text}");
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let saved = args.out.join(format!("cluster-{nodes}.txt"));
+    std::fs::write(&saved, &text).with_context(|| format!("writing {}", saved.display()))?;
+    errln!("report saved to {}", saved.display());
     if args.keep {
         errln!("work folder kept: {}", options.work_dir.display());
     }

@@ -704,7 +704,7 @@ fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable
         lines[0].starts_with(&format!(
             "{}: cluster database answers: PostgreSQL ",
             config.display()
-        )) && lines[0].ends_with("schema version 3 (created from 0), this node is \"n1\""),
+        )) && lines[0].ends_with("schema version 4 (created from 0), this node is \"n1\""),
         "{out}"
     );
     assert_eq!(lines[1], shared_targets);
@@ -713,7 +713,7 @@ fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable
         out.lines()
             .next()
             .unwrap_or("")
-            .ends_with(", schema version 3, this node is \"n1\""),
+            .ends_with(", schema version 4, this node is \"n1\""),
         "{out}"
     );
 
@@ -1097,6 +1097,55 @@ async fn a_job_whose_node_is_killed_finishes_on_another_with_every_target_once()
         .unwrap()
         .get(0);
     assert_eq!(registered, 1, "registered once");
+
+    // The merged manifests equal a real one-node run's: the same job
+    // crawled by `forager crawl` alone over the same loopback web gives
+    // the same (url, sha256) pairs as the shared manifest.jsonl and the
+    // database's rows of both nodes.
+    let alone = tempfile::tempdir().unwrap();
+    let job_path = job.write(alone.path());
+    let mut crawl = crate::harness::bin::command();
+    crawl
+        .arg("crawl")
+        .arg(&job_path)
+        .arg("--state-dir")
+        .arg(alone.path().join("state"))
+        .arg("--allow-private")
+        .args([
+            "--resolve",
+            &format!("chain.test=127.0.0.1:{}", server.port()),
+        ])
+        .arg("--no-progress");
+    let out = crate::harness::bin::output_within(&mut crawl, Duration::from_secs(120)).await;
+    assert!(out.status.success(), "{out:?}");
+    let one_node = crate::harness::sites::manifest_by_final_url(
+        &alone.path().join("state").join("targets").join("chain"),
+    );
+    assert_eq!(one_node.len(), TAKEOVER_PAGES, "{one_node:?}");
+    assert_eq!(
+        on_disk, one_node,
+        "the shared manifest.jsonl against a one-node run"
+    );
+    let in_db: std::collections::BTreeMap<String, String> = client
+        .query(
+            "SELECT row_json FROM forager_manifest WHERE job = 'chain'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let v: serde_json::Value = serde_json::from_str(r.get(0)).unwrap();
+            (
+                v["final_url"].as_str().unwrap_or("").to_string(),
+                v["sha256"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        in_db, one_node,
+        "the database's merged rows against a one-node run"
+    );
 
     p2.signal("TERM");
     assert!(
@@ -2006,6 +2055,338 @@ async fn forager_drain_hands_a_nodes_jobs_over_and_keeps_it_up() {
         n1.map(|n| n["state"].clone()),
         Some("live".into()),
         "{status}"
+    );
+    for p in &procs {
+        p.signal("TERM");
+    }
+    for (mut p, n) in procs.into_iter().zip(names) {
+        assert!(
+            p.wait(Duration::from_secs(30)).is_some(),
+            "{n} stops\n{}",
+            p.log()
+        );
+    }
+}
+
+/// Lines of a job's `manifest.jsonl` in the shared folder, and the files
+/// set aside by reruns (`manifest.superseded-*.jsonl`).
+fn manifest_files(shared: &std::path::Path, job: &str) -> (Vec<String>, usize) {
+    let dir = shared.join(job);
+    let lines = std::fs::read_to_string(dir.join("manifest.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["final_url"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    let aside = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with("manifest.superseded-")
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    (lines, aside)
+}
+
+/// Issue 38: `forager pause|resume|rerun JOB` and `GET /jobs/NAME` on any
+/// node act on (and show) the job wherever it runs. Two daemons, one job
+/// each: the node that does not run job0 shows it from the registry, then
+/// pauses it — its node checkpoints and releases it, and no node takes it
+/// for longer than a lease; `POST /jobs/job0/resume` on a node (with the
+/// token) lets it finish with every target once. job1 is rerun while its
+/// node runs it (its node sets its manifest aside and wipes it; it runs
+/// again from its seeds), then job0 once done (wiped at once). Every
+/// target once in the database and in manifest.jsonl after each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn pause_resume_and_rerun_act_on_a_job_wherever_it_runs() {
+    use std::collections::BTreeSet;
+    let pg = Postgres::start();
+    let (server, hosts) = chain_web(2).await;
+    let port = server.port();
+    let (root, shared) = root_with_shared_targets();
+    let names = ["n1", "n2"];
+    let nodes: Vec<TestNode> = names
+        .iter()
+        .map(|&n| TestNode::with(root.path(), n, 2, &pg, port, &shared, &hosts, "1s"))
+        .collect();
+    let procs: Vec<_> = nodes.iter().map(TestNode::start).collect();
+    // job1 runs longer (about 18 s), so that the rerun meets it running.
+    for (i, host) in hosts.iter().enumerate() {
+        crate::harness::JobFile::new(&format!("job{i}"))
+            .seed(format!("http://{host}:{port}/"))
+            .strategy("bfs")
+            .no_early_stop()
+            .delay(["150ms", "300ms"][i])
+            .write(&nodes[i].dir.join("jobs.d"));
+    }
+    let expected = |i: usize| -> BTreeSet<String> {
+        (0..TAKEOVER_PAGES)
+            .map(|n| format!("http://{}:{port}/data/{n}.csv", hosts[i]))
+            .collect()
+    };
+    let client = pg.client().await;
+    let client = &client;
+    let procs_ = &procs;
+    until(procs_, &names, Duration::from_secs(60), || async move {
+        let a = manifest_rows(client, "job0").await.len();
+        let b = manifest_rows(client, "job1").await.len();
+        let row0 = registry_row(client, "job0").await;
+        let row1 = registry_row(client, "job1").await;
+        if a >= 2
+            && b >= 2
+            && row0.is_some_and(|r| r.1.is_some())
+            && row1.is_some_and(|r| r.1.is_some())
+        {
+            return Ok(());
+        }
+        Err(format!("both jobs not running with targets ({a}, {b})"))
+    })
+    .await;
+    let holder = |job: &'static str| async move {
+        registry_row(client, job)
+            .await
+            .and_then(|r| r.1)
+            .unwrap_or_default()
+    };
+    let h0 = holder("job0").await;
+    let (runs0, other0) = if h0 == "n1" {
+        (&nodes[0], &nodes[1])
+    } else {
+        (&nodes[1], &nodes[0])
+    };
+
+    // The node that does not run job0 shows it, from the registry.
+    let (code, body) = other0.get("/jobs/job0").await;
+    assert_eq!(code, 200, "{body}");
+    let j: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(j["state"], "running", "{j}");
+    assert_eq!(j["cluster"]["node"], h0.as_str(), "{j}");
+    assert!(
+        j["counters"]["targets"].as_u64().is_some_and(|t| t >= 2),
+        "{j}"
+    );
+    let (code, body) = other0.get("/jobs/nosuch").await;
+    assert_eq!(code, 404, "{body}");
+
+    // Paused from the other node: its node checkpoints and lets it go.
+    let out = other0.cli(&["pause", "job0"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text.contains(&format!("job job0 pauses: node {h0}")),
+        "{text}"
+    );
+    until(procs_, &names, Duration::from_secs(30), || async move {
+        match registry_row(client, "job0").await {
+            Some((s, None)) if s == "paused" => Ok(()),
+            row => Err(format!("job0 not paused and released: {row:?}")),
+        }
+    })
+    .await;
+    let paused_rows = manifest_rows(client, "job0").await.len();
+    assert!(paused_rows < TAKEOVER_PAGES, "paused mid-crawl");
+    let (_, body) = runs0.get("/jobs/job0").await;
+    let j: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(j["state"], "paused", "{j}");
+    // job1 rerun while it runs, asked of the node that does not run it
+    // (or of its own: what matters is that its holder obeys).
+    let h1 = holder("job1").await;
+    let asker = if h1 == "n1" { &nodes[1] } else { &nodes[0] };
+    let before = manifest_rows(client, "job1").await.len();
+    let out = asker.cli(&["rerun", "job1"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text.contains(&format!("job job1 runs again from its seeds: node {h1}")),
+        "{text}"
+    );
+
+    // Longer than a lease and two rounds of both nodes: nobody takes it.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        registry_row(client, "job0").await,
+        Some(("paused".to_string(), None))
+    );
+    assert_eq!(manifest_rows(client, "job0").await.len(), paused_rows);
+    // Resuming a job that is not paused says why.
+    let out = runs0.cli(&["resume", "job1"]).await;
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is active: only a paused job resumes"),
+        "{out:?}"
+    );
+
+    // Resumed through the admin API of the node that ran it (token needed).
+    let token = std::fs::read_to_string(runs0.dir.join("state").join("admin.token")).unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let r = http
+        .post(format!("http://{}/jobs/job0/resume", runs0.admin))
+        .bearer_auth(token.trim())
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{:?}", r.text().await);
+
+    until(procs_, &names, Duration::from_secs(120), || async move {
+        let done = count(
+            client,
+            "SELECT count(*) FROM forager_jobs WHERE status = 'done'",
+        )
+        .await;
+        if done == 2 {
+            return Ok(());
+        }
+        Err(format!(
+            "{done} of 2 jobs done after the pause and the rerun"
+        ))
+    })
+    .await;
+    for i in 0..2 {
+        let job = format!("job{i}");
+        let rows = manifest_rows(client, &job).await;
+        assert_eq!(
+            rows.len(),
+            TAKEOVER_PAGES,
+            "{job}: every target once: {rows:?}"
+        );
+        let urls: BTreeSet<String> = rows.iter().map(|r| r.2.clone()).collect();
+        assert_eq!(urls, expected(i), "{job}");
+        let (lines, aside) = manifest_files(&shared, &job);
+        assert_eq!(
+            lines.len(),
+            TAKEOVER_PAGES,
+            "{job}: manifest.jsonl once each"
+        );
+        assert_eq!(lines.into_iter().collect::<BTreeSet<_>>(), expected(i));
+        assert_eq!(aside, i, "{job}: manifests set aside by reruns");
+    }
+    let logs: String = procs.iter().map(|p| p.log()).collect();
+    assert!(logs.contains("job reset for a rerun"), "{logs}");
+    assert!(before >= 2);
+
+    // job0, done, rerun: wiped at once, and it runs again.
+    let out = nodes[0].cli(&["rerun", "job0"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text.contains("its state in the cluster database is deleted"),
+        "{text}"
+    );
+    until(procs_, &names, Duration::from_secs(120), || async move {
+        match registry_row(client, "job0").await {
+            Some((s, None)) if s == "done" => Ok(()),
+            row => Err(format!("job0 not done again: {row:?}")),
+        }
+    })
+    .await;
+    let rows = manifest_rows(client, "job0").await;
+    assert_eq!(rows.len(), TAKEOVER_PAGES, "{rows:?}");
+    let (lines, aside) = manifest_files(&shared, "job0");
+    assert_eq!(lines.len(), TAKEOVER_PAGES);
+    assert_eq!(aside, 1, "the first run's manifest, set aside");
+
+    for p in &procs {
+        p.signal("TERM");
+    }
+    for (mut p, n) in procs.into_iter().zip(names) {
+        assert!(
+            p.wait(Duration::from_secs(30)).is_some(),
+            "{n} stops\n{}",
+            p.log()
+        );
+    }
+}
+
+/// Issue 38, docs/cluster.md *A job file edited while it runs*: the new
+/// text is registered (another SHA-256), the node that runs the job sees
+/// it at its next round, stops the run at a checkpoint and releases the
+/// lease; the job is leased again with the new text and goes on from
+/// that checkpoint: every target once, and the registry ends with the new
+/// text, done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_job_file_edited_while_it_runs_goes_on_from_its_checkpoint_with_the_new_text() {
+    use std::collections::BTreeSet;
+    let pg = Postgres::start();
+    let (server, hosts) = chain_web(1).await;
+    let port = server.port();
+    let (root, shared) = root_with_shared_targets();
+    let names = ["n1"];
+    let node = TestNode::with(root.path(), "n1", 2, &pg, port, &shared, &hosts, "1s");
+    let procs = vec![node.start()];
+    let job = |delay: &str| {
+        crate::harness::JobFile::new("job0")
+            .seed(format!("http://{}:{port}/", hosts[0]))
+            .strategy("bfs")
+            .no_early_stop()
+            .delay(delay)
+            .write(&node.dir.join("jobs.d"));
+    };
+    job("150ms");
+    let client = pg.client().await;
+    let client = &client;
+    let procs_ = &procs;
+    until(procs_, &names, Duration::from_secs(60), || async move {
+        let rows = manifest_rows(client, "job0").await.len();
+        if rows >= 3 {
+            return Ok(());
+        }
+        Err(format!("job0 has {rows} targets in the database"))
+    })
+    .await;
+    let epoch = count(client, "SELECT epoch FROM forager_jobs WHERE name = 'job0'").await;
+    job("100ms");
+    until(procs_, &names, Duration::from_secs(120), || async move {
+        let row = registry_row(client, "job0").await;
+        let new_text = count(
+            client,
+            "SELECT count(*) FROM forager_jobs WHERE name = 'job0' AND spec LIKE '%100ms%'",
+        )
+        .await;
+        match row {
+            Some((s, None)) if s == "done" && new_text == 1 => Ok(()),
+            row => Err(format!(
+                "job0 not done with its new text: {row:?}, {new_text}"
+            )),
+        }
+    })
+    .await;
+    let later = count(client, "SELECT epoch FROM forager_jobs WHERE name = 'job0'").await;
+    assert!(
+        later > epoch,
+        "leased again after the edit: {epoch} -> {later}"
+    );
+    let expected: BTreeSet<String> = (0..TAKEOVER_PAGES)
+        .map(|n| format!("http://{}:{port}/data/{n}.csv", hosts[0]))
+        .collect();
+    let rows = manifest_rows(client, "job0").await;
+    assert_eq!(rows.len(), TAKEOVER_PAGES, "every target once: {rows:?}");
+    assert_eq!(
+        rows.iter().map(|r| r.2.clone()).collect::<BTreeSet<_>>(),
+        expected
+    );
+    let (lines, aside) = manifest_files(&shared, "job0");
+    assert_eq!(lines.len(), TAKEOVER_PAGES);
+    assert_eq!(lines.into_iter().collect::<BTreeSet<_>>(), expected);
+    assert_eq!(aside, 0, "an edit is no rerun");
+    let log = procs[0].log();
+    assert!(log.contains("Changed"), "{log}");
+    assert!(
+        log.contains("job restored from its checkpoint in the cluster database"),
+        "{log}"
     );
     for p in &procs {
         p.signal("TERM");

@@ -11,7 +11,8 @@
 //! ([`structured`]), continuous jobs over a site that changes over simulated
 //! days ([`changing`]), forager side by side with a reference crawler the
 //! user names ([`reference`]: CPU per MiB of HTML and per request), and the
-//! daemon load benchmark ([`daemon_load`]).
+//! daemon load benchmark ([`daemon_load`]), and a cluster of daemons on a
+//! PostgreSQL server of its own against one daemon ([`cluster`]).
 //!
 //! Must not touch: the network beyond 127.0.0.1. It sits above the engine and
 //! the daemon it measures (crate `forager`), and below the CLI. The
@@ -19,6 +20,7 @@
 //! default), for the `demo` and `bench` commands.
 
 pub mod changing;
+pub mod cluster;
 pub mod daemon_load;
 pub mod floor;
 pub mod groundtruth;

@@ -22,6 +22,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -107,6 +108,8 @@ impl Cluster {
 
     /// Extend `lease` by the lease length from now; [`ClusterError::Fenced`]
     /// when another node took the job (its epoch moved on) or it was finished.
+    /// A job paused by a person is still renewed: its node stops it at its
+    /// next round and writes a last checkpoint under this lease.
     pub async fn renew(&self, lease: &Lease) -> Result<()> {
         self.timed("renew", self.renew_untimed(lease)).await
     }
@@ -116,7 +119,7 @@ impl Cluster {
         let n = client
             .execute(
                 "UPDATE forager_jobs SET lease_until = now() + $4::float8 * interval '1 second'
-                 WHERE name = $1 AND owner = $2 AND epoch = $3 AND status = 'active'",
+                 WHERE name = $1 AND owner = $2 AND epoch = $3 AND status IN ('active', 'paused')",
                 &[
                     &lease.job,
                     &self.node(),
@@ -148,14 +151,20 @@ impl Cluster {
         Ok(n == 1)
     }
 
-    /// Mark the job done under its epoch: no node leases it again until it is registered with new content.
+    /// Mark the job done under its epoch: no node leases it again until it
+    /// is registered with new content. A job whose file changed while it
+    /// ran (another SHA-256 than the lease's text) stays active instead: the
+    /// new text runs next.
     pub async fn finish(&self, lease: &Lease) -> Result<()> {
+        let sha: Vec<u8> = Sha256::digest(lease.spec.as_bytes()).to_vec();
         let client = self.client().await?;
         let n = client
             .execute(
-                "UPDATE forager_jobs SET status = 'done', owner = NULL, lease_until = NULL
+                "UPDATE forager_jobs
+                 SET status = CASE WHEN spec_sha256 = $4 THEN 'done' ELSE status END,
+                     owner = NULL, lease_until = NULL
                  WHERE name = $1 AND owner = $2 AND epoch = $3 AND lease_until > now()",
-                &[&lease.job, &self.node(), &lease.epoch],
+                &[&lease.job, &self.node(), &lease.epoch, &sha],
             )
             .await
             .map_err(|e| self.query_error(&format!("finish job {}", lease.job), e))?;

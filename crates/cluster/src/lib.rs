@@ -21,6 +21,7 @@
 //! that rule (`forager` is not a dependency of this crate).
 
 pub mod checkpoint;
+pub mod control;
 pub mod lease;
 pub mod manifest;
 pub mod nodes;
@@ -36,6 +37,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use forager_core::config::{is_valid_node_name, ClusterConfig};
 
 pub use checkpoint::{Checkpoint, CheckpointWrite};
+pub use control::{Control, Owned};
 pub use lease::{Lease, LeaseClock, LeaseKeeper, LeaseSignal};
 pub use nodes::{fair_share, Beat, Census, NodeRow};
 pub use pacing::Reservation;

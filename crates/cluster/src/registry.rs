@@ -4,8 +4,11 @@
 //!
 //! Registration is idempotent: the same name with the same content (SHA-256
 //! of the text) changes nothing, however many nodes register it; a changed
-//! text replaces the stored one (the owner picks it up at its next safe
-//! point) and makes a finished or failed job active again.
+//! text replaces the stored one and makes a finished or failed job active
+//! again (a paused one stays paused). The node that holds the job sees the
+//! new SHA-256 at its next round: it stops the run at a checkpoint and
+//! releases the lease, and the job is leased again with the new text,
+//! from its checkpoint (docs/cluster.md, *A job file edited while it runs*).
 
 use sha2::{Digest, Sha256};
 use std::time::SystemTime;
@@ -54,7 +57,8 @@ impl Cluster {
                 "INSERT INTO forager_jobs AS j (name, spec, spec_sha256) VALUES ($1, $2, $3)
                  ON CONFLICT (name) DO UPDATE
                      SET spec = EXCLUDED.spec, spec_sha256 = EXCLUDED.spec_sha256,
-                         updated_at = now(), status = 'active', failure = NULL
+                         updated_at = now(), failure = NULL,
+                         status = CASE WHEN j.status = 'paused' THEN 'paused' ELSE 'active' END
                      WHERE j.spec_sha256 <> EXCLUDED.spec_sha256
                  RETURNING (xmax = 0) AS inserted",
                 &[&name, &spec, &sha],

@@ -110,8 +110,18 @@ CREATE TABLE forager_nodes (
 );
 "#;
 
+/// Version 4: a person's pause and rerun, whichever node runs the job
+/// (`control.rs`): a `paused` status no node leases, and a rerun asked of
+/// the node that holds the job.
+const V4: &str = r#"
+ALTER TABLE forager_jobs DROP CONSTRAINT forager_jobs_status_check;
+ALTER TABLE forager_jobs ADD CONSTRAINT forager_jobs_status_check
+    CHECK (status IN ('active', 'done', 'failed', 'paused'));
+ALTER TABLE forager_jobs ADD COLUMN requested text CHECK (requested IN ('rerun'));
+"#;
+
 /// The steps, in order: step `i` brings the tables to version `i + 1`.
-const STEPS: &[&str] = &[V1, V2, V3];
+const STEPS: &[&str] = &[V1, V2, V3, V4];
 
 /// The newest schema this forager knows.
 pub const VERSION: i32 = STEPS.len() as i32;

@@ -492,9 +492,32 @@ async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 async fn job(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
-    let table = shared.table();
-    match table.get(&name) {
-        Some(e) => Json(report::job_status(e, Instant::now(), usize::MAX)).into_response(),
+    // In a cluster, an entry whose (virtual) file is gone is what an
+    // earlier lease left here: the registry knows where the job is now.
+    let in_cluster = shared.cluster.get().is_some();
+    let local = {
+        let table = shared.table();
+        table
+            .get(&name)
+            .filter(|e| !in_cluster || e.file.is_some())
+            .map(|e| report::job_status(e, Instant::now(), usize::MAX))
+    };
+    if let Some(status) = local {
+        return Json(status).into_response();
+    }
+    // In a cluster, another node may run it: the registry answers.
+    match shared.cluster_job(&name).await {
+        Some(Ok(Some(status))) => Json(status).into_response(),
+        Some(Err(e)) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "job {name:?} is not on this node, and the cluster database cannot say where: {e}"
+            ),
+        ),
+        Some(Ok(None)) => error(
+            StatusCode::NOT_FOUND,
+            format!("no job named {name:?} on this node or in the cluster registry"),
+        ),
         None => error(StatusCode::NOT_FOUND, format!("no job named {name:?}")),
     }
 }

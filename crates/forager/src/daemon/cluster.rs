@@ -18,27 +18,58 @@
 //!   ([`mirror`]); the lease keeper's *stop* stops the runner, which
 //!   checkpoints locally; at the end the lease is finished (done) or
 //!   released ([`settle`]) and the main loop hears of it.
+//! - **What a person asks** (`forager pause|resume|rerun` on any node,
+//!   [`Node::drive`]) is kept in the job's registry row (forager-cluster's
+//!   `control`). Each round the node reads the rows it holds
+//!   ([`Node::acquire`]): a job paused, asked to rerun, or whose file
+//!   changed ([`Asked`]) vanishes from the view, so the table stops its
+//!   run at a checkpoint; [`settle`] then releases the lease (pause, new
+//!   text) or sets the manifest aside and wipes the job (rerun).
 //!
 //! Must not touch: the database's protocol (forager-cluster), the crawl.
 
+use super::admin::{DriveAction, DriveOutcome};
 use super::jobs::{Parsed, ScannedFile};
 use crate::store::{StopReason, Store};
-use forager_cluster::{Beat, Cluster, Lease, LeaseKeeper, Registration};
+use forager_cluster::{Beat, Cluster, Control, Lease, LeaseKeeper, Registration};
 use forager_core::config::{self, ClusterConfig, ConfigError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
+/// Why a held job's run is stopped at its node's round, and what its
+/// lease becomes then ([`settle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Asked {
+    /// A person paused it: released, and no node takes it until resumed.
+    Pause,
+    /// A person asked for a rerun: its manifest set aside, its state wiped.
+    Rerun,
+    /// Its file changed: released, and leased again with the new text.
+    Changed,
+}
+
+/// What a person asked of a held job, shared with its run.
+pub(super) type AskedCell = Arc<Mutex<Option<Asked>>>;
+
+fn asked_of(cell: &AskedCell) -> Option<Asked> {
+    *cell.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// One job this node leases.
 struct Held {
     lease: Lease,
+    /// SHA-256 of the lease's text: another in the registry means the file changed.
+    sha: Vec<u8>,
     /// The registered text, parsed.
     parsed: Parsed,
     /// Renews the lease; the job's run takes it (and drops it when it ends).
     keeper: Option<LeaseKeeper>,
+    asked: AskedCell,
 }
 
 /// This node in the cluster.
@@ -49,6 +80,10 @@ pub(super) struct Node {
     held: BTreeMap<String, Held>,
     /// SHA-256 of the text last registered from each local job file.
     registered: HashMap<PathBuf, Vec<u8>>,
+    /// The state folder: its `targets` is the shared folder (a rerun sets manifests aside there).
+    state_dir: PathBuf,
+    /// Jobs leased since [`Node::take_fresh`] was last called.
+    fresh: Vec<String>,
     /// `forager drain`: the held jobs are stopped and released, and no new
     /// one is taken, until `forager drain --cancel` (or a restart).
     draining: bool,
@@ -61,6 +96,8 @@ pub(super) struct JobLease {
     pub keeper: LeaseKeeper,
     /// Told the job's name when the run has settled its lease.
     pub ended: mpsc::UnboundedSender<String>,
+    /// What a person asked of the job: how [`settle`] ends the lease.
+    pub asked: AskedCell,
 }
 
 /// The path a leased job's virtual file shows under (in `status` and in errors).
@@ -71,7 +108,11 @@ fn virtual_path(job: &str) -> PathBuf {
 impl Node {
     /// Connect as this node and join the cluster's nodes, or a clear
     /// error naming the node and the server.
-    pub async fn connect(config: &ClusterConfig, max_jobs: usize) -> anyhow::Result<Node> {
+    pub async fn connect(
+        config: &ClusterConfig,
+        max_jobs: usize,
+        state_dir: &Path,
+    ) -> anyhow::Result<Node> {
         let (cluster, probe) = Cluster::connect(config).await?;
         cluster.join(max_jobs).await?;
         info!(
@@ -85,6 +126,8 @@ impl Node {
             metrics: None,
             held: BTreeMap::new(),
             registered: HashMap::new(),
+            state_dir: state_dir.to_path_buf(),
+            fresh: Vec::new(),
             draining: false,
         })
     }
@@ -175,10 +218,17 @@ impl Node {
         // their runners as for a removed file; each run then checkpoints,
         // mirrors and releases its lease as on SIGTERM.
         if !self.draining {
-            out.extend(self.held.iter().map(|(job, h)| ScannedFile {
-                path: virtual_path(job),
-                parsed: h.parsed.clone(),
-            }));
+            // A job asked to pause or rerun, or whose file changed, vanishes
+            // too: its run stops at a checkpoint and settles as asked.
+            out.extend(
+                self.held
+                    .iter()
+                    .filter(|(_, h)| asked_of(&h.asked).is_none())
+                    .map(|(job, h)| ScannedFile {
+                        path: virtual_path(job),
+                        parsed: h.parsed.clone(),
+                    }),
+            );
         }
         out
     }
@@ -272,18 +322,129 @@ impl Node {
                 continue;
             }
             let keeper = self.cluster.keep(&lease);
+            let sha = Sha256::digest(lease.spec.as_bytes()).to_vec();
+            self.fresh.push(lease.job.clone());
             self.held.insert(
                 lease.job.clone(),
                 Held {
                     lease,
+                    sha,
                     parsed,
                     keeper: Some(keeper),
+                    asked: AskedCell::default(),
                 },
             );
             taken = true;
         }
         self.count_held();
-        taken
+        let obeyed = self.obey().await;
+        taken || obeyed
+    }
+
+    /// Read what the registry asks of the jobs this node holds (a pause, a
+    /// rerun, a changed file: module doc); whether a run is to stop. A job
+    /// asked before its run started is settled here: no run would.
+    async fn obey(&mut self) -> bool {
+        if self.held.is_empty() {
+            return false;
+        }
+        let owned = match self.cluster.owned().await {
+            Ok(o) => o,
+            Err(e) => {
+                debug!(node = self.name(), error = %e, "cannot read what is asked of the held jobs; next round");
+                return false;
+            }
+        };
+        let mut changed = false;
+        let mut idle = Vec::new();
+        for row in owned {
+            let Some(h) = self.held.get(&row.name) else {
+                continue;
+            };
+            // Another epoch: the lease is lost, and its keeper stops the run.
+            if row.epoch != h.lease.epoch || asked_of(&h.asked).is_some() {
+                continue;
+            }
+            let asked = if row.requested.as_deref() == Some("rerun") {
+                Asked::Rerun
+            } else if row.status == "paused" {
+                Asked::Pause
+            } else if row.spec_sha256 != h.sha {
+                Asked::Changed
+            } else {
+                continue;
+            };
+            info!(node = self.name(), job = %row.name, epoch = row.epoch, ?asked,
+                "stopping the job at a checkpoint, as the cluster registry asks");
+            *h.asked.lock().unwrap_or_else(|p| p.into_inner()) = Some(asked);
+            changed = true;
+            if h.keeper.is_some() {
+                idle.push(row.name.clone());
+            }
+        }
+        for job in idle {
+            let Some(h) = self.held.remove(&job) else {
+                continue;
+            };
+            settle_asked(&self.cluster, &h.lease, asked_of(&h.asked), &self.state_dir).await;
+            drop(h.keeper);
+        }
+        self.count_held();
+        changed
+    }
+
+    /// `forager pause|resume|rerun JOB` on this node: asked in the registry,
+    /// whichever node runs the job (module doc).
+    pub async fn drive(&self, job: &str, action: DriveAction, state_dir: &Path) -> DriveOutcome {
+        let node = self.name();
+        let outcome = match action {
+            DriveAction::Pause => self.cluster.pause(job).await,
+            DriveAction::Resume => self.cluster.resume(job).await,
+            DriveAction::Rerun => {
+                self.cluster
+                    .rerun(job, || set_aside(state_dir, job).map(|_| ()))
+                    .await
+            }
+        };
+        let owner = match outcome {
+            Ok(Control::Done { owner }) => owner,
+            Ok(Control::NotFound(m)) => return DriveOutcome::NotFound(format!("node {node}: {m}")),
+            Ok(Control::Conflict(m)) => return DriveOutcome::Conflict(format!("node {node}: {m}")),
+            Err(e) => return DriveOutcome::Failed(format!("{e}")),
+        };
+        DriveOutcome::Done(match action {
+            DriveAction::Pause => match owner {
+                Some(o) => format!(
+                    "job {job} pauses: node {o}, which runs it, writes a checkpoint to the cluster database \
+                     and releases its lease within a second; no node takes it until `forager resume {job}`"
+                ),
+                None => format!(
+                    "job {job} pauses: no node runs it now, and none takes it until `forager resume {job}`"
+                ),
+            },
+            DriveAction::Resume => format!(
+                "job {job} resumes: the next node with a free slot takes it from its checkpoint in the cluster database"
+            ),
+            DriveAction::Rerun => {
+                match owner {
+                    Some(o) => format!(
+                        "job {job} runs again from its seeds: node {o}, which runs it, stops it within a second, \
+                         sets its manifest aside (manifest.superseded-*.jsonl) and deletes its state in the cluster database; \
+                         then the next node with a free slot starts it afresh"
+                    ),
+                    None => format!(
+                        "job {job} runs again from its seeds: its state in the cluster database is deleted and \
+                         its manifest set aside (manifest.superseded-*.jsonl); the next node with a free slot starts it afresh"
+                    ),
+                }
+            }
+        })
+    }
+
+    /// The jobs leased since the last call (the table forgets what an
+    /// earlier lease of each left: a new lease is a new run).
+    pub fn take_fresh(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.fresh)
     }
 
     fn count_held(&self) {
@@ -307,6 +468,7 @@ impl Node {
             lease: held.lease.clone(),
             keeper,
             ended: ended.clone(),
+            asked: held.asked.clone(),
         })
     }
 
@@ -494,21 +656,41 @@ pub(super) fn stop_on_lease_loss(
     (rx, done_tx, task)
 }
 
+/// Move the job's manifest (in the shared targets folder) aside for a rerun.
+fn set_aside(state_dir: &Path, job: &str) -> Result<Option<PathBuf>, String> {
+    crate::output::set_aside_manifest(state_dir, job)
+        .map_err(|e| format!("moving {job}'s manifest.jsonl aside: {e}"))
+        .inspect(|aside| {
+            if let Some(aside) = aside {
+                info!(job, moved_to = %aside.display(), "manifest.jsonl moved aside for a rerun");
+            }
+        })
+}
+
 /// After a run: a finished job is marked done in the registry, a failed
 /// one failed (with the reason, until its file changes); a stopped one
 /// gives the lease back, so another node (or this one) takes the job on
-/// from its last checkpoint. A lease already lost needs nothing.
+/// from its last checkpoint. A job asked to rerun has its manifest set
+/// aside (`state_dir`) and its state wiped instead, whatever its run did.
+/// A lease already lost needs nothing.
 pub(super) async fn settle(
     cluster: &Cluster,
     lease: &Lease,
     ended: &mpsc::UnboundedSender<String>,
     result: &Result<Option<StopReason>, String>,
+    asked: &AskedCell,
+    state_dir: &Path,
 ) {
     let (node, job, epoch) = (cluster.node(), &lease.job, lease.epoch);
-    let outcome = match result {
-        Ok(Some(_)) => cluster.finish(lease).await.map(|()| "done"),
-        Err(e) => cluster.fail(lease, e).await.map(|()| "failed"),
-        Ok(None) => cluster.release(lease).await.map(|_| "released"),
+    let outcome = match (asked_of(asked), result) {
+        (Some(Asked::Rerun), _) => {
+            settle_asked(cluster, lease, Some(Asked::Rerun), state_dir).await;
+            let _ = ended.send(job.clone());
+            return;
+        }
+        (_, Ok(Some(_))) => cluster.finish(lease).await.map(|()| "done"),
+        (_, Err(e)) => cluster.fail(lease, e).await.map(|()| "failed"),
+        (_, Ok(None)) => cluster.release(lease).await.map(|_| "released"),
     };
     match outcome {
         Ok(what) => info!(node, job = %job, epoch, lease = what, "job's lease settled"),
@@ -516,4 +698,41 @@ pub(super) async fn settle(
             "cannot settle the job's lease; it lapses after its length"),
     }
     let _ = ended.send(job.clone());
+}
+
+/// End a lease as a person asked ([`Asked`]): released (pause, a changed
+/// file), or, for a rerun, the manifest set aside while this node still
+/// holds the job, then its state wiped ([`Cluster::reset`]).
+async fn settle_asked(cluster: &Cluster, lease: &Lease, asked: Option<Asked>, state_dir: &Path) {
+    let (node, job, epoch) = (cluster.node(), &lease.job, lease.epoch);
+    let outcome = match asked {
+        Some(Asked::Rerun) => {
+            let (dir, name) = (state_dir.to_path_buf(), job.clone());
+            let moved = tokio::task::spawn_blocking(move || set_aside(&dir, &name))
+                .await
+                .map_err(|e| format!("set-aside task failed: {e}"))
+                .and_then(|r| r);
+            match moved {
+                // A manifest left in place would carry the old rows into
+                // the fresh run: keep the job's state, give it back, and
+                // let the rerun be asked again.
+                Err(e) => {
+                    warn!(node, job = %job, epoch, error = %e, "cannot set the manifest aside: the rerun is not done");
+                    cluster
+                        .release(lease)
+                        .await
+                        .map(|_| "released (rerun not done)")
+                }
+                Ok(_) => cluster.reset(lease).await.map(|()| "reset for a rerun"),
+            }
+        }
+        _ => cluster.release(lease).await.map(|_| "released"),
+    };
+    match outcome {
+        Ok(what) => {
+            info!(node, job = %job, epoch, ?asked, lease = what, "job's lease settled as asked")
+        }
+        Err(e) => warn!(node, job = %job, epoch, ?asked, error = %e,
+            "cannot settle the job's lease as asked; it lapses after its length"),
+    }
 }

@@ -315,6 +315,7 @@ mod tests {
             last_error: Some("GET http://a.test/<script>: HTTP 500".into()),
             last_error_at: None,
             config_error: None,
+            cluster: None,
         }
     }
 

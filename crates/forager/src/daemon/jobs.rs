@@ -687,6 +687,24 @@ impl JobTable {
 
     /// Job `name`'s stored state is gone: start it afresh if a file still
     /// declares it, else forget it.
+    /// In a cluster, a job this node leases anew: an entry left from an
+    /// earlier lease that ended (done, failed, stopped, its virtual file
+    /// gone) is dropped, so that the lease's file starts a fresh run even
+    /// with the same text (a rerun of a done job). Whether it was dropped.
+    pub fn forget_idle(&mut self, name: &str) -> bool {
+        let idle = self.jobs.get(name).is_some_and(|e| {
+            e.file.is_none()
+                && matches!(
+                    e.state,
+                    JobState::Done { .. } | JobState::Failed { .. } | JobState::Stopped { .. }
+                )
+        });
+        if idle {
+            self.jobs.remove(name);
+        }
+        idle
+    }
+
     pub fn purged(&mut self, name: &str) -> Option<Action> {
         let e = self.jobs.get_mut(name)?;
         e.stored = false;

@@ -492,6 +492,7 @@ mod tests {
             last_error: None,
             last_error_at: None,
             config_error: None,
+            cluster: None,
         }
     }
 

@@ -174,6 +174,27 @@ impl Shared {
         report
     }
 
+    /// In a cluster, `GET /jobs/NAME` of a job this node does not run:
+    /// `None` outside a cluster, `Some(Ok(None))` when the registry has no
+    /// such job, an error when the database did not answer in time.
+    pub async fn cluster_job(
+        &self,
+        name: &str,
+    ) -> Option<Result<Option<report::JobStatus>, String>> {
+        let cluster = self.cluster.get()?;
+        let read = tokio::time::timeout(CLUSTER_VIEW_TIMEOUT, cluster.jobs()).await;
+        Some(match read {
+            Ok(Ok(jobs)) => Ok(jobs
+                .iter()
+                .find(|j| j.name == name)
+                .map(|j| report::remote_job_status(cluster.node(), j))),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!(
+                "the cluster database did not answer within {CLUSTER_VIEW_TIMEOUT:?}"
+            )),
+        })
+    }
+
     /// `GET /metrics`: the report and the histograms, read together.
     pub fn metrics_text(&self) -> String {
         let cluster = self.cluster.get().map(|_| &self.histograms.cluster);

@@ -80,7 +80,7 @@ pub struct ClusterNode {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClusterJob {
     pub name: String,
-    /// `active`, `done` or `failed`.
+    /// `active`, `paused`, `done` or `failed`.
     pub status: String,
     /// The node that runs it now (holds a running lease).
     pub node: Option<String>,
@@ -91,6 +91,83 @@ pub struct ClusterJob {
     /// Targets recorded in the database, by whichever node.
     pub targets: i64,
     pub failure: Option<String>,
+}
+
+impl ClusterJob {
+    pub fn of(j: &forager_cluster::JobRow) -> ClusterJob {
+        ClusterJob {
+            name: j.name.clone(),
+            status: j.status.clone(),
+            node: j.owner.clone().filter(|_| j.leased),
+            lapsed_from: j.owner.clone().filter(|_| !j.leased),
+            epoch: j.epoch,
+            targets: j.targets,
+            failure: j.failure.clone(),
+        }
+    }
+}
+
+/// `GET /jobs/NAME` of a job this node does not run (another node holds
+/// it, or none does): what the cluster's registry and manifest rows say of
+/// it, asked on node `this`. Its live numbers (requests, rate, learners)
+/// are on the node that runs it; `counters.targets` is the database's
+/// count of its manifest rows, whichever node recorded them.
+pub fn remote_job_status(this: &str, j: &forager_cluster::JobRow) -> JobStatus {
+    let c = ClusterJob::of(j);
+    let state = match (c.status.as_str(), &c.node) {
+        ("done", _) => Phase::Done,
+        ("failed", _) => Phase::Failed,
+        ("paused", _) => Phase::Paused,
+        (_, Some(_)) => Phase::Running,
+        (_, None) => Phase::Pending,
+    };
+    let detail = match (&c.node, &c.lapsed_from) {
+        (Some(n), _) => format!(
+            "runs on node {n} (epoch {}); asked on node {this}: the numbers here are the cluster database's, \
+             its live numbers are on {n}",
+            c.epoch
+        ),
+        (None, Some(n)) => format!(
+            "its lease on node {n} lapsed; the next node with a free slot takes it over from its last checkpoint"
+        ),
+        (None, None) => match c.status.as_str() {
+            "paused" => format!("paused by `forager pause`; `forager resume {}` continues it on any node", c.name),
+            "failed" => c.failure.clone().unwrap_or_else(|| "failed".to_string()),
+            "done" => "done (in the cluster)".to_string(),
+            _ => "waiting for a node with a free slot".to_string(),
+        },
+    };
+    JobStatus {
+        name: c.name.clone(),
+        state,
+        stop_reason: None,
+        detail: Some(detail),
+        warning: None,
+        file: Some(PathBuf::from(format!("cluster:{}", c.name))),
+        strategy: None,
+        counters: JobCounters {
+            targets: u64::try_from(c.targets).unwrap_or(0),
+            ..JobCounters::default()
+        },
+        request_rate_per_min: 0.0,
+        classifier_accuracy: None,
+        actions: 0,
+        top_actions: Vec::new(),
+        frontier: None,
+        responses: Default::default(),
+        fetch_latency: Default::default(),
+        checkpoints: 0,
+        checkpoint_time: Default::default(),
+        last_checkpoint_at: None,
+        paused_since: None,
+        paused_by_user: c.status == "paused",
+        errors_by_kind: Default::default(),
+        next_revisit_at: None,
+        last_error: c.failure.clone(),
+        last_error_at: None,
+        config_error: None,
+        cluster: Some(c),
+    }
 }
 
 impl ClusterReport {
@@ -123,18 +200,7 @@ impl ClusterReport {
                     max_jobs: n.max_jobs,
                 })
                 .collect(),
-            jobs: jobs
-                .iter()
-                .map(|j| ClusterJob {
-                    name: j.name.clone(),
-                    status: j.status.clone(),
-                    node: j.owner.clone().filter(|_| j.leased),
-                    lapsed_from: j.owner.clone().filter(|_| !j.leased),
-                    epoch: j.epoch,
-                    targets: j.targets,
-                    failure: j.failure.clone(),
-                })
-                .collect(),
+            jobs: jobs.iter().map(ClusterJob::of).collect(),
         }
     }
 
@@ -203,6 +269,10 @@ pub struct JobStatus {
     pub last_error_at: Option<u64>,
     /// Its job file does not parse now; the last valid version is what runs.
     pub config_error: Option<FileError>,
+    /// In a cluster, for a job another node runs (or none): its registry
+    /// row, which node holds it (`GET /jobs/NAME` on any node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterJob>,
 }
 
 /// A refused job file, located.
@@ -394,6 +464,7 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
             .config_error
             .as_ref()
             .map(|c| FileError::new(c, Some(&e.name))),
+        cluster: None,
     }
 }
 

@@ -116,7 +116,7 @@ impl Daemon {
         // before anything is opened or listened on.
         let node = match &config.cluster {
             Some(c) => Some(
-                Node::connect(c, config.max_jobs)
+                Node::connect(c, config.max_jobs, &config.state_dir)
                     .await
                     .with_context(|| format!("{}: [cluster]", config_path.display()))?,
             ),
@@ -511,13 +511,15 @@ impl Daemon {
             DriveRefused::NotFound(_) => DriveOutcome::NotFound(e.to_string()),
             DriveRefused::Conflict(_) => DriveOutcome::Conflict(e.to_string()),
         };
-        if let Some(node) = &self.node {
-            // A pause is kept in this node's store, but the job moves
-            // between nodes: it would not hold (issue 38, not done yet).
-            return DriveOutcome::Conflict(format!(
-                "node {}: pause, resume and rerun are not offered in a cluster yet",
-                node.name()
-            ));
+        if let Some(node) = &mut self.node {
+            // The job moves between nodes: what is asked is kept in its
+            // registry row, and the node that holds it obeys (cluster.rs).
+            let outcome = node.drive(job, action, &self.engine.state_dir).await;
+            // This node may hold the job: obey now rather than at the next tick.
+            if matches!(outcome, DriveOutcome::Done(_)) {
+                self.node_round().await;
+            }
+            return outcome;
         }
         match action {
             DriveAction::Pause => {
@@ -761,15 +763,8 @@ impl Daemon {
     async fn tick(&mut self) {
         self.tasks.retain(|_, t| !t.join.is_finished());
         let shutting_down = self.shared.table().is_shutting_down();
-        if let Some(node) = &mut self.node {
-            if !shutting_down && node.acquire(self.config.max_jobs).await {
-                info!(
-                    node = node.name(),
-                    held = node.held(),
-                    "job leases acquired"
-                );
-                self.rescan(false).await;
-            }
+        if !shutting_down {
+            self.node_round().await;
         }
         self.ticks = self.ticks.wrapping_add(1);
         if self.ticks % HISTORY_EVERY_TICKS == 0 {
@@ -782,6 +777,32 @@ impl Daemon {
                 self.last_status = status;
             }
         }
+    }
+
+    /// A round of this cluster node: beat, take leases, obey what the
+    /// registry asks of the held jobs; the table then sees the change.
+    async fn node_round(&mut self) {
+        let Some(node) = &mut self.node else {
+            return;
+        };
+        if !node.acquire(self.config.max_jobs).await {
+            return;
+        }
+        info!(
+            node = node.name(),
+            held = node.held(),
+            "job leases acquired or asked to stop"
+        );
+        let fresh = node.take_fresh();
+        {
+            let mut table = self.shared.table();
+            for job in &fresh {
+                if table.forget_idle(job) {
+                    self.seeded.remove(job);
+                }
+            }
+        }
+        self.rescan(false).await;
     }
 
     fn status_line(&self) -> String {
@@ -973,7 +994,15 @@ async fn job_task(task: JobTask) {
     };
     let Some(permit) = permit else {
         if let Some(l) = &lease {
-            cluster::settle(&l.cluster, &l.lease, &l.ended, &Ok(None)).await;
+            cluster::settle(
+                &l.cluster,
+                &l.lease,
+                &l.ended,
+                &Ok(None),
+                &l.asked,
+                &engine.state_dir,
+            )
+            .await;
         }
         shared
             .table()
@@ -1000,8 +1029,10 @@ async fn job_task(task: JobTask) {
             lease,
             keeper,
             ended,
+            asked,
         }) => {
             let node = cluster.node().to_string();
+            let state_dir = engine.state_dir.clone();
             observer.lease = Some(keeper.clock());
             let (stop, done, forwarder) =
                 cluster::stop_on_lease_loss(stop, keeper, name.clone(), node.clone());
@@ -1034,7 +1065,7 @@ async fn job_task(task: JobTask) {
             let _keeper = forwarder.await;
             let not_run = Ok(None);
             let settle_as = if restored { &result } else { &not_run };
-            cluster::settle(&cluster, &lease, &ended, settle_as).await;
+            cluster::settle(&cluster, &lease, &ended, settle_as, &asked, &state_dir).await;
             result
         }
     };
