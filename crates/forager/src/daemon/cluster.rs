@@ -495,7 +495,19 @@ impl Node {
 /// Replace the local rows of the leased job with its checkpoint in the
 /// database, or delete them when the database has none (a fresh job, or
 /// one that never checkpointed: an older run on this node is stale).
-pub(super) async fn restore(store: &Store, cluster: &Cluster, lease: &Lease) -> Result<(), String> {
+///
+/// Without a checkpoint in the database, a `manifest.jsonl` in the shared
+/// targets folder is a dead run's: a node that checkpointed locally (and
+/// appended its rows) but died before its mirror reached the database.
+/// The job starts afresh and fetches those targets again, so that manifest
+/// is set aside, as for a rerun; left in place, the new run's rows would
+/// follow it and name the same URLs twice.
+pub(super) async fn restore(
+    store: &Store,
+    cluster: &Cluster,
+    lease: &Lease,
+    state_dir: &Path,
+) -> Result<(), String> {
     let job = lease.job.clone();
     let node = cluster.node().to_string();
     let epoch = lease.epoch;
@@ -523,6 +535,16 @@ pub(super) async fn restore(store: &Store, cluster: &Cluster, lease: &Lease) -> 
             "job restored from its checkpoint in the cluster database")
         }
         None => {
+            let aside = crate::output::set_aside_manifest(state_dir, &lease.job).map_err(|e| {
+                format!(
+                    "node {node}: job {}: moving a dead run's manifest.jsonl aside: {e}",
+                    lease.job
+                )
+            })?;
+            if let Some(aside) = aside {
+                warn!(node = %node, job = %lease.job, epoch, moved_to = %aside.display(),
+                    "manifest.jsonl of a run that never checkpointed to the cluster database: moved aside; the job starts afresh");
+            }
             info!(node = %node, job = %lease.job, epoch, "job starts afresh: no checkpoint in the cluster database")
         }
     }

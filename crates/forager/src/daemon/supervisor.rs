@@ -1039,7 +1039,7 @@ async fn job_task(task: JobTask) {
             // A restore that fails (the database away) is no failure of
             // the job: its lease is given back, not marked failed.
             let mut restored = true;
-            let result = match cluster::restore(&engine.store, &cluster, &lease).await {
+            let result = match cluster::restore(&engine.store, &cluster, &lease, &state_dir).await {
                 Err(e) => {
                     restored = false;
                     Err(e)
