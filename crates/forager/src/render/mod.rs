@@ -160,6 +160,11 @@ impl Live {
     }
 }
 
+/// How long [`Live`]'s drop waits for the killed browser to be reaped: at
+/// most `REAP_TRIES × REAP_PAUSE` (100 ms).
+const REAP_TRIES: u32 = 50;
+const REAP_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
 impl Drop for Live {
     fn drop(&mut self) {
         // Read before the kill: once the browser is killed its helpers exit
@@ -174,6 +179,18 @@ impl Drop for Live {
         // die with it, but a helper stuck in a loop may take its time: every
         // process started with this profile folder is killed now.
         let killed = kill_processes_of(&self.dir);
+        // Reap the killed main process (a few ms after SIGKILL), so that
+        // chromiumoxide's own drop sees it gone and does not warn that the
+        // browser "was not closed manually"; bounded, since it runs on a
+        // runtime worker.
+        if let Some(child) = self.browser.get_mut_child() {
+            for _ in 0..REAP_TRIES {
+                if !matches!(child.try_wait(), Ok(None)) {
+                    break;
+                }
+                std::thread::sleep(REAP_PAUSE);
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
         info!(dir = %self.dir.display(), killed, cpu_ms, "browser ended (cpu_ms: its processes then, with the children they had reaped)");
     }
