@@ -168,7 +168,8 @@ pub fn postgres_bin_dir() -> Option<PathBuf> {
     std::env::split_paths(&path).find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
 }
 
-fn postgres_user() -> Option<(u32, u32)> {
+/// uid and gid of `postgres`, from /etc/passwd (as root, the server must run as it).
+pub fn postgres_user() -> Option<(u32, u32)> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|l| {
         let f: Vec<&str> = l.split(':').collect();

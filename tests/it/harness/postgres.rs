@@ -20,36 +20,7 @@ pub struct Postgres {
     pub port: u16,
 }
 
-/// The folder of `initdb` and `pg_ctl`.
-pub fn bin_dir() -> Option<PathBuf> {
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let v: u32 = e.file_name().to_str()?.parse().ok()?;
-            let bin = e.path().join("bin");
-            bin.join("initdb").is_file().then_some((v, bin))
-        })
-        .collect();
-    versions.sort();
-    if let Some((_, bin)) = versions.pop() {
-        return Some(bin);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
-}
-
-/// uid and gid of `postgres`, from /etc/passwd.
-fn postgres_user() -> Option<(u32, u32)> {
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.first() == Some(&"postgres") && f.len() > 3)
-            .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
-            .flatten()
-    })
-}
+use forager_bench::cluster::{postgres_bin_dir as bin_dir, postgres_user};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
