@@ -1919,16 +1919,7 @@ async fn any_node_shows_every_job_of_the_cluster_with_its_node() {
     // the status may be asked within a second of the start.
     assert!(value("forager_cluster_database_latency_seconds_count") >= 4.0);
     assert!(metrics.contains("forager_cluster_database_latency_seconds_bucket{le=\"0.001\"}"));
-    for p in &procs {
-        p.signal("TERM");
-    }
-    for (mut p, n) in procs.into_iter().zip(names) {
-        assert!(
-            p.wait(Duration::from_secs(30)).is_some(),
-            "{n} stops\n{}",
-            p.log()
-        );
-    }
+    stop_all(procs, &names);
 }
 
 /// `forager drain` (docs/cluster.md): the node's jobs checkpoint and are
@@ -2056,16 +2047,7 @@ async fn forager_drain_hands_a_nodes_jobs_over_and_keeps_it_up() {
         Some("live".into()),
         "{status}"
     );
-    for p in &procs {
-        p.signal("TERM");
-    }
-    for (mut p, n) in procs.into_iter().zip(names) {
-        assert!(
-            p.wait(Duration::from_secs(30)).is_some(),
-            "{n} stops\n{}",
-            p.log()
-        );
-    }
+    stop_all(procs, &names);
 }
 
 /// Lines of a job's `manifest.jsonl` in the shared folder, and the files
@@ -2295,16 +2277,7 @@ async fn pause_resume_and_rerun_act_on_a_job_wherever_it_runs() {
     assert_eq!(lines.len(), TAKEOVER_PAGES);
     assert_eq!(aside, 1, "the first run's manifest, set aside");
 
-    for p in &procs {
-        p.signal("TERM");
-    }
-    for (mut p, n) in procs.into_iter().zip(names) {
-        assert!(
-            p.wait(Duration::from_secs(30)).is_some(),
-            "{n} stops\n{}",
-            p.log()
-        );
-    }
+    stop_all(procs, &names);
 }
 
 /// Issue 38, docs/cluster.md *A job file edited while it runs*: the new
@@ -2388,6 +2361,11 @@ async fn a_job_file_edited_while_it_runs_goes_on_from_its_checkpoint_with_the_ne
         log.contains("job restored from its checkpoint in the cluster database"),
         "{log}"
     );
+    stop_all(procs, &names);
+}
+
+/// SIGTERM to every node, then each must exit within 30 s.
+fn stop_all(procs: Vec<crate::harness::daemon::DaemonProcess>, names: &[&str]) {
     for p in &procs {
         p.signal("TERM");
     }

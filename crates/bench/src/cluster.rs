@@ -494,19 +494,7 @@ fn phase(
         None
     };
     let database = pg.as_ref().map(Postgres::database);
-    let mut daemons = Vec::new();
-    for n in 0..nodes {
-        let mine: Vec<usize> = (1..=jobs).filter(|i| i % nodes == n).collect();
-        daemons.push(start_daemon(
-            opts,
-            &dir.join(format!("n{}", n + 1)),
-            &format!("n{}", n + 1),
-            &mine,
-            jobs,
-            server,
-            database.as_deref(),
-        )?);
-    }
+    let daemons = start_nodes(opts, &dir, nodes, jobs, server, database.as_deref())?;
     let want = jobs.min(nodes * opts.max_jobs);
     wait_for(rt, &daemons, "every job running", |s| match &s.cluster {
         Some(c) => c.jobs.iter().filter(|j| j.node.is_some()).count() >= want,
@@ -567,19 +555,7 @@ fn takeover(
     let pg = Postgres::start(&dir.join("pg"))?;
     let database = pg.database();
     let jobs = (opts.nodes - 1) * opts.max_jobs;
-    let mut daemons = Vec::new();
-    for n in 0..opts.nodes {
-        let mine: Vec<usize> = (1..=jobs).filter(|i| i % opts.nodes == n).collect();
-        daemons.push(start_daemon(
-            opts,
-            &dir.join(format!("n{}", n + 1)),
-            &format!("n{}", n + 1),
-            &mine,
-            jobs,
-            server,
-            Some(&database),
-        )?);
-    }
+    let mut daemons = start_nodes(opts, &dir, opts.nodes, jobs, server, Some(&database))?;
     let victim = format!("n{}", opts.nodes);
     wait_for(rt, &daemons, "every job running", |s| {
         s.cluster.as_ref().is_some_and(|c| {
@@ -766,4 +742,30 @@ pub fn format_report(r: &ClusterReport) -> String {
     }
     let _ = writeln!(out, "load average at the end: {}", r.load_average);
     out
+}
+
+/// `nodes` daemons under `dir` (`n1`, `n2`…), the jobs `1..=jobs` dealt out
+/// to their folders round-robin; `database`: their cluster, or none.
+fn start_nodes(
+    opts: &ClusterOptions,
+    dir: &Path,
+    nodes: usize,
+    jobs: usize,
+    server: SocketAddr,
+    database: Option<&str>,
+) -> anyhow::Result<Vec<Daemon>> {
+    let mut daemons = Vec::new();
+    for n in 0..nodes {
+        let mine: Vec<usize> = (1..=jobs).filter(|i| i % nodes == n).collect();
+        daemons.push(start_daemon(
+            opts,
+            &dir.join(format!("n{}", n + 1)),
+            &format!("n{}", n + 1),
+            &mine,
+            jobs,
+            server,
+            database,
+        )?);
+    }
+    Ok(daemons)
 }
