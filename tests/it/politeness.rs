@@ -1,15 +1,16 @@
 //! Politeness through the real binary: the adaptive delay (`[politeness]
 //! adaptive_delay`, `max_delay`) against a loopback server that slows down
-//! and recovers.
+//! and recovers, and a delay that changes when a site job's requests go,
+//! never which ones.
 //!
 //! The machine running these tests is shared and noisy: a request can only
 //! come *later* than the delay says, never sooner (the fetcher enforces the
 //! delay), so lower bounds are tight and upper bounds have wide margins,
 //! each far from what the code would do if it were wrong.
 
-use crate::harness::sites::serve_host;
+use crate::harness::sites::{serve_host, serve_small_site};
 use crate::harness::{manifest_by_final_url, Crawl, JobFile};
-use forager_bench::sites::server::{RequestRecord, Site, SiteRequest, SiteResponse};
+use forager_bench::sites::server::{min_start_gap, RequestRecord, Site, SiteRequest, SiteResponse};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -136,4 +137,63 @@ async fn the_adaptive_delay_grows_with_a_slow_host_within_max_delay_and_comes_ba
         recovered < peak / 3,
         "the delay did not come back down once the host was fast: {shown}"
     );
+}
+
+/// With one request in flight (a site job's default), the politeness delay
+/// changes when requests go, not which ones: sb on the same site with the
+/// same seed makes the same requests in the same order with no delay and
+/// with one. This is why `forager bench`, which measures data-file harvests
+/// with no delay to keep runs short, gives the figures of a job with the
+/// default `delay = "1s"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delay_changes_when_a_site_jobs_requests_go_not_which_ones() {
+    const PACED: &str = "paced.test";
+    const DELAY: Duration = Duration::from_millis(15);
+    let (server, start) = serve_small_site(PACED, 1).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut sequences = Vec::new();
+    for delay in ["0s", "15ms"] {
+        let dir = tmp.path().join(delay);
+        std::fs::create_dir_all(&dir).unwrap();
+        let job = JobFile::new("paced")
+            .seed(format!("http://{PACED}{start}"))
+            .strategy("sb")
+            .rng_seed(5)
+            .delay(delay)
+            .set("budget", "requests", 240)
+            .write(&dir);
+        let state = dir.join("state");
+        server.clear_log();
+        let out = Crawl::loopback(&job, &state)
+            .resolve(PACED, server.port())
+            .output()
+            .await;
+        assert!(
+            out.status.success(),
+            "delay {delay}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let log = server.log();
+        if delay != "0s" {
+            let gap = min_start_gap(&log, PACED).unwrap_or_default();
+            assert!(gap >= DELAY, "requests {gap:?} apart with delay {delay}");
+        }
+        let sequence: Vec<String> = log
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path_and_query))
+            .collect();
+        assert!(sequence.len() >= 200, "{} requests", sequence.len());
+        sequences.push(sequence);
+    }
+    let _ = server.shutdown().await;
+    let first_difference = sequences[0]
+        .iter()
+        .zip(&sequences[1])
+        .position(|(a, b)| a != b);
+    assert_eq!(
+        first_difference, None,
+        "the crawls part at request {first_difference:?}"
+    );
+    assert_eq!(sequences[0].len(), sequences[1].len());
 }
