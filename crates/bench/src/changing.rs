@@ -1,7 +1,7 @@
 //! `forager bench --site changing[:SECTIONS[:SEED]]`: continuous jobs over a
 //! site that publishes and revises files over simulated days
 //! ([`crate::sites::changing`]), one job per revisit policy (`learned`,
-//! `adaptive`, `fixed`), for issue 16's bar: "the learned schedule finds
+//! `adaptive`, `fixed`), against the revisit bar: "the learned schedule finds
 //! ≥ 90 % of new targets with a mean delay ≤ half of the fixed-interval
 //! recrawl's at the same daily budget, and never more requests per new target
 //! than the adaptive baseline".
@@ -53,7 +53,7 @@ pub const REVISIT_MAX: i64 = 7 * DAY;
 /// The shortest real simulated day: `revisit.min` (a simulated hour) must
 /// be at least the 1 s the job file accepts.
 pub const MIN_REAL_DAY: Duration = Duration::from_secs(24);
-/// Share of new files the learned schedule must find (issue 16).
+/// Share of new files the learned schedule must find.
 pub const GOAL_SHARE: f64 = 0.9;
 /// Largest ratio of the learned schedule's mean delay to the fixed recrawl's.
 pub const GOAL_DELAY_RATIO: f64 = 0.5;
@@ -623,7 +623,7 @@ pub fn markdown(setting: &Setting, runs: &[RunFigures], policies: &[Policy]) -> 
         }
     }
     if !bar.is_empty() {
-        out.push_str("\nIssue 16's bar, on the means:\n");
+        out.push_str("\nThe revisit bar, on the means:\n");
         for line in bar {
             let _ = writeln!(out, "- {line}");
         }

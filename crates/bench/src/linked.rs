@@ -1,4 +1,4 @@
-//! The linked-data benchmark (issues #15 and #35, ARCHITECTURE.md § Linked
+//! The linked-data benchmark (ARCHITECTURE.md § Linked
 //! data): a web of RDF hosts ([`crate::sites::linked`], of any
 //! [`Shape`](crate::sites::linked::Shape)) crawled by a linked-data job with
 //! each strategy, as a user runs it — the default job of scope any unless a

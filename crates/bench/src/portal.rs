@@ -474,7 +474,7 @@ pub fn markdown_table(portal: PortalKind, host: &str, files: usize, rows: &[Port
     out
 }
 
-/// The quality bar of issue 40 for one portal: every file with the sources
+/// The portal quality bar for one portal: every file with the sources
 /// on, in at most half the requests sb needs to reach 90 % without them, or,
 /// where plain links cannot reach 90 %, said so.
 fn verdict(rows: &[PortalRow], on: Sources) -> String {

@@ -1,4 +1,4 @@
-//! The structured-data benchmark (issue #14, ARCHITECTURE.md § Structured
+//! The structured-data benchmark (ARCHITECTURE.md § Structured
 //! data): a web of hosts of which a few embed structured data
 //! ([`crate::sites::structured`]), crawled by a structured-data job with
 //! each strategy and measured as the Anthelion paper measures: the share of

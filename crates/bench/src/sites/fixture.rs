@@ -1,4 +1,4 @@
-//! The small hand-made site of the end-to-end crawl test (issue 2).
+//! The small hand-made site of the end-to-end crawl test.
 //!
 //! About forty resources under [`FIXTURE_HOST`], each there to catch one
 //! mistake: HTML pages in four templates, targets of several MIME types (two

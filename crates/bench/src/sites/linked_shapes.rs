@@ -1,5 +1,5 @@
 //! Linked-data webs of other shapes than [`super::linked`]'s, for measuring
-//! `ldcoc` on webs it was not tuned on (issue #35). They share
+//! `ldcoc` on webs it was not tuned on. They share
 //! [`LinkedWeb`]'s parameters, host names and serialisers, but not its
 //! vocabulary or URI patterns:
 //!

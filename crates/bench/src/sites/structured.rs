@@ -1,5 +1,5 @@
 //! A web of many hosts, a few of which embed structured data, for
-//! structured-data jobs and their benchmark (issue #14, ARCHITECTURE.md
+//! structured-data jobs and their benchmark (ARCHITECTURE.md
 //! § Structured data).
 //!
 //! Host `i` of `n` is `site{i:04}.test` (each its own pay-level domain), of

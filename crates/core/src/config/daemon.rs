@@ -1,4 +1,4 @@
-//! The daemon's own configuration file (`/etc/forager/forager.toml`, issue 5).
+//! The daemon's own configuration file (`/etc/forager/forager.toml`).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -99,7 +99,7 @@ pub struct DaemonConfig {
     pub cache_size: u64,
     /// Bytes that documents being parsed (RDF documents, pages of
     /// structured-data jobs) may hold at once across all jobs: a document
-    /// waits for its share, or is cut, never the process aborted (issue #36).
+    /// waits for its share, or is cut, never the process aborted.
     pub parse_memory: u64,
     /// `[http]`: headers, per-host credentials and a proxy for every job
     /// (a job's own `[http]` wins where both say something). Read at start.

@@ -478,7 +478,7 @@ fn one_domain_replay(strategy: StrategyKind) -> replay::Replay {
     replay::Replay::new(spec, strategy.build(3))
 }
 
-/// Issue: with one politeness key and many steps in flight, links chosen
+/// A past defect: with one politeness key and many steps in flight, links chosen
 /// long before their request made anthelion as poor as bfs. A strategy
 /// that chooses among ready hosts now takes every decision exactly as with
 /// one step in flight.
@@ -626,7 +626,7 @@ fn a_taken_key_keeps_an_origins_hold_back() {
     }
 }
 
-/// Issue 39: the http links of a host never wait for its dead https
+/// The http links of a host never wait for its dead https
 /// origin. The runner's view of a one-request crawl: the first https link
 /// is held aside in the host's lane, so the lane is taken for every link
 /// popped after it. The https links popped then must still be held aside,
@@ -689,7 +689,7 @@ fn links_of_a_blocked_origin_on_a_taken_key_never_take_the_look_ahead() {
     // What the runner did before: a taken key hid the origin's hold-back.
     // The second https link took the look-ahead place as waiting for its
     // key, and the http link was not popped until the https origin's
-    // back-off ended (the issue's 3 s with two retries).
+    // back-off ended (3 s with two retries before the fix).
     let mut core = JobCore::new(&spec);
     core.add_seeds(&[
         url("https://site.test/a"),

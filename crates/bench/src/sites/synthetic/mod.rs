@@ -105,7 +105,7 @@ pub struct SyntheticParams {
     /// "Print" links to `/print/…`, which robots.txt disallows.
     pub print_links: bool,
     /// On every page, links to variants of the page that are neither HTML
-    /// nor a target, among the navigation and footer links (issue #18, the
+    /// nor a target, among the navigation and footer links (the
     /// Sphinx pattern): "View source" (`/_source/N.txt`, `text/plain`) in the
     /// footer, and one of "Raw" (`/_raw/N.rst`, `text/x-rst`, footer),
     /// "Print preview" (`/_preview/N`, an extension-less `image/png`,
@@ -251,7 +251,7 @@ impl Preset {
                 per_page: 20,
                 ..base
             },
-            // Shaped like the Sphinx site of issue #18 (1 130 pages, 176
+            // Shaped like a Sphinx documentation site (1 130 pages, 176
             // targets, a `_sources/*.txt` link on every page).
             Preset::Variants => SyntheticParams {
                 pages: 1_500,
@@ -259,7 +259,7 @@ impl Preset {
                 variant_links: true,
                 ..base
             },
-            // Shaped like the API documentation of issue #41 (plots on ~35
+            // Shaped like an API documentation site (plots on ~35
             // of 6 000 reference pages, all in one tag-path group).
             Preset::Rare | Preset::RareBlind => SyntheticParams {
                 pages: 8_000,
