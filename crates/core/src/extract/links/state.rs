@@ -11,7 +11,7 @@ use super::{
 };
 use super::{CATALOG_MARKUP_BYTES, CATALOG_MARKUP_STATEMENTS, DCAT_ALTERNATE_TYPES};
 use crate::catalog::schema_org::dataset_downloads;
-use crate::catalog::{CatalogKind, FORM_PREFIX};
+use crate::catalog::source::{CatalogKind, FORM_PREFIX};
 use crate::extract::normalize::{
     normalize, resolve_with_encoding, LinkRejected, RejectCounts, UrlRules,
 };
@@ -779,7 +779,7 @@ impl State {
                 return;
             }
         };
-        if let Some((url, kind)) = crate::catalog::listed_catalog(&url) {
+        if let Some((url, kind)) = crate::catalog::source::listed_catalog(&url) {
             if kind != CatalogKind::Dcat {
                 self.add_source_link(url.as_str(), kind.tag_path(), String::new());
             }
