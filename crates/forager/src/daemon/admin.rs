@@ -37,6 +37,7 @@
 //! So a flood of trickling clients holds a bounded number of descriptors (the
 //! crawl's own sockets and files never starve) and `/status` keeps answering.
 
+use super::dashboard::DASHBOARD_FORM;
 use super::metrics;
 use super::report::{self, JobStatus, StatusReport};
 use super::Shared;
@@ -342,9 +343,6 @@ pub fn router(shared: Arc<Shared>, guard_: Guard) -> Router {
         .layer(axum::Extension(Arc::new(guard_.clone())))
         .layer(middleware::from_fn_with_state(Arc::new(guard_), guard))
 }
-
-/// Where the dashboard's buttons post: `token=…&do=ACTION:JOB`, form-encoded.
-pub const DASHBOARD_FORM: &str = "/dashboard/drive";
 
 /// Ask the main loop to pause, resume or rerun `job`.
 async fn drive(shared: &Shared, job: String, action: DriveAction) -> DriveOutcome {

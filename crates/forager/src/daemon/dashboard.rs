@@ -7,7 +7,7 @@
 //! browser every [`REFRESH_SECS`]. Everything a job file or a server
 //! controls (job names, errors) is HTML-escaped.
 //!
-//! The buttons are one plain form posted to [`super::admin::DASHBOARD_FORM`]
+//! The buttons are one plain form posted to [`DASHBOARD_FORM`]
 //! with the admin token a person types into the page: the page itself never
 //! holds the token (anyone who can read `/status` can read the page), and
 //! without script a browser cannot add an `Authorization` header.
@@ -15,6 +15,10 @@
 use super::jobs::Phase;
 use super::report::{human_bytes, JobStatus, StatusReport};
 use std::fmt::Write as _;
+
+/// Where the dashboard's buttons post: `token=…&do=ACTION:JOB`, form-encoded
+/// (the admin API routes it to its handler, which checks the token).
+pub const DASHBOARD_FORM: &str = "/dashboard/drive";
 
 /// How often the page reloads itself.
 pub const REFRESH_SECS: u32 = 10;
@@ -84,7 +88,7 @@ pub fn page(r: &StatusReport) -> String {
              <table id=\"jobs\"><thead><tr><th>job</th><th>state</th><th>requests</th>\
              <th>targets</th><th>bytes</th><th>waiting</th><th>req/min</th>\
              <th>accuracy</th><th>errors</th><th class=\"text\">detail</th><th class=\"text\">do</th></tr></thead><tbody>",
-            action = super::admin::DASHBOARD_FORM,
+            action = DASHBOARD_FORM,
         );
         for j in &r.jobs {
             row(&mut o, j);
