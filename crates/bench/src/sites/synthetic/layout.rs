@@ -1,8 +1,6 @@
 //! The layout of a site: its sections and the page and target ids each
 //! spans, computed once by [`SyntheticSite::new`], and what a page id is.
 
-use super::render::{title_case, LOOKS};
-use super::urls::UrlStyle;
 use super::{validate, SectionPlan, SitePlan, SyntheticParams, SyntheticSite};
 use crate::sites::rng::{hash, unit_of, Rng};
 use anyhow::{bail, Result};
@@ -341,7 +339,7 @@ impl SyntheticSite {
                 } else {
                     UrlStyle::ALL[(s + style_shift) % 4]
                 },
-                look: (s + look_shift) % LOOKS.len(),
+                look: (s + look_shift) % LOOK_NAMES.len(),
                 page_off,
                 listings,
                 items,
@@ -412,7 +410,7 @@ impl SyntheticSite {
                 slug: s.slug.clone(),
                 holds_targets: s.data,
                 url_style: s.style.name(),
-                look: LOOKS[s.look].name,
+                look: LOOK_NAMES[s.look],
                 listing_pages: s.listings,
                 items: s.items,
                 targets: s.targets,
@@ -557,4 +555,60 @@ fn unique_name(pool: &[String], n: usize) -> String {
         0 => base.clone(),
         k => format!("{base}-{}", k + 1),
     }
+}
+
+/// The markup vocabularies a section is drawn in (`render`'s `LOOKS`, in
+/// this order), by the name a site plan reports.
+pub(super) const LOOK_NAMES: [&str; 4] = ["bootstrap", "drupal", "cards", "sphinx"];
+
+/// How a section names its URLs (`urls` builds and parses them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum UrlStyle {
+    /// `/{slug}`, `/{slug}?page=K`, items `/node/N`.
+    Drupal,
+    /// `/{slug}/index.html`, `/{slug}/page-K.html`, items `/{slug}/{year}/{stem}-{i}.html`.
+    Static,
+    /// `/{slug}/`, `/{slug}/page/K/`, items `/{slug}/{i}/{stem}/`.
+    Press,
+    /// `/{slug}/index.html`, `/{slug}/genindex-K.html`, items `/{slug}/{stem}-{i}.html`,
+    /// relative hrefs and `_sources` links, like Sphinx.
+    Docs,
+}
+
+impl UrlStyle {
+    pub(super) const ALL: [UrlStyle; 4] = [
+        UrlStyle::Drupal,
+        UrlStyle::Static,
+        UrlStyle::Press,
+        UrlStyle::Docs,
+    ];
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            UrlStyle::Drupal => "drupal",
+            UrlStyle::Static => "static",
+            UrlStyle::Press => "press",
+            UrlStyle::Docs => "docs",
+        }
+    }
+}
+
+/// `some-slug_words` → `Some slug words`.
+pub(super) fn title_case(slug: &str) -> String {
+    let mut out = String::with_capacity(slug.len());
+    for (n, w) in slug.split(['-', '_']).enumerate() {
+        if n > 0 {
+            out.push(' ');
+        }
+        let mut c = w.chars();
+        if let Some(f) = c.next() {
+            if n == 0 {
+                out.push(f.to_ascii_uppercase());
+            } else {
+                out.push(f);
+            }
+            out.push_str(c.as_str());
+        }
+    }
+    out
 }

@@ -1,8 +1,10 @@
 //! The HTML of each page kind (home, static pages, listings, articles,
 //! datasets, the calendar, print versions) in each section's markup.
 
-use super::layout::{PageKind, CALENDAR_START, SESSION_POOL, STATICS, WORDS};
-use super::urls::{relative_href, session_id, Sort, UrlStyle, Variant};
+use super::layout::{
+    title_case, PageKind, UrlStyle, CALENDAR_START, LOOK_NAMES, SESSION_POOL, STATICS, WORDS,
+};
+use super::urls::{relative_href, session_id, Sort, Variant};
 use super::{Pagination, SyntheticSite};
 use crate::sites::rng::{hash, unit_of, Rng};
 use std::fmt::Write as _;
@@ -10,7 +12,6 @@ use std::fmt::Write as _;
 /// The markup vocabulary of a section: class and id names and the layout of
 /// listings, file blocks and related lists.
 pub(super) struct Look {
-    pub(super) name: &'static str,
     wrapper_open: &'static str,
     wrapper_close: &'static str,
     main_open: &'static str,
@@ -41,9 +42,9 @@ pub(super) enum FilesMarkup {
     Attachments,
 }
 
-pub(super) const LOOKS: [Look; 4] = [
+/// In the order of [`LOOK_NAMES`].
+pub(super) const LOOKS: [Look; LOOK_NAMES.len()] = [
     Look {
-        name: "bootstrap",
         wrapper_open: "<div class=\"container\"><div class=\"row\">",
         wrapper_close: "</div></div>",
         main_open: "<main id=\"content\" class=\"col-md-9\">",
@@ -54,7 +55,6 @@ pub(super) const LOOKS: [Look; 4] = [
         related_close: "</ul></aside>",
     },
     Look {
-        name: "drupal",
         wrapper_open: "<div id=\"page\" class=\"layout-container\"><div class=\"region region-content\">",
         wrapper_close: "</div></div>",
         main_open: "<div id=\"main\" class=\"node node--full\" role=\"main\">",
@@ -65,7 +65,6 @@ pub(super) const LOOKS: [Look; 4] = [
         related_close: "</ul></div></div>",
     },
     Look {
-        name: "cards",
         wrapper_open: "<div class=\"l-page\"><div class=\"l-main\">",
         wrapper_close: "</div></div>",
         main_open: "<section class=\"main-content\" id=\"primary\">",
@@ -76,7 +75,6 @@ pub(super) const LOOKS: [Look; 4] = [
         related_close: "</ul></section>",
     },
     Look {
-        name: "sphinx",
         wrapper_open: "<div class=\"document\"><div class=\"documentwrapper\">",
         wrapper_close: "</div></div>",
         main_open: "<div class=\"body\" role=\"main\">",
@@ -765,23 +763,4 @@ pub(super) fn paragraph(out: &mut String, rng: &mut Rng) {
         }
         out.push('.');
     }
-}
-
-pub(super) fn title_case(slug: &str) -> String {
-    let mut out = String::with_capacity(slug.len());
-    for (n, w) in slug.split(['-', '_']).enumerate() {
-        if n > 0 {
-            out.push(' ');
-        }
-        let mut c = w.chars();
-        if let Some(f) = c.next() {
-            if n == 0 {
-                out.push(f.to_ascii_uppercase());
-            } else {
-                out.push(f);
-            }
-            out.push_str(c.as_str());
-        }
-    }
-    out
 }

@@ -1,8 +1,8 @@
 //! Answering a request (the [`Site`] impl) and the bodies that are not HTML:
 //! target files, images, page sources and variants.
 
-use super::layout::{TargetKind, WORDS};
-use super::render::{paragraph, title_case};
+use super::layout::{title_case, TargetKind, WORDS};
+use super::render::paragraph;
 use super::urls::{Route, Variant};
 use super::SyntheticSite;
 use crate::sites::rng::{hash, unit_of, Rng};

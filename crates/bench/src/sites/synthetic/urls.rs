@@ -2,41 +2,12 @@
 //! short link and variant, and [`SyntheticSite::route`], which parses a
 //! request back into what it names (anything else is a 404).
 
-use super::layout::{PageKind, TargetKind, CONTACT_GID, NODE_BASE, SESSION_POOL, STATICS, WORDS};
+use super::layout::{
+    PageKind, TargetKind, UrlStyle, CONTACT_GID, NODE_BASE, SESSION_POOL, STATICS, WORDS,
+};
 use super::SyntheticSite;
 use crate::sites::rng::{hash, unit_of, Rng};
 use axum::http::StatusCode;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum UrlStyle {
-    /// `/{slug}`, `/{slug}?page=K`, items `/node/N`.
-    Drupal,
-    /// `/{slug}/index.html`, `/{slug}/page-K.html`, items `/{slug}/{year}/{stem}-{i}.html`.
-    Static,
-    /// `/{slug}/`, `/{slug}/page/K/`, items `/{slug}/{i}/{stem}/`.
-    Press,
-    /// `/{slug}/index.html`, `/{slug}/genindex-K.html`, items `/{slug}/{stem}-{i}.html`,
-    /// relative hrefs and `_sources` links, like Sphinx.
-    Docs,
-}
-
-impl UrlStyle {
-    pub(super) const ALL: [UrlStyle; 4] = [
-        UrlStyle::Drupal,
-        UrlStyle::Static,
-        UrlStyle::Press,
-        UrlStyle::Docs,
-    ];
-
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            UrlStyle::Drupal => "drupal",
-            UrlStyle::Static => "static",
-            UrlStyle::Press => "press",
-            UrlStyle::Docs => "docs",
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Sort {
