@@ -16,7 +16,9 @@ mod sites;
 use axum::http::{header, HeaderValue, StatusCode};
 use forager::store::StopReason;
 use forager_bench::sites::{Body, Site, SiteRequest, SiteResponse, SiteServer};
-use harness::{crawl_cli, crawl_in_process, job_toml, quick_fetch, CliOptions, MAX_BODY_BYTES};
+use harness::{
+    crawl_cli, crawl_in_process, job_file, job_toml, quick_fetch, CliOptions, MAX_BODY_BYTES,
+};
 use raw::{respond, RawServer, Step};
 use sites::{HostileSite, HONEST_TARGETS};
 use std::net::SocketAddr;
@@ -1157,6 +1159,71 @@ async fn a_page_of_thousands_of_forms_costs_bounded_requests_and_memory() {
             log.len(),
             explore.len(),
             out.counters.rejected_links,
+            out.peak_rss_kib >> 10
+        );
+    }
+}
+
+/// A robots.txt naming a sitemap of a million catalog URLs, each catalog a
+/// `data.json` of dead downloads: the sitemap's link cap bounds the
+/// catalogs asked (each once), each catalog's entries are all the rest, and
+/// memory stays under the hostile tests' cap. Counts, not times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sitemap_of_a_million_catalogs_costs_bounded_requests_and_memory() {
+    use forager_bench::sites::portal::{SitemapFloodSite, SITEMAP_FLOOD_PER_CATALOG};
+    const LINKS: usize = 200;
+    let (server, resolve) = serve(SitemapFloodSite).await;
+    for strategy in ["sb", "bfs"] {
+        let name = format!("sitemap-flood-{strategy}");
+        let before = requested(&server, HOST).len();
+        let job = job_file(&name, &[seed(server.port())], "site", "")
+            .strategy(strategy)
+            .set("targets", "catalogs", true)
+            .set("limits", "max_links_per_page", LINKS)
+            .toml();
+        let out = crawl_cli(
+            &name,
+            job,
+            CliOptions {
+                resolve: vec![resolve.clone()],
+                kill_after: Some(Duration::from_secs(300)),
+                ..CliOptions::default()
+            },
+        )
+        .await;
+        out.assert_completed();
+        out.assert_memory_bounded();
+        assert_eq!(out.target_paths(), vec!["/files/real.csv".to_string()]);
+        let log: Vec<String> = requested(&server, HOST).split_off(before);
+        let catalogs: Vec<&String> = log.iter().filter(|p| p.starts_with("/c/")).collect();
+        let distinct: std::collections::BTreeSet<&&String> = catalogs.iter().collect();
+        assert!(
+            (1..=LINKS).contains(&distinct.len()),
+            "{strategy}: {} catalogs asked",
+            distinct.len()
+        );
+        let dead = log.iter().filter(|p| p.starts_with("/dead/")).count();
+        assert_eq!(
+            catalogs.len(),
+            distinct.len(),
+            "{strategy}: a catalog asked twice"
+        );
+        // A catalog's entries are files it declares: fetched without a HEAD.
+        assert!(
+            dead <= LINKS * SITEMAP_FLOOD_PER_CATALOG,
+            "{strategy}: {dead} requests of catalog entries"
+        );
+        // robots.txt, the home page, the sitemap and the real file (a few
+        // HEADs at most) besides the catalogs and their entries.
+        assert!(
+            log.len() <= LINKS * (1 + SITEMAP_FLOOD_PER_CATALOG) + 16,
+            "{strategy}: {} requests",
+            log.len()
+        );
+        eprintln!(
+            "{strategy}: {} requests ({} catalogs, {dead} entries), peak RSS {} MiB",
+            log.len(),
+            distinct.len(),
             out.peak_rss_kib >> 10
         );
     }

@@ -555,6 +555,71 @@ impl Site for FormFloodSite {
     }
 }
 
+/// A site whose robots.txt names a sitemap of [`SITEMAP_FLOOD_ENTRIES`]
+/// catalog URLs (`/c/N/data.json`), each a `data.json` of
+/// [`SITEMAP_FLOOD_PER_CATALOG`] downloads that are dead links; one real
+/// file is linked from the home page. What bounds a job with catalogs on:
+/// the sitemap's body and link caps, then each catalog's.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SitemapFloodSite;
+
+/// Catalog URLs the flooding sitemap lists.
+pub const SITEMAP_FLOOD_ENTRIES: usize = 1_000_000;
+/// Dead downloads each of its catalogs lists.
+pub const SITEMAP_FLOOD_PER_CATALOG: usize = 5;
+
+impl Site for SitemapFloodSite {
+    fn respond(&self, req: &SiteRequest) -> SiteResponse {
+        // The Host header keeps the port the crawler was given, which the
+        // sitemap's absolute URLs must carry too.
+        let authority = req
+            .headers
+            .get(axum::http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(req.host.as_str())
+            .to_string();
+        let path = req.path.as_str();
+        match path {
+            "/" => SiteResponse::html(
+                "<html><body><a href=\"/files/real.csv\">the one real file</a></body></html>",
+            ),
+            "/files/real.csv" => csv(path),
+            "/robots.txt" => SiteResponse::ok(
+                "text/plain",
+                format!("User-agent: *\nSitemap: http://{authority}/sitemap.xml\n"),
+            ),
+            "/sitemap.xml" => {
+                let mut body = String::with_capacity(SITEMAP_FLOOD_ENTRIES * 60);
+                body.push_str("<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">");
+                for i in 0..SITEMAP_FLOOD_ENTRIES {
+                    let _ = write!(
+                        body,
+                        "<url><loc>http://{authority}/c/{i}/data.json</loc></url>"
+                    );
+                }
+                body.push_str("</urlset>");
+                SiteResponse::ok("application/xml", body)
+            }
+            p if p.starts_with("/c/") && p.ends_with("/data.json") => {
+                let n = &p["/c/".len()..p.len() - "/data.json".len()];
+                let mut body = String::from("{\"dataset\":[");
+                for k in 0..SITEMAP_FLOOD_PER_CATALOG {
+                    if k > 0 {
+                        body.push(',');
+                    }
+                    let _ = write!(
+                        body,
+                        "{{\"distribution\":[{{\"downloadURL\":\"/dead/{n}-{k}.csv\"}}]}}"
+                    );
+                }
+                body.push_str("]}");
+                SiteResponse::ok("application/json", body)
+            }
+            _ => SiteResponse::not_found(),
+        }
+    }
+}
+
 /// A portal whose catalogs sit at paths no well-known list has, found only
 /// the ways portals announce them: robots.txt's `Sitemap:` lines name a
 /// sitemap index and a Project Open Data `data.json` (`/pod/data.json`);
