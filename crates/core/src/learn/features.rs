@@ -206,10 +206,14 @@ pub(crate) fn tag_path_id_room(tag_path: &str) -> usize {
 /// that family, call them pages (the synthetic `deep` site: ~300 such
 /// mistakes per crawl). The markup that carries the link says it at once,
 /// from the files of other families it carried before: `span.file/a.file-icon`,
-/// a download button, an attachments table. Measured by replaying the labels of
-/// 5 crawls per site through the classifier (online accuracy, URL only →
-/// with the tag path): small 95.4 → 98.6 %, deep 94.9 → 99.8 %, sklearn
-/// and twisted unchanged (99.0, 99.1).
+/// a download button, an attachments table. Chosen by replaying the labels
+/// of 5 crawls per site through variants of the classifier (anchor tokens,
+/// the referrer, the whole path as one token, elements by distance alone
+/// gained less; docs/bench/2026-11-28-session7-classifier.md). Measured with
+/// `forager bench`, sb, 5 seeds, URL only → with the tag path: online
+/// accuracy small 95.4 → 98.9 %, deep 94.9 → 99.7 %, sklearn and twisted
+/// unchanged (99.0, 99.1); req@90 ÷ floor small 1.35 → 1.25, deep 1.15 →
+/// 1.06, sklearn 1.07 → 1.07, twisted 1.49 → 1.50 (± 0.09).
 pub(crate) fn for_each_tag_path_feature(tag_path: &str, mut push: impl FnMut(u32)) {
     let elements = || tag_path.split('/').filter(|e| !e.is_empty());
     for element in elements() {
