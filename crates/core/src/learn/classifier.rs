@@ -7,6 +7,11 @@
 //!   the binary model: the paper found that class unlearnable from URLs.
 //! - Online accuracy: a prediction is remembered (bounded memory, keyed by a
 //!   URL fingerprint) and scored when the label of that URL arrives.
+//! - Features: the URL's ([`UrlFeatures::of_url`]) and, beyond the paper,
+//!   the tag path of the element that carried the link
+//!   ([`UrlFeatures::of_link`]; a caller without one passes none): a file and
+//!   a page of the same URL family (`/node/8723`, `/node/8722`) are told
+//!   apart by the markup that links them.
 //! - Optional third outcome (ARCHITECTURE.md § Crawl loop "Beyond the paper", off by default): a
 //!   second FTRL model learns "neither" vs the rest from every 2xx label; a link
 //!   it calls neither with p ≥ 0.9 is not fetched, except a fraction ε (0.17)
@@ -15,6 +20,7 @@
 
 use super::features::UrlFeatures;
 use super::ftrl::{FtrlConfig, FtrlModel};
+use crate::codec::{self, CodecError};
 use crate::hash::{fingerprint64, IntHashBuilder};
 use crate::mime::Label;
 use rand::{Rng, SeedableRng};
@@ -241,6 +247,8 @@ impl PredictionMemory {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct PendingExample {
     url: String,
+    /// The tag path of the element that carried the link ("" when unknown).
+    tag_path: String,
     label: Label,
     weight: f64,
 }
@@ -315,8 +323,8 @@ impl UrlClassifier {
         self.target.predict_url(url)
     }
 
-    /// Predict the label of a link whose label is unknown, remembering the
-    /// prediction for the online accuracy.
+    /// Predict the label of a link whose label is unknown from its URL alone,
+    /// remembering the prediction for the online accuracy.
     pub fn classify(&mut self, url: &Url) -> Verdict {
         self.classify_keyed(url, fingerprint64(url.as_str().as_bytes()))
     }
@@ -324,11 +332,18 @@ impl UrlClassifier {
     /// [`Self::classify`] with the URL's `fingerprint64` computed already
     /// (`key`; debug builds check it).
     pub fn classify_keyed(&mut self, url: &Url, key: u64) -> Verdict {
+        self.classify_link(url, key, "")
+    }
+
+    /// [`Self::classify_keyed`] of a link carried by the element at
+    /// `tag_path`: its features too. Its label should be observed with the
+    /// same tag path ([`Self::observe_link`]).
+    pub fn classify_link(&mut self, url: &Url, key: u64, tag_path: &str) -> Verdict {
         debug_assert_eq!(key, fingerprint64(url.as_str().as_bytes()));
         if !self.warm {
             return Verdict::AskServer;
         }
-        let p_target = self.target.predict_url(url);
+        let p_target = self.target.predict_link(url, tag_path);
         let binary = if p_target > self.config.threshold {
             Label::Target
         } else {
@@ -343,7 +358,7 @@ impl UrlClassifier {
         };
         let nc = self.config.neither;
         if nc.enabled {
-            let p_neither = self.neither.predict_url(url);
+            let p_neither = self.neither.predict_link(url, tag_path);
             prediction.neither_probability = Some(p_neither);
             if p_neither >= nc.confidence {
                 let rate = nc.sample_rate.clamp(f64::MIN_POSITIVE, 1.0);
@@ -375,8 +390,14 @@ impl UrlClassifier {
         Verdict::Predicted(prediction)
     }
 
-    /// A label observed on a real 2xx response (HEAD or GET).
+    /// A label observed on a real 2xx response (HEAD or GET), for a link
+    /// known by its URL alone.
     pub fn observe(&mut self, url: &Url, label: Label) {
+        self.observe_link(url, "", label);
+    }
+
+    /// [`Self::observe`] of a link carried by the element at `tag_path`.
+    pub fn observe_link(&mut self, url: &Url, tag_path: &str, label: Label) {
         let neither_on = self.config.neither.enabled;
         let mut weight = 1.0;
         if let Some(p) = self.memory.take(fingerprint64(url.as_str().as_bytes())) {
@@ -394,6 +415,7 @@ impl UrlClassifier {
         }
         self.batch.push(PendingExample {
             url: url.as_str().to_owned(),
+            tag_path: tag_path.to_owned(),
             label,
             weight,
         });
@@ -411,7 +433,7 @@ impl UrlClassifier {
             let Ok(url) = Url::parse(&example.url) else {
                 continue;
             };
-            let features = UrlFeatures::of_url(&url);
+            let features = UrlFeatures::of_link(&url, &example.tag_path);
             if example.label != Label::Neither {
                 self.target
                     .train(&features, example.label == Label::Target, example.weight);
@@ -467,29 +489,149 @@ impl Serialize for UrlClassifier {
 
 impl<'de> Deserialize<'de> for UrlClassifier {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = StoredClassifier::deserialize(d)?;
-        let memory = PredictionMemory::from_live(s.memory);
+        Ok(StoredClassifier::deserialize(d)?.into_classifier())
+    }
+}
+
+impl StoredClassifier {
+    fn into_classifier(self) -> UrlClassifier {
+        let memory = PredictionMemory::from_live(self.memory);
         let config = ClassifierConfig::default();
         let mut c = UrlClassifier {
             config,
-            target: s.target,
-            neither: s.neither,
-            warm: s.warm,
-            labelled: s.labelled,
-            batch: s.batch,
+            target: self.target,
+            neither: self.neither,
+            warm: self.warm,
+            labelled: self.labelled,
+            batch: self.batch,
             memory,
-            accuracy: s.accuracy,
-            rng: s.rng,
+            accuracy: self.accuracy,
+            rng: self.rng,
         };
         c.set_config(config);
-        Ok(c)
+        c
+    }
+}
+
+impl UrlClassifier {
+    /// A classifier stored on its own by [`codec::encode`], in the current
+    /// layout or the one before tag paths ([`UrlClassifierWithoutTagPaths`]);
+    /// when neither decodes, the current layout's error.
+    pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        codec::decode::<UrlClassifier>(bytes).or_else(|current| {
+            codec::decode::<UrlClassifierWithoutTagPaths>(bytes)
+                .map(UrlClassifier::from)
+                .map_err(|_| current)
+        })
+    }
+}
+
+/// A pending example in the layout before tag paths.
+#[derive(Serialize, Deserialize)]
+struct PendingExampleWithoutTagPath {
+    url: String,
+    label: Label,
+    weight: f64,
+}
+
+/// The layout before tag paths: the same fields, examples without one.
+#[derive(Deserialize)]
+struct StoredClassifierWithoutTagPaths {
+    target: FtrlModel,
+    neither: FtrlModel,
+    warm: bool,
+    labelled: u64,
+    batch: Vec<PendingExampleWithoutTagPath>,
+    memory: Vec<RememberedPrediction>,
+    accuracy: OnlineAccuracy,
+    rng: Xoshiro256PlusPlus,
+}
+
+/// A classifier saved before links' tag paths were features: decoded from
+/// that layout, it is restored as it was (its models hold no tag-path
+/// weight yet, and its pending examples train without one), then learns
+/// from tag paths like a new one. Containers of a classifier (sb's state)
+/// keep their older layouts decodable through it.
+pub struct UrlClassifierWithoutTagPaths(UrlClassifier);
+
+impl<'de> Deserialize<'de> for UrlClassifierWithoutTagPaths {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = StoredClassifierWithoutTagPaths::deserialize(d)?;
+        let batch = s
+            .batch
+            .into_iter()
+            .map(|e| PendingExample {
+                url: e.url,
+                tag_path: String::new(),
+                label: e.label,
+                weight: e.weight,
+            })
+            .collect();
+        Ok(UrlClassifierWithoutTagPaths(
+            StoredClassifier {
+                target: s.target,
+                neither: s.neither,
+                warm: s.warm,
+                labelled: s.labelled,
+                batch,
+                memory: s.memory,
+                accuracy: s.accuracy,
+                rng: s.rng,
+            }
+            .into_classifier(),
+        ))
+    }
+}
+
+impl From<UrlClassifierWithoutTagPaths> for UrlClassifier {
+    fn from(old: UrlClassifierWithoutTagPaths) -> Self {
+        old.0
+    }
+}
+
+/// A classifier in the layout before tag paths, as an older version saved
+/// it (its pending examples' tag paths dropped): for the tests of the
+/// containers of a classifier.
+#[cfg(test)]
+#[derive(Serialize)]
+pub(crate) struct StoredWithoutTagPathsRef<'a> {
+    target: &'a FtrlModel,
+    neither: &'a FtrlModel,
+    warm: bool,
+    labelled: u64,
+    batch: Vec<PendingExampleWithoutTagPath>,
+    memory: Vec<RememberedPrediction>,
+    accuracy: OnlineAccuracy,
+    rng: &'a Xoshiro256PlusPlus,
+}
+
+#[cfg(test)]
+impl UrlClassifier {
+    pub(crate) fn without_tag_paths(&self) -> StoredWithoutTagPathsRef<'_> {
+        StoredWithoutTagPathsRef {
+            target: &self.target,
+            neither: &self.neither,
+            warm: self.warm,
+            labelled: self.labelled,
+            batch: self
+                .batch
+                .iter()
+                .map(|e| PendingExampleWithoutTagPath {
+                    url: e.url.clone(),
+                    label: e.label,
+                    weight: e.weight,
+                })
+                .collect(),
+            memory: self.memory.live(),
+            accuracy: self.accuracy,
+            rng: &self.rng,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec;
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()
@@ -720,6 +862,13 @@ mod tests {
             },
             ..Default::default()
         };
+        // Tag paths by class, so the pending examples and the models hold them.
+        let tag = |l: Label| match l {
+            Label::Target => FILE_CELL,
+            Label::Html => TEXT_LINK,
+            Label::Neither => "/html/body/div.gallery/a.thumb",
+        };
+        let key = |u: &Url| fingerprint64(u.as_str().as_bytes());
         let mut a = UrlClassifier::new(config, 3);
         for i in 0..57 {
             let (u, l) = match i % 3 {
@@ -728,24 +877,137 @@ mod tests {
                 _ => (image(i), Label::Neither),
             };
             if i > 30 {
-                a.classify(&u);
+                a.classify_link(&u, key(&u), tag(l));
             }
-            a.observe(&u, l);
+            a.observe_link(&u, tag(l), l);
         }
-        a.classify(&csv(9999));
+        assert!(!a.batch.is_empty(), "examples are pending");
+        a.classify_link(&csv(9999), key(&csv(9999)), FILE_CELL);
         let bytes = codec::encode(&a);
-        let mut b: UrlClassifier = codec::decode(&bytes).unwrap();
+        let mut b = UrlClassifier::decode(&bytes).unwrap();
         b.set_config(config);
         assert_eq!(codec::encode(&b), bytes);
         for i in 57..200 {
             let u = if i % 2 == 0 { image(i) } else { csv(i) };
-            assert_eq!(a.classify(&u), b.classify(&u));
-            a.observe(&u, Label::Neither);
-            b.observe(&u, Label::Neither);
+            let t = tag(if i % 2 == 0 {
+                Label::Neither
+            } else {
+                Label::Target
+            });
+            assert_eq!(
+                a.classify_link(&u, key(&u), t),
+                b.classify_link(&u, key(&u), t)
+            );
+            a.observe_link(&u, t, Label::Neither);
+            b.observe_link(&u, t, Label::Neither);
         }
-        a.observe(&csv(9999), Label::Target);
-        b.observe(&csv(9999), Label::Target);
+        a.observe_link(&csv(9999), FILE_CELL, Label::Target);
+        b.observe_link(&csv(9999), FILE_CELL, Label::Target);
         assert_eq!(a.accuracy(), b.accuracy());
         assert_eq!(codec::encode(&a), codec::encode(&b));
+    }
+
+    /// Where the markup carried a file.
+    const FILE_CELL: &str =
+        "/html/body.page-data/div#main/table.files/tbody/tr/td/span.file/a.file-icon";
+    /// Where it carried a page.
+    const TEXT_LINK: &str = "/html/body.page-data/div#main/div.content/p/a";
+
+    #[test]
+    fn tag_paths_tell_files_from_pages_of_one_url_family() {
+        // A Drupal-like site: pages are `/node/N` with N even, and files are
+        // `.csv` links at first, then `/node/N` with N odd (attachments),
+        // always in the same attachments table. The crawl meets the first
+        // attachments before it has seen any: their URL says "page".
+        let node = |n: usize| url(&format!("https://stats.example.org/node/{n}"));
+        let key = |u: &Url| fingerprint64(u.as_str().as_bytes());
+        let run = |with_tag_paths: bool| {
+            let tag = |t: &'static str| if with_tag_paths { t } else { "" };
+            let mut c = UrlClassifier::new(ClassifierConfig::default(), 5);
+            // Files of many kinds in many folders: what they share is the markup.
+            let dirs = ["files", "media/documents", "uploads", "sites/default/files"];
+            let exts = ["csv", "pdf", "xlsx", "json", "zip"];
+            for i in 0..200 {
+                let (u, t, l) = if i % 2 == 0 {
+                    let file = format!(
+                        "https://stats.example.org/{}/{}/table-{i}.{}",
+                        dirs[i % 8 / 2],
+                        2000 + i % 7,
+                        exts[i / 2 % 5]
+                    );
+                    (url(&file), FILE_CELL, Label::Target)
+                } else {
+                    (node(2 * i), TEXT_LINK, Label::Html)
+                };
+                c.observe_link(&u, tag(t), l);
+            }
+            // Twenty attachments met at once on a listing, labelled later.
+            let attachments: Vec<Url> = (0..20).map(|i| node(5001 + 2 * i)).collect();
+            let mut right = 0;
+            for u in &attachments {
+                let Verdict::Predicted(p) = c.classify_link(u, key(u), tag(FILE_CELL)) else {
+                    panic!("warm")
+                };
+                right += usize::from(p.label == Label::Target);
+            }
+            for u in &attachments {
+                c.observe_link(u, tag(FILE_CELL), Label::Target);
+            }
+            // Pages of the family are still pages.
+            let u = node(9000);
+            let Verdict::Predicted(p) = c.classify_link(&u, key(&u), tag(TEXT_LINK)) else {
+                panic!("warm")
+            };
+            // (By its URL alone it is a target now: the attachments moved the family.)
+            assert!(!with_tag_paths || p.label == Label::Html);
+            (right, c.accuracy())
+        };
+        let (url_only, _) = run(false);
+        let (with_tag_paths, accuracy) = run(true);
+        assert_eq!(url_only, 0, "the URL alone says page");
+        assert_eq!(with_tag_paths, 20);
+        assert_eq!(accuracy.predictions, 20);
+    }
+
+    #[test]
+    fn the_layout_before_tag_paths_is_restored_as_it_was() {
+        let mut a = UrlClassifier::new(ClassifierConfig::default(), 11);
+        for i in 0..25 {
+            let (u, l) = if i % 2 == 0 {
+                (csv(i), Label::Target)
+            } else {
+                (page(i), Label::Html)
+            };
+            if i > 12 {
+                a.classify(&u);
+            }
+            a.observe(&u, l);
+        }
+        a.classify(&csv(7777));
+        assert_eq!(a.batch.len(), 5, "examples are pending");
+        let old = codec::encode(&a.without_tag_paths());
+        let current = codec::encode(&a);
+        assert_ne!(old, current, "pending examples make the layouts differ");
+        assert!(codec::decode::<UrlClassifier>(&old).is_err());
+        let mut b = UrlClassifier::decode(&old).unwrap();
+        // Examples seen without a tag path: the state is the one saved.
+        assert_eq!(codec::encode(&b), current);
+        for i in 25..60 {
+            let u = if i % 2 == 0 { csv(i) } else { page(i) };
+            assert_eq!(a.classify(&u), b.classify(&u));
+            let l = if i % 2 == 0 {
+                Label::Target
+            } else {
+                Label::Html
+            };
+            a.observe(&u, l);
+            b.observe(&u, l);
+        }
+        assert_eq!(codec::encode(&a), codec::encode(&b));
+        // Bytes that are neither layout: the current layout's error.
+        assert!(matches!(
+            UrlClassifier::decode(&current[..current.len() - 1]),
+            Err(CodecError::Decode(_))
+        ));
     }
 }

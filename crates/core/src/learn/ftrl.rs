@@ -14,7 +14,8 @@
 //! that the same model always encodes to the same bytes.
 
 use super::features::{
-    for_each_url_feature, id_set_slots, insert_id, url_id_room, UrlFeatures, HOT_FEATURES, NO_ID,
+    for_each_tag_path_feature, for_each_url_feature, id_set_slots, insert_id, tag_path_id_room,
+    url_id_room, UrlFeatures, HOT_FEATURES, NO_ID,
 };
 use crate::hash::IntHashBuilder;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -186,9 +187,28 @@ impl FtrlModel {
     /// the weighted ones are deduplicated — in a set on the stack for a URL of
     /// usual length — so each still counts once, summed in extraction order.
     pub fn predict_url(&self, url: &Url) -> f64 {
-        /// Ids a URL of up to `STACK_SET / 2 - 12` bytes can give, times 2 (load ≤ 1/2).
-        const STACK_SET: usize = 256;
-        let room = id_set_slots(url_id_room(url));
+        self.predict_streamed(url_id_room(url), |sum| {
+            for_each_url_feature(url, |f| sum.add(f));
+        })
+    }
+
+    /// [`Self::predict`] of `UrlFeatures::of_link(url, tag_path)`, bit for
+    /// bit, streamed as [`Self::predict_url`] is.
+    pub fn predict_link(&self, url: &Url, tag_path: &str) -> f64 {
+        let room = url_id_room(url) + tag_path_id_room(tag_path);
+        self.predict_streamed(room, |sum| {
+            for_each_url_feature(url, |f| sum.add(f));
+            for_each_tag_path_feature(tag_path, |f| sum.add(f));
+        })
+    }
+
+    /// σ of the sum of the weights of the ids `stream` adds (at most `room`
+    /// distinct ones), each counted once, in the order added.
+    fn predict_streamed(&self, room: usize, stream: impl FnOnce(&mut LogitSum<'_>)) -> f64 {
+        /// Ids a link of usual length can give, times 2 (load ≤ 1/2): a URL
+        /// of up to ~200 bytes, or ~180 and a tag path of a dozen elements.
+        const STACK_SET: usize = 512;
+        let room = id_set_slots(room);
         let mut on_stack = [NO_ID; STACK_SET];
         let mut on_heap = Vec::new();
         let slots: &mut [u32] = if room <= STACK_SET {
@@ -197,14 +217,13 @@ impl FtrlModel {
             on_heap.resize(room, NO_ID);
             &mut on_heap
         };
-        let mut logit = 0.0f64;
-        for_each_url_feature(url, |f| {
-            let w = self.weight(f);
-            if w != 0.0 && insert_id(slots, f) {
-                logit += w;
-            }
-        });
-        sigmoid(logit)
+        let mut sum = LogitSum {
+            model: self,
+            slots,
+            logit: 0.0,
+        };
+        stream(&mut sum);
+        sigmoid(sum.logit)
     }
 
     /// One online update with label `positive` and importance weight `weight` (> 0).
@@ -234,6 +253,27 @@ impl FtrlModel {
             }
         }
         self.examples += 1;
+    }
+}
+
+/// The logit of a streamed prediction ([`FtrlModel::predict_url`]): a
+/// concrete type, so the feature loops call [`LogitSum::add`] statically.
+struct LogitSum<'a> {
+    model: &'a FtrlModel,
+    /// The weighted ids added so far (an open-addressed set).
+    slots: &'a mut [u32],
+    logit: f64,
+}
+
+impl LogitSum<'_> {
+    /// Add the weight of `f` unless it is zero (adding 0 changes no sum, and
+    /// σ(−0) = σ(0)) or `f` was added already: only weighted ids enter the set.
+    #[inline]
+    fn add(&mut self, f: u32) {
+        let w = self.model.weight(f);
+        if w != 0.0 && insert_id(self.slots, f) {
+            self.logit += w;
+        }
     }
 }
 
@@ -534,6 +574,43 @@ mod tests {
         let empty = FtrlModel::new(FtrlConfig::default());
         let url = Url::parse(probes[0]).unwrap();
         assert_eq!(empty.predict_url(&url), 0.5);
+    }
+
+    #[test]
+    fn predicting_a_link_equals_predicting_its_features_bit_for_bit() {
+        let files = "/html/body/div#main/table/tr/td/span.file/a.file-icon";
+        let text = "/html/body/div#main/div.content/p/a";
+        let mut m = FtrlModel::new(FtrlConfig::default());
+        for (i, (x, y)) in toy_examples(120).into_iter().enumerate() {
+            let tag = if y { files } else { text };
+            let u = Url::parse(&format!("https://stats.example.org/node/{i}")).unwrap();
+            m.train(&UrlFeatures::of_link(&u, tag), y, 1.0);
+            m.train(&x, y, 1.0);
+        }
+        let deep = format!("/html{}/a", "/div.wrapper".repeat(300));
+        let cases = [
+            ("https://stats.example.org/node/7", files),
+            ("https://stats.example.org/node/8", text),
+            ("https://stats.example.org/files/t2.csv", files),
+            ("https://stats.example.org/node/9", ""),
+            ("https://stats.example.org/node/10", deep.as_str()),
+        ];
+        for (u, tag) in cases {
+            let url = Url::parse(u).unwrap();
+            let expected = m.predict(&UrlFeatures::of_link(&url, tag));
+            assert_ne!(expected, 0.5, "{u}: the probe must hit trained weights");
+            assert_eq!(
+                m.predict_link(&url, tag).to_bits(),
+                expected.to_bits(),
+                "{u} {tag}"
+            );
+        }
+        let url = Url::parse(cases[0].0).unwrap();
+        assert_eq!(
+            m.predict_link(&url, "").to_bits(),
+            m.predict_url(&url).to_bits()
+        );
+        assert!(m.predict_link(&url, files) > m.predict_link(&url, text));
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub mod tagpath;
 pub use actions::{ActionConfig, ActionId, ActionIndex, Assignment};
 pub use bandit::{ArmStats, AuerBandit, AuerConfig};
 pub use classifier::{
-    ClassifierConfig, NeitherConfig, OnlineAccuracy, Prediction, UrlClassifier, Verdict,
+    ClassifierConfig, NeitherConfig, OnlineAccuracy, Prediction, UrlClassifier,
+    UrlClassifierWithoutTagPaths, Verdict,
 };
 pub use early_stop::{EarlyStop, EarlyStopConfig};
 pub use features::{anthelion_tokens, LinkContext, ParentRelevance, UrlFeatures};

@@ -125,7 +125,8 @@ impl Strategy for Focused {
     }
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), CodecError> {
-        let mut classifier: UrlClassifier = codec::decode(bytes)?;
+        // Its layout before tag paths too (`focused` gives none, but the examples gained the field).
+        let mut classifier = UrlClassifier::decode(bytes)?;
         classifier.set_config(self.config.classifier);
         self.classifier = classifier;
         self.frontier.clear();

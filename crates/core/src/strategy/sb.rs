@@ -100,7 +100,7 @@ use crate::learn::neither::LinkPattern;
 use crate::learn::{
     ActionConfig, ActionId, ActionIndex, ArmStats, AuerBandit, AuerConfig, ClassifierConfig,
     LeadConfig, LeadPrior, LeadRanker, NeitherDecision, NeitherPatternConfig, NeitherPatterns,
-    UrlClassifier, Verdict,
+    UrlClassifier, UrlClassifierWithoutTagPaths, Verdict,
 };
 use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
@@ -621,13 +621,31 @@ struct StoredSb {
     up_features: Vec<(u64, Box<[u32]>)>,
 }
 
+/// The layout saved before the URL classifier learnt from tag paths: its
+/// classifier restored as it was ([`UrlClassifierWithoutTagPaths`]).
+#[derive(Deserialize)]
+struct StoredSbWithoutTagPaths {
+    actions: ActionIndex,
+    bandit: AuerBandit,
+    classifier: UrlClassifierWithoutTagPaths,
+    rng: Xoshiro256PlusPlus,
+    member_bandits: Vec<AuerBandit>,
+    neither: NeitherPatterns,
+    suspects: BTreeMap<LinkId, Suspect>,
+    lead: LeadRanker,
+    lead_features: Vec<(LinkId, Box<[u32]>)>,
+    came_from: Vec<(u64, ActionKey)>,
+    up_features: Vec<(u64, Box<[u32]>)>,
+}
+
 /// The layout saved before the credit one level up: restored with no page's
 /// link features kept (the credit starts with the pages fetched next).
+/// This and the older layouts hold a classifier without tag paths.
 #[derive(Deserialize)]
 struct StoredSbWithoutUp {
     actions: ActionIndex,
     bandit: AuerBandit,
-    classifier: UrlClassifier,
+    classifier: UrlClassifierWithoutTagPaths,
     rng: Xoshiro256PlusPlus,
     member_bandits: Vec<AuerBandit>,
     neither: NeitherPatterns,
@@ -642,7 +660,7 @@ struct StoredSbWithoutUp {
 struct StoredSbWithoutLead {
     actions: ActionIndex,
     bandit: AuerBandit,
-    classifier: UrlClassifier,
+    classifier: UrlClassifierWithoutTagPaths,
     rng: Xoshiro256PlusPlus,
     member_bandits: Vec<AuerBandit>,
     neither: NeitherPatterns,
@@ -654,7 +672,7 @@ struct StoredSbWithoutLead {
 struct StoredSbWithoutSuspects {
     actions: ActionIndex,
     bandit: AuerBandit,
-    classifier: UrlClassifier,
+    classifier: UrlClassifierWithoutTagPaths,
     rng: Xoshiro256PlusPlus,
     member_bandits: Vec<AuerBandit>,
     neither: NeitherPatterns,
@@ -665,7 +683,7 @@ struct StoredSbWithoutSuspects {
 struct StoredSbWithoutNeither {
     actions: ActionIndex,
     bandit: AuerBandit,
-    classifier: UrlClassifier,
+    classifier: UrlClassifierWithoutTagPaths,
     rng: Xoshiro256PlusPlus,
     member_bandits: Vec<AuerBandit>,
 }
@@ -675,7 +693,7 @@ struct StoredSbWithoutNeither {
 struct StoredSbWithoutMembers {
     actions: ActionIndex,
     bandit: AuerBandit,
-    classifier: UrlClassifier,
+    classifier: UrlClassifierWithoutTagPaths,
     rng: Xoshiro256PlusPlus,
 }
 
@@ -683,6 +701,7 @@ struct StoredSbWithoutMembers {
 /// fills in what an older one lacked.
 enum StoredLayout {
     Current(StoredSb),
+    WithoutTagPaths(StoredSbWithoutTagPaths),
     WithoutUp(StoredSbWithoutUp),
     WithoutLead(StoredSbWithoutLead),
     WithoutSuspects(StoredSbWithoutSuspects),
@@ -700,7 +719,8 @@ impl StoredLayout {
             Err(e) => e,
         };
         codec::decode(bytes)
-            .map(StoredLayout::WithoutUp)
+            .map(StoredLayout::WithoutTagPaths)
+            .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutUp))
             .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutLead))
             .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutSuspects))
             .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutNeither))
@@ -1056,10 +1076,11 @@ impl Strategy for SleepingBandit {
                         score: 0.0,
                     });
                 }
-                match self
-                    .classifier
-                    .classify_keyed(&link.url, p.url_fingerprint())
-                {
+                match self.classifier.classify_link(
+                    &link.url,
+                    p.url_fingerprint(),
+                    link.tag_path.as_str(),
+                ) {
                     // Cold: a link whose source says what it is (a
                     // catalog's download, a form's submission) is taken at
                     // its word instead of costing a HEAD; on the small
@@ -1300,10 +1321,23 @@ impl Strategy for SleepingBandit {
         let fresh_lead = || LeadRanker::new(self.config.lead);
         let stored = match StoredLayout::decode(bytes)? {
             StoredLayout::Current(stored) => stored,
+            StoredLayout::WithoutTagPaths(old) => StoredSb {
+                actions: old.actions,
+                bandit: old.bandit,
+                classifier: old.classifier.into(),
+                rng: old.rng,
+                member_bandits: old.member_bandits,
+                neither: old.neither,
+                suspects: old.suspects,
+                lead: old.lead,
+                lead_features: old.lead_features,
+                came_from: old.came_from,
+                up_features: old.up_features,
+            },
             StoredLayout::WithoutUp(old) => StoredSb {
                 actions: old.actions,
                 bandit: old.bandit,
-                classifier: old.classifier,
+                classifier: old.classifier.into(),
                 rng: old.rng,
                 member_bandits: old.member_bandits,
                 neither: old.neither,
@@ -1316,7 +1350,7 @@ impl Strategy for SleepingBandit {
             StoredLayout::WithoutLead(old) => StoredSb {
                 actions: old.actions,
                 bandit: old.bandit,
-                classifier: old.classifier,
+                classifier: old.classifier.into(),
                 rng: old.rng,
                 member_bandits: old.member_bandits,
                 neither: old.neither,
@@ -1329,7 +1363,7 @@ impl Strategy for SleepingBandit {
             StoredLayout::WithoutSuspects(old) => StoredSb {
                 actions: old.actions,
                 bandit: old.bandit,
-                classifier: old.classifier,
+                classifier: old.classifier.into(),
                 rng: old.rng,
                 member_bandits: old.member_bandits,
                 neither: old.neither,
@@ -1342,7 +1376,7 @@ impl Strategy for SleepingBandit {
             StoredLayout::WithoutNeither(old) => StoredSb {
                 actions: old.actions,
                 bandit: old.bandit,
-                classifier: old.classifier,
+                classifier: old.classifier.into(),
                 rng: old.rng,
                 member_bandits: old.member_bandits,
                 neither: fresh_neither(),
@@ -1355,7 +1389,7 @@ impl Strategy for SleepingBandit {
             StoredLayout::WithoutMembers(old) => StoredSb {
                 actions: old.actions,
                 bandit: old.bandit,
-                classifier: old.classifier,
+                classifier: old.classifier.into(),
                 rng: old.rng,
                 member_bandits: Vec::new(),
                 neither: fresh_neither(),
@@ -1480,7 +1514,8 @@ impl SleepingBandit {
         if source == LabelSource::Error {
             return;
         }
-        self.classifier.observe(&link.url, label);
+        self.classifier
+            .observe_link(&link.url, link.tag_path.as_str(), label);
     }
 
     fn reward(&mut self, key: QueueKey, reward: u32) {
@@ -1852,6 +1887,7 @@ pub(super) mod fake_site {
 mod tests {
     use super::fake_site::{Crawl, Site, SiteShape, DATASET_LIST, NAV};
     use super::*;
+    use crate::learn::classifier::StoredWithoutTagPathsRef;
     use crate::learn::NeitherConfig;
     use crate::strategy::Bfs;
     use std::sync::Arc;
@@ -2601,7 +2637,7 @@ mod tests {
         let old = codec::encode(&OldLayout {
             actions: &sb.actions,
             bandit: &sb.bandit,
-            classifier: &sb.classifier,
+            classifier: sb.classifier.without_tag_paths(),
             rng: &sb.rng,
         });
         let mut back = SleepingBandit::new(4);
@@ -2617,7 +2653,7 @@ mod tests {
     struct OldLayout<'a> {
         actions: &'a ActionIndex,
         bandit: &'a AuerBandit,
-        classifier: &'a UrlClassifier,
+        classifier: StoredWithoutTagPathsRef<'a>,
         rng: &'a Xoshiro256PlusPlus,
     }
 
@@ -2900,31 +2936,38 @@ mod tests {
     }
 
     /// The fake site's images hang under their own tag path, which sb leaves
-    /// for last anyway (247 requests to all targets with or without the
-    /// patterns): the saving is measured with `forager bench --site
+    /// for last anyway: the saving is measured with `forager bench --site
     /// synthetic:variants`. Here: the patterns cost nothing and drop nothing.
+    /// Over 4 sites (one seed each), since one crawl may win or lose a few
+    /// requests by chance (requests to all targets, sb-binary → sb: 226 →
+    /// 218, 214 → 211, 218 → 212, 224 → 217).
     #[test]
     fn the_neither_patterns_cost_nothing_here_and_drop_nothing() {
-        let site = Site::generate(shape(6));
-        let run = |sb: SleepingBandit| {
-            let mut crawl = Crawl::start(&site, sb);
-            crawl.run(1_000_000);
-            assert_eq!(crawl.targets_found(), site.targets.len());
-            let at_all = crawl.requests_at_all_targets().unwrap();
-            while crawl.step() {}
-            assert!(crawl.frontier().is_empty() && crawl.strategy().is_empty());
-            (at_all, crawl.requests())
-        };
-        let (binary_at, binary_total) = run(SleepingBandit::binary(5));
-        let (sb_at, sb_total) = run(SleepingBandit::new(5));
+        let (mut binary_sum, mut sb_sum) = (0, 0);
+        for seed in 1..=4 {
+            let site = Site::generate(shape(seed));
+            let run = |sb: SleepingBandit| {
+                let mut crawl = Crawl::start(&site, sb);
+                crawl.run(1_000_000);
+                assert_eq!(crawl.targets_found(), site.targets.len());
+                let at_all = crawl.requests_at_all_targets().unwrap();
+                while crawl.step() {}
+                assert!(crawl.frontier().is_empty() && crawl.strategy().is_empty());
+                (at_all, crawl.requests())
+            };
+            let (binary_at, binary_total) = run(SleepingBandit::binary(seed));
+            let (sb_at, sb_total) = run(SleepingBandit::new(seed));
+            binary_sum += binary_at;
+            sb_sum += sb_at;
+            // Nothing is dropped: the whole crawl costs the same (± the warm-up's HEADs).
+            assert!(
+                sb_total.abs_diff(binary_total) <= 10,
+                "seed {seed}, whole crawl: sb {sb_total}, sb-binary {binary_total}"
+            );
+        }
         assert!(
-            sb_at <= binary_at,
-            "requests to all targets: sb {sb_at}, sb-binary {binary_at}"
-        );
-        // Nothing is dropped: the whole crawl costs the same (± the warm-up's HEADs).
-        assert!(
-            sb_total.abs_diff(binary_total) <= 10,
-            "whole crawl: sb {sb_total}, sb-binary {binary_total}"
+            sb_sum <= binary_sum,
+            "requests to all targets over 4 sites: sb {sb_sum}, sb-binary {binary_sum}"
         );
     }
 
@@ -2972,7 +3015,7 @@ mod tests {
         let old = codec::encode(&StoredWithoutNeither {
             actions: &sb.actions,
             bandit: &sb.bandit,
-            classifier: &sb.classifier,
+            classifier: sb.classifier.without_tag_paths(),
             rng: &sb.rng,
             member_bandits: &sb.member_bandits,
         });
@@ -2993,7 +3036,7 @@ mod tests {
         let old = codec::encode(&StoredWithoutLead {
             actions: &sb.actions,
             bandit: &sb.bandit,
-            classifier: &sb.classifier,
+            classifier: sb.classifier.without_tag_paths(),
             rng: &sb.rng,
             member_bandits: &sb.member_bandits,
             neither: &sb.neither,
@@ -3033,7 +3076,7 @@ mod tests {
         let old = codec::encode(&StoredWithoutUp {
             actions: &sb.actions,
             bandit: &sb.bandit,
-            classifier: &sb.classifier,
+            classifier: sb.classifier.without_tag_paths(),
             rng: &sb.rng,
             member_bandits: &sb.member_bandits,
             neither: &sb.neither,
@@ -3060,11 +3103,82 @@ mod tests {
         assert_eq!(exact.up_features, sb.up_features);
     }
 
+    /// A state saved before the URL classifier learnt from tag paths (the
+    /// layout of every store written before it) resumes as it was saved:
+    /// labels observed without a tag path, waiting for their training pass,
+    /// are pending again, and the state saves to the bytes the current
+    /// layout gives it.
+    #[test]
+    fn restores_the_layout_saved_before_tag_paths() {
+        let (_, mut sb) = plotting_pops_in_one_member(SbConfig::default(), 6);
+        // Labels observed without a tag path: 13 train one pass and leave 3 pending.
+        for i in 0..13 {
+            let (u, label) = if i % 2 == 0 {
+                (format!("https://s.test/files/t{i}.csv"), Label::Target)
+            } else {
+                (format!("https://s.test/api/p{i}.html"), Label::Html)
+            };
+            sb.classifier.observe(&Url::parse(&u).unwrap(), label);
+        }
+        assert!(sb.classifier.trained() > 0 && sb.classifier.trained() < 13);
+        fn sorted(m: &HashMap<LinkId, Box<[u32]>>) -> Vec<(LinkId, &[u32])> {
+            let mut v: Vec<(LinkId, &[u32])> = m.iter().map(|(&id, f)| (id, &f[..])).collect();
+            v.sort_unstable_by_key(|(id, _)| *id);
+            v
+        }
+        let old = codec::encode(&StoredWithoutTagPaths {
+            actions: &sb.actions,
+            bandit: &sb.bandit,
+            classifier: sb.classifier.without_tag_paths(),
+            rng: &sb.rng,
+            member_bandits: &sb.member_bandits,
+            neither: &sb.neither,
+            suspects: &sb.suspects,
+            lead: &sb.lead,
+            lead_features: sorted(&sb.lead_features),
+            came_from: sb
+                .came_order
+                .iter()
+                .filter_map(|h| Some((*h, *sb.came_from.get(h)?)))
+                .collect(),
+            up_features: sb
+                .up_order
+                .iter()
+                .filter_map(|h| Some((*h, &sb.up_features.get(h)?[..])))
+                .collect(),
+        });
+        let saved = sb.save();
+        assert_ne!(old, saved, "pending examples make the layouts differ");
+        let mut back = SleepingBandit::new(6);
+        back.restore(&old).unwrap();
+        assert_eq!(back.save(), saved);
+        // The pending examples train the same pass.
+        let last = Url::parse("https://s.test/files/last.csv").unwrap();
+        sb.classifier.observe(&last, Label::Target);
+        back.classifier.observe(&last, Label::Target);
+        assert_eq!(back.save(), sb.save());
+    }
+
+    #[derive(Serialize)]
+    struct StoredWithoutTagPaths<'a> {
+        actions: &'a ActionIndex,
+        bandit: &'a AuerBandit,
+        classifier: StoredWithoutTagPathsRef<'a>,
+        rng: &'a Xoshiro256PlusPlus,
+        member_bandits: &'a [AuerBandit],
+        neither: &'a NeitherPatterns,
+        suspects: &'a BTreeMap<LinkId, Suspect>,
+        lead: &'a LeadRanker,
+        lead_features: Vec<(LinkId, &'a [u32])>,
+        came_from: Vec<(u64, ActionKey)>,
+        up_features: Vec<(u64, &'a [u32])>,
+    }
+
     #[derive(Serialize)]
     struct StoredWithoutUp<'a> {
         actions: &'a ActionIndex,
         bandit: &'a AuerBandit,
-        classifier: &'a UrlClassifier,
+        classifier: StoredWithoutTagPathsRef<'a>,
         rng: &'a Xoshiro256PlusPlus,
         member_bandits: &'a [AuerBandit],
         neither: &'a NeitherPatterns,
@@ -3078,7 +3192,7 @@ mod tests {
     struct StoredWithoutLead<'a> {
         actions: &'a ActionIndex,
         bandit: &'a AuerBandit,
-        classifier: &'a UrlClassifier,
+        classifier: StoredWithoutTagPathsRef<'a>,
         rng: &'a Xoshiro256PlusPlus,
         member_bandits: &'a [AuerBandit],
         neither: &'a NeitherPatterns,
@@ -3089,7 +3203,7 @@ mod tests {
     struct StoredWithoutNeither<'a> {
         actions: &'a ActionIndex,
         bandit: &'a AuerBandit,
-        classifier: &'a UrlClassifier,
+        classifier: StoredWithoutTagPathsRef<'a>,
         rng: &'a Xoshiro256PlusPlus,
         member_bandits: &'a [AuerBandit],
     }
