@@ -491,6 +491,66 @@ async fn pacing_reservations_from_two_clients_are_never_closer_than_the_delay() 
         "node-a reserved {reserved} times for {per_client} requests"
     );
     eprintln!("pacing: smallest slot gap {smallest:?}, smallest start gap with pace() {smallest_start:?} (delay {delay:?}); node-a reserved {reserved} stretches for {per_client} requests");
+
+    // A node alone on a key takes long stretches once its last one is
+    // still the key's end: 60 requests 20 ms apart (1.2 s) fit in 2
+    // stretches (250 ms, then 1 s), where short ones alone need at least 5
+    // (12 starts each); a stall of this loaded machine may cost a miss or two.
+    let before = reserves.0.load(Ordering::Relaxed);
+    let mut starts = Vec::new();
+    for _ in 0..60 {
+        starts.push(a.pace("alone.test", delay).await.unwrap());
+    }
+    let alone = reserves.0.load(Ordering::Relaxed) - before;
+    let smallest_alone = starts
+        .windows(2)
+        .map(|w| w[1].duration_since(w[0]))
+        .min()
+        .unwrap_or_default();
+    assert!(smallest_alone >= delay, "{smallest_alone:?}");
+    assert!(
+        (1..=4).contains(&alone),
+        "{alone} reservations for 60 requests of a node alone"
+    );
+    eprintln!("pacing alone: {alone} reservations for 60 requests");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_stretch_is_long_only_while_no_other_node_reserved_the_key() {
+    let pg = Postgres::start();
+    let a = node(&pg, "node-a", Duration::from_secs(30)).await;
+    let b = node(&pg, "node-b", Duration::from_secs(30)).await;
+    let (short, long) = (Duration::from_millis(100), Duration::from_millis(400));
+    let key = "shared.test";
+    // A key nobody reserved: short.
+    let first = a.reserve_stretch(key, short, long, None).await.unwrap();
+    assert_eq!(first.span, short);
+    assert_eq!(
+        first.end.duration_since(first.reservation.slot).unwrap(),
+        short
+    );
+    // Still a's end: long, from that end on (or from now, if already past).
+    let second = a
+        .reserve_stretch(key, short, long, Some(first.end))
+        .await
+        .unwrap();
+    assert_eq!(second.span, long);
+    assert!(second.reservation.slot >= first.end);
+    // b asks: short, after a's long stretch.
+    let third = b.reserve_stretch(key, short, long, None).await.unwrap();
+    assert_eq!(third.span, short);
+    assert!(third.reservation.slot >= second.end);
+    // a again, naming its own last end, which is no longer the key's: short.
+    let fourth = a
+        .reserve_stretch(key, short, long, Some(second.end))
+        .await
+        .unwrap();
+    assert_eq!(fourth.span, short);
+    assert!(fourth.reservation.slot >= third.end);
 }
 
 /// Counts a node's pacing reservations (its observer hears every query).

@@ -40,7 +40,7 @@ pub use checkpoint::{Checkpoint, CheckpointWrite};
 pub use control::{Control, Owned};
 pub use lease::{Lease, LeaseClock, LeaseKeeper, LeaseSignal};
 pub use nodes::{fair_share, Beat, Census, NodeRow};
-pub use pacing::Reservation;
+pub use pacing::{Reservation, Stretch};
 pub use registry::{JobRow, Registration};
 
 /// Connections one node keeps to the database: the lease keeper, a

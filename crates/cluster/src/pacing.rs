@@ -14,8 +14,13 @@
 //! starts requests to the key anywhere inside the stretch, at least `delay`
 //! apart ([`Held::claim`]), and reserves again only once the stretch is
 //! used up. A stretch this node leaves unused delays the other nodes on
-//! that key by at most [`HOLD`]; with a delay of `HOLD - SLACK` or more a
-//! stretch holds one request, as one reservation per request did.
+//! that key by at most its span. When no other node reserved the key
+//! since this node's last stretch (the key's next free start is still
+//! that stretch's end, compared in the statement under the row's lock),
+//! the stretch is [`LONG_FACTOR`] times longer: a node alone on a host
+//! asks the database a few times less often, whatever the delay, and a
+//! node that comes to share the host waits at most one long stretch, after
+//! which both take short ones.
 //!
 //! The stretch's bounds are taken on this node's clock so that it can prove
 //! them: it begins no earlier than the answer arrived plus the wait (which
@@ -38,6 +43,12 @@ use crate::{Cluster, ClusterError, Result};
 /// round trips with short delays, and makes another node that wants the
 /// same key wait longer for a stretch this node leaves unused.
 pub const HOLD: Duration = Duration::from_millis(250);
+
+/// A key no other node reserved since this node's last stretch gets a
+/// stretch this many times longer: a node alone on a host asks the
+/// database a few times less, and a node that comes to share the host
+/// waits at most one long stretch, after which both take short ones.
+pub const LONG_FACTOR: u32 = 4;
 
 /// Keys whose stretch has ended are dropped once this many are held.
 const HELD_PRUNE_AT: usize = 4096;
@@ -101,6 +112,91 @@ impl Cluster {
     }
 }
 
+/// What [`Cluster::reserve_stretch`] took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stretch {
+    /// Its slot (its first instant) and the wait for it.
+    pub reservation: Reservation,
+    /// Its length: the short or the long one asked for.
+    pub span: Duration,
+    /// Its end, by the database's clock: the key's next free start.
+    pub end: SystemTime,
+}
+
+impl Cluster {
+    /// Reserve a stretch of `key`'s time: `long` when the key's next free
+    /// start is still `mine` (the end of this node's last stretch: no other
+    /// node reserved the key since), else `short` (module doc).
+    pub async fn reserve_stretch(
+        &self,
+        key: &str,
+        short: Duration,
+        long: Duration,
+        mine: Option<SystemTime>,
+    ) -> Result<Stretch> {
+        self.timed(
+            "reserve",
+            self.reserve_stretch_untimed(key, short, long, mine),
+        )
+        .await
+    }
+
+    async fn reserve_stretch_untimed(
+        &self,
+        key: &str,
+        short: Duration,
+        long: Duration,
+        mine: Option<SystemTime>,
+    ) -> Result<Stretch> {
+        let client = self.client().await?;
+        let what = || format!("reserve a stretch of {key}'s time");
+        // The key's row is locked first (`old`), so that the span chosen
+        // from its next free start is the one the update moves on; a key
+        // without a row yet gets the short span. The microseconds of `end`
+        // come back as they went, so `mine` compares exactly.
+        let statement = client
+            .prepare_cached(
+                "WITH t AS (SELECT clock_timestamp() AS now),
+                      old AS (SELECT next_at FROM forager_pacing WHERE key = $1 FOR UPDATE),
+                      s AS (SELECT CASE WHEN (SELECT next_at FROM old) = $4::timestamptz
+                                        THEN $3::float8 ELSE $2::float8 END AS span)
+                 INSERT INTO forager_pacing AS p (key, next_at)
+                 SELECT $1, t.now + s.span * interval '1 second' FROM t, s
+                 ON CONFLICT (key) DO UPDATE
+                     SET next_at = greatest(p.next_at, (SELECT now FROM t))
+                                   + (SELECT span FROM s) * interval '1 second'
+                 RETURNING p.next_at,
+                           (SELECT span FROM s),
+                           p.next_at - (SELECT span FROM s) * interval '1 second',
+                           extract(epoch FROM p.next_at - (SELECT span FROM s) * interval '1 second'
+                                               - (SELECT now FROM t))::float8",
+            )
+            .await
+            .map_err(|e| self.query_error(&what(), e))?;
+        let row = client
+            .query_one(
+                &statement,
+                &[&key, &short.as_secs_f64(), &long.as_secs_f64(), &mine],
+            )
+            .await
+            .map_err(|e| self.query_error(&what(), e))?;
+        let get = |e| self.query_error(&what(), e);
+        let end: SystemTime = row.try_get(0).map_err(get)?;
+        let span: f64 = row.try_get(1).map_err(get)?;
+        let slot: SystemTime = row.try_get(2).map_err(get)?;
+        let wait: f64 = row.try_get(3).map_err(get)?;
+        let seconds = |x: f64| Duration::try_from_secs_f64(x.max(0.0)).unwrap_or(Duration::ZERO);
+        Ok(Stretch {
+            reservation: Reservation {
+                wait: seconds(wait),
+                slot,
+            },
+            span: seconds(span),
+            end,
+        })
+    }
+}
+
 /// A stretch of a key's time this node reserved, on this node's clock (module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Held {
@@ -111,6 +207,9 @@ pub(crate) struct Held {
     until: Instant,
     /// The next request here starts no sooner: the last start plus its delay.
     next: Instant,
+    /// The stretch's end by the database's clock: still the key's next free
+    /// start at the next reservation if no other node reserved it since.
+    end: SystemTime,
 }
 
 /// What [`Held::claim`] says of a request that wants to start now.
@@ -127,17 +226,13 @@ pub(crate) enum Claim {
 impl Held {
     /// The stretch of a reservation asked at `sent`, answered at `received`;
     /// `None` if it ends past what this machine's clock can count.
-    pub(crate) fn new(
-        sent: Instant,
-        received: Instant,
-        r: Reservation,
-        span: Duration,
-    ) -> Option<Held> {
-        let from = received.checked_add(r.wait)?;
+    pub(crate) fn new(sent: Instant, received: Instant, s: Stretch) -> Option<Held> {
+        let from = received.checked_add(s.reservation.wait)?;
         Some(Held {
             from,
-            until: sent.checked_add(r.wait)?.checked_add(span)?,
+            until: sent.checked_add(s.reservation.wait)?.checked_add(s.span)?,
             next: from,
+            end: s.end,
         })
     }
 
@@ -166,6 +261,12 @@ impl Holds {
     fn claim(&self, key: &str, delay: Duration, now: Instant) -> Option<Claim> {
         let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
         held.get_mut(key).map(|h| h.claim(delay, now))
+    }
+
+    /// The end of this node's last stretch of `key`, by the database's clock.
+    fn last_end(&self, key: &str) -> Option<SystemTime> {
+        let held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        held.get(key).map(|h| h.end)
     }
 
     fn hold(&self, key: &str, h: Held, now: Instant) {
@@ -210,11 +311,15 @@ impl Cluster {
                 });
             }
             reserved += 1;
-            let span = (delay + SLACK).max(HOLD);
+            let short = (delay + SLACK).max(HOLD);
+            let mine = self.inner.holds.last_end(key);
             let sent = Instant::now();
-            let r = self.reserve(key, span).await?;
+            let s = self
+                .reserve_stretch(key, short, short * LONG_FACTOR, mine)
+                .await?;
+            let r = s.reservation;
             let received = Instant::now();
-            let Some(held) = Held::new(sent, received, r, span) else {
+            let Some(held) = Held::new(sent, received, s) else {
                 return Err(ClusterError::Config {
                     why: format!(
                         "node {}: the database's next slot for {key} is {:?} away: \
@@ -237,11 +342,15 @@ mod tests {
 
     /// A stretch reserved with no wait: sent at t0, answered 2 ms later.
     fn stretch(t0: Instant, wait: Duration, span: Duration) -> Held {
-        let r = Reservation {
-            wait,
-            slot: SystemTime::UNIX_EPOCH,
+        let s = Stretch {
+            reservation: Reservation {
+                wait,
+                slot: SystemTime::UNIX_EPOCH,
+            },
+            span,
+            end: SystemTime::UNIX_EPOCH,
         };
-        Held::new(t0, t0 + 2 * MS, r, span).unwrap()
+        Held::new(t0, t0 + 2 * MS, s).unwrap()
     }
 
     #[test]
@@ -292,12 +401,16 @@ mod tests {
 
     #[test]
     fn a_slot_too_far_ahead_is_refused_not_a_panic() {
-        let r = Reservation {
-            wait: Duration::MAX,
-            slot: SystemTime::UNIX_EPOCH,
+        let s = Stretch {
+            reservation: Reservation {
+                wait: Duration::MAX,
+                slot: SystemTime::UNIX_EPOCH,
+            },
+            span: HOLD,
+            end: SystemTime::UNIX_EPOCH,
         };
         let t0 = Instant::now();
-        assert_eq!(Held::new(t0, t0, r, HOLD), None);
+        assert_eq!(Held::new(t0, t0, s), None);
     }
 
     #[test]
