@@ -130,6 +130,10 @@ pub struct BenchArgs {
     /// Cluster mode: the server-side delay of every response.
     #[arg(long, default_value = "200ms", value_parser = humantime::parse_duration, requires = "cluster")]
     latency: Duration,
+    /// Cluster mode: single / one-node pairs measured, alternating (AB, BA…);
+    /// the CPU the cluster adds is the median of their differences.
+    #[arg(long, default_value_t = 1, requires = "cluster")]
+    rounds: usize,
     /// Cluster mode: the nodes' lease.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, requires = "cluster")]
     lease: Duration,
@@ -1250,6 +1254,7 @@ fn cluster(args: &BenchArgs, nodes: usize) -> anyhow::Result<ExitCode> {
         checkpoint_interval: args.checkpoint_interval,
         warmup: args.warmup,
         duration: args.duration,
+        rounds: args.rounds,
         work_dir: std::env::temp_dir().join(format!("forager-cluster-{}", std::process::id())),
         keep: args.keep,
     };

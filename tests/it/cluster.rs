@@ -4,6 +4,8 @@
 //! its own (`harness::postgres`) and plays two nodes as two
 //! `forager_cluster::Cluster`s, each with its own connection pool.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use forager_cluster::{Cluster, ClusterError, LeaseSignal, Registration};
@@ -460,6 +462,10 @@ async fn pacing_reservations_from_two_clients_are_never_closer_than_the_delay() 
 
     // What a request does: `pace` returns when it may start; the starts of
     // both clients, on this machine's clock, are never closer than the delay.
+    // Each client reserves a stretch of the key at a time and starts several
+    // requests inside it: fewer reservations than requests.
+    let reserves = Arc::new(Reserves::default());
+    assert!(a.set_observer(reserves.clone()));
     let pace = |c: Cluster| async move {
         let mut out = Vec::new();
         for _ in 0..per_client {
@@ -479,7 +485,85 @@ async fn pacing_reservations_from_two_clients_are_never_closer_than_the_delay() 
         smallest_start >= delay,
         "smallest start gap {smallest_start:?}"
     );
-    eprintln!("pacing: smallest slot gap {smallest:?}, smallest start gap with pace() {smallest_start:?} (delay {delay:?})");
+    let reserved = reserves.0.load(Ordering::Relaxed);
+    assert!(
+        (1..per_client as u64).contains(&reserved),
+        "node-a reserved {reserved} times for {per_client} requests"
+    );
+    eprintln!("pacing: smallest slot gap {smallest:?}, smallest start gap with pace() {smallest_start:?} (delay {delay:?}); node-a reserved {reserved} stretches for {per_client} requests");
+
+    // A node alone on a key takes long stretches once its last one is
+    // still the key's end: 60 requests 20 ms apart (1.2 s) fit in 2 or 3
+    // stretches (250 ms, then 1 s each; 3 when each sleep overshoots by a
+    // millisecond), where short ones alone need at least 5 (12 starts each).
+    let before = reserves.0.load(Ordering::Relaxed);
+    let mut starts = Vec::new();
+    for _ in 0..60 {
+        starts.push(a.pace("alone.test", delay).await.unwrap());
+    }
+    let alone = reserves.0.load(Ordering::Relaxed) - before;
+    let smallest_alone = starts
+        .windows(2)
+        .map(|w| w[1].duration_since(w[0]))
+        .min()
+        .unwrap_or_default();
+    assert!(smallest_alone >= delay, "{smallest_alone:?}");
+    assert!(
+        (1..=4).contains(&alone),
+        "{alone} reservations for 60 requests of a node alone"
+    );
+    eprintln!("pacing alone: {alone} reservations for 60 requests");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_stretch_is_long_only_while_no_other_node_reserved_the_key() {
+    let pg = Postgres::start();
+    let a = node(&pg, "node-a", Duration::from_secs(30)).await;
+    let b = node(&pg, "node-b", Duration::from_secs(30)).await;
+    let (short, long) = (Duration::from_millis(100), Duration::from_millis(400));
+    let key = "shared.test";
+    // A key nobody reserved: short.
+    let first = a.reserve_stretch(key, short, long, None).await.unwrap();
+    assert_eq!(first.span, short);
+    assert_eq!(
+        first.end.duration_since(first.reservation.slot).unwrap(),
+        short
+    );
+    // Still a's end: long, from that end on (or from now, if already past).
+    let second = a
+        .reserve_stretch(key, short, long, Some(first.end))
+        .await
+        .unwrap();
+    assert_eq!(second.span, long);
+    assert!(second.reservation.slot >= first.end);
+    // b asks: short, after a's long stretch.
+    let third = b.reserve_stretch(key, short, long, None).await.unwrap();
+    assert_eq!(third.span, short);
+    assert!(third.reservation.slot >= second.end);
+    // a again, naming its own last end, which is no longer the key's: short.
+    let fourth = a
+        .reserve_stretch(key, short, long, Some(second.end))
+        .await
+        .unwrap();
+    assert_eq!(fourth.span, short);
+    assert!(fourth.reservation.slot >= third.end);
+}
+
+/// Counts a node's pacing reservations (its observer hears every query).
+#[derive(Default)]
+struct Reserves(AtomicU64);
+
+impl forager_cluster::Observer for Reserves {
+    fn query(&self, op: &'static str, _elapsed: Duration) {
+        if op == "reserve" {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn renew_failed(&self) {}
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1162,6 +1246,23 @@ async fn a_job_whose_node_is_killed_finishes_on_another_with_every_target_once()
     ignore = "needs PostgreSQL (apt-get install postgresql)"
 )]
 async fn two_nodes_crawling_one_host_keep_its_delay_between_them() {
+    // A stretch of the host's time (250 ms at least) holds one request.
+    two_nodes_on_one_host(Duration::from_millis(200)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn two_nodes_crawling_one_host_with_a_short_delay_keep_it_between_them() {
+    // A stretch holds several requests of one node, paced by the node alone.
+    two_nodes_on_one_host(Duration::from_millis(60)).await;
+}
+
+/// Two daemons, one job each on one host with `delay`: the server sees no
+/// two requests closer than the delay.
+async fn two_nodes_on_one_host(delay: Duration) {
     let pg = Postgres::start();
     let site = std::sync::Arc::new(Chain::default());
     let server = serve(&site, &["chain.test".to_string()]).await;
@@ -1169,7 +1270,6 @@ async fn two_nodes_crawling_one_host_keep_its_delay_between_them() {
     // One job each: two jobs on two nodes reach one host.
     let n1 = TestNode::new(root.path(), "n1", 1, &pg, server.port(), &shared);
     let n2 = TestNode::new(root.path(), "n2", 1, &pg, server.port(), &shared);
-    let delay = Duration::from_millis(200);
     let mut p1 = n1.start();
     let mut p2 = n2.start();
     for name in ["pa", "pb"] {
@@ -1178,7 +1278,7 @@ async fn two_nodes_crawling_one_host_keep_its_delay_between_them() {
             .strategy("bfs")
             .no_early_stop()
             .set("budget", "requests", 12)
-            .delay("200ms")
+            .delay(&format!("{}ms", delay.as_millis()))
             .write(&n1.dir.join("jobs.d"));
     }
     let client = pg.client().await;

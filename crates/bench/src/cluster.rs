@@ -16,7 +16,11 @@
 //! 1. **single**: one daemon without `[cluster]`, `max_jobs` jobs;
 //! 2. **one node**: the same with `[cluster]`: the CPU per request and the
 //!    database round trips per request the cluster adds (its `/metrics`
-//!    database-latency count over the requests);
+//!    database-latency count over the requests). Phases 1 and 2 are run
+//!    `rounds` times, alternating (AB, BA, AB…), and the CPU added is the
+//!    median of the rounds' differences, with their spread: on a shared
+//!    machine one window each says more about the neighbours than about
+//!    the cluster;
 //! 3. **N nodes**, each with `max_jobs`, N × `max_jobs` jobs: the
 //!    aggregate requests/s against phase 1's;
 //! 4. **take-over**: N nodes with (N − 1) × `max_jobs` jobs, so the
@@ -29,6 +33,7 @@
 //! work folder (removed at the end unless kept), processes it did not start.
 
 use crate::daemon_load::{job_file_text, job_name, proc_figures, site_host};
+use crate::reference::median;
 use crate::sites::{Site, SiteRequest, SiteResponse, SiteServer};
 use anyhow::{bail, Context};
 use std::fmt::Write as _;
@@ -63,6 +68,8 @@ pub struct ClusterOptions {
     pub checkpoint_interval: Duration,
     pub warmup: Duration,
     pub duration: Duration,
+    /// Single / one-node pairs measured (≥ 1), alternating their order.
+    pub rounds: usize,
     /// Job files, configs, state, the database and logs go here.
     pub work_dir: PathBuf,
     pub keep: bool,
@@ -72,6 +79,8 @@ pub struct ClusterOptions {
 #[derive(Clone, Debug, Default)]
 pub struct Phase {
     pub name: String,
+    /// The single / one-node pair this phase belongs to (1-based; 0 for the others).
+    pub round: usize,
     pub nodes: usize,
     pub jobs: usize,
     pub window: Duration,
@@ -488,6 +497,10 @@ fn phase(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Phase> {
     let dir = opts.work_dir.join(name.replace(' ', "-"));
+    // A fresh folder each time (the rounds run a phase again).
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
     let pg = if cluster {
         Some(Postgres::start(&dir.join("pg"))?)
     } else {
@@ -649,7 +662,7 @@ fn run_in(opts: &ClusterOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
     let mut report = ClusterReport {
         options: format!(
             "{} nodes × max_jobs {}, response latency {:?} (server-side), politeness delay {:?}, \
-             lease {:?}, checkpoint every {:?}, warm-up {:?}, window {:?}",
+             lease {:?}, checkpoint every {:?}, warm-up {:?}, window {:?}, {} round(s)",
             opts.nodes,
             opts.max_jobs,
             opts.latency,
@@ -657,17 +670,27 @@ fn run_in(opts: &ClusterOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
             opts.lease,
             opts.checkpoint_interval,
             opts.warmup,
-            opts.duration
+            opts.duration,
+            opts.rounds
         ),
         ..ClusterReport::default()
     };
     let m = opts.max_jobs;
-    report
-        .phases
-        .push(phase(opts, &rt, addr, "single", 1, m, false, progress)?);
-    report
-        .phases
-        .push(phase(opts, &rt, addr, "one node", 1, m, true, progress)?);
+    for round in 1..=opts.rounds.max(1) {
+        // AB, BA, AB…: a drift of the machine's load over the run falls on
+        // both sides alike.
+        let order = if round % 2 == 1 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for cluster in order {
+            let name = if cluster { "one node" } else { "single" };
+            let mut p = phase(opts, &rt, addr, name, 1, m, cluster, progress)?;
+            p.round = round;
+            report.phases.push(p);
+        }
+    }
     let name = format!("{} nodes", opts.nodes);
     report.phases.push(phase(
         opts,
@@ -696,14 +719,26 @@ pub fn format_report(r: &ClusterReport) -> String {
     let _ = writeln!(out, "forager bench --cluster: {}", r.options);
     let _ = writeln!(
         out,
-        "{:<10} {:>5} {:>5} {:>9} {:>11} {:>14} {:>14}",
-        "phase", "nodes", "jobs", "requests", "requests/s", "CPU ms/request", "db trips/req"
+        "{:<10} {:>5} {:>5} {:>5} {:>9} {:>11} {:>14} {:>14}",
+        "phase",
+        "round",
+        "nodes",
+        "jobs",
+        "requests",
+        "requests/s",
+        "CPU ms/request",
+        "db trips/req"
     );
     for p in &r.phases {
         let _ = writeln!(
             out,
-            "{:<10} {:>5} {:>5} {:>9} {:>11.1} {:>14.3} {:>14}",
+            "{:<10} {:>5} {:>5} {:>5} {:>9} {:>11.1} {:>14.3} {:>14}",
             p.name,
+            if p.round > 0 {
+                p.round.to_string()
+            } else {
+                "-".into()
+            },
             p.nodes,
             p.jobs,
             p.requests,
@@ -714,21 +749,32 @@ pub fn format_report(r: &ClusterReport) -> String {
                 .unwrap_or_else(|| "-".into())
         );
     }
-    let find = |n: &str| r.phases.iter().find(|p| p.name == n);
-    if let (Some(single), Some(one)) = (find("single"), find("one node")) {
+    if let Some(added) = cpu_added(&r.phases) {
+        let each: Vec<String> = added.rounds.iter().map(|d| format!("{d:+.3}")).collect();
         let _ = writeln!(
             out,
-            "CPU added by the cluster: {:+.3} ms per request (one node with [cluster] against one without; bar ≤ 0.1 ms)",
-            one.cpu_ms_per_request() - single.cpu_ms_per_request()
+            "CPU added by the cluster: median {:+.3} ms per request over {} round(s) \
+             (min {:+.3}, max {:+.3}; each: {}) (one node with [cluster] against one without; bar ≤ 0.1 ms)",
+            added.median,
+            added.rounds.len(),
+            added.min,
+            added.max,
+            each.join(" ")
         );
     }
-    if let (Some(single), Some(many)) = (find("single"), r.phases.last()) {
+    let single_rates: Vec<f64> = r
+        .phases
+        .iter()
+        .filter(|p| p.name == "single")
+        .map(Phase::requests_per_sec)
+        .collect();
+    if let (Some(single), Some(many)) = (median(single_rates), r.phases.last()) {
         if many.nodes > 1 {
             let _ = writeln!(
                 out,
-                "aggregate requests/s, {} nodes against one node: {:.2}× (bar ≥ 2.7× for 3 nodes)",
+                "aggregate requests/s, {} nodes against one node (median of the single rounds): {:.2}× (bar ≥ 2.7× for 3 nodes)",
                 many.nodes,
-                many.requests_per_sec() / single.requests_per_sec().max(1e-9)
+                many.requests_per_sec() / single.max(1e-9)
             );
         }
     }
@@ -742,6 +788,39 @@ pub fn format_report(r: &ClusterReport) -> String {
     }
     let _ = writeln!(out, "load average at the end: {}", r.load_average);
     out
+}
+
+/// The CPU per request the cluster adds, round by round (one node with
+/// `[cluster]` minus the single daemon of the same round), and its median
+/// and spread; `None` without a complete round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuAdded {
+    pub rounds: Vec<f64>,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+pub fn cpu_added(phases: &[Phase]) -> Option<CpuAdded> {
+    let of = |round: usize, name: &str| {
+        phases
+            .iter()
+            .find(|p| p.round == round && p.name == name)
+            .map(Phase::cpu_ms_per_request)
+    };
+    let mut rounds: Vec<usize> = phases.iter().map(|p| p.round).filter(|&r| r > 0).collect();
+    rounds.dedup();
+    let diffs: Vec<f64> = rounds
+        .into_iter()
+        .filter_map(|r| Some(of(r, "one node")? - of(r, "single")?))
+        .collect();
+    let median = median(diffs.clone())?;
+    Some(CpuAdded {
+        min: diffs.iter().copied().fold(f64::INFINITY, f64::min),
+        max: diffs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        median,
+        rounds: diffs,
+    })
 }
 
 /// `nodes` daemons under `dir` (`n1`, `n2`…), the jobs `1..=jobs` dealt out
@@ -768,4 +847,47 @@ fn start_nodes(
         )?);
     }
     Ok(daemons)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(name: &str, round: usize, requests: u64, cpu_ms: u64) -> Phase {
+        Phase {
+            name: name.into(),
+            round,
+            nodes: 1,
+            jobs: 1,
+            window: Duration::from_secs(1),
+            requests,
+            cpu: Duration::from_millis(cpu_ms),
+            db_round_trips: None,
+        }
+    }
+
+    #[test]
+    fn the_cpu_added_is_the_median_of_each_rounds_difference() {
+        let phases = vec![
+            phase("single", 1, 100, 50),    // 0.5 ms/request
+            phase("one node", 1, 100, 70),  // 0.7: +0.2
+            phase("one node", 2, 200, 100), // 0.5
+            phase("single", 2, 200, 120),   // 0.6: -0.1
+            phase("single", 3, 100, 40),    // 0.4
+            phase("one node", 3, 100, 45),  // 0.45: +0.05
+            phase("2 nodes", 0, 400, 300),
+        ];
+        let added = cpu_added(&phases).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert_eq!(added.rounds.len(), 3);
+        assert!(close(added.rounds[0], 0.2) && close(added.rounds[1], -0.1));
+        assert!(close(added.median, 0.05), "{added:?}");
+        assert!(close(added.min, -0.1) && close(added.max, 0.2), "{added:?}");
+    }
+
+    #[test]
+    fn no_complete_round_no_figure() {
+        assert_eq!(cpu_added(&[phase("single", 1, 100, 50)]), None);
+        assert_eq!(cpu_added(&[]), None);
+    }
 }

@@ -40,7 +40,7 @@ pub use checkpoint::{Checkpoint, CheckpointWrite};
 pub use control::{Control, Owned};
 pub use lease::{Lease, LeaseClock, LeaseKeeper, LeaseSignal};
 pub use nodes::{fair_share, Beat, Census, NodeRow};
-pub use pacing::Reservation;
+pub use pacing::{Reservation, Stretch};
 pub use registry::{JobRow, Registration};
 
 /// Connections one node keeps to the database: the lease keeper, a
@@ -122,6 +122,8 @@ struct Inner {
     target: String,
     /// Set once by the daemon, for its metrics.
     observer: OnceLock<Arc<dyn Observer>>,
+    /// The stretches of pacing keys this node reserved (`pacing.rs`).
+    holds: pacing::Holds,
 }
 
 /// What [`Cluster::connect`] found: the server answers, and the schema is there.
@@ -265,6 +267,7 @@ impl Cluster {
                 lease: config.lease,
                 target,
                 observer: OnceLock::new(),
+                holds: pacing::Holds::default(),
             }),
         };
         let client = cluster.client().await?;
