@@ -117,7 +117,7 @@ pub struct BenchArgs {
     /// and the time from SIGTERM to exit.
     #[arg(long)]
     daemon_load: bool,
-    /// Cluster mode (issue 38): N daemons on a PostgreSQL server the bench
+    /// Cluster mode: N daemons on a PostgreSQL server the bench
     /// starts, each with --node-jobs jobs, against one daemon, over a web
     /// whose every response is --latency late; reports aggregate requests/s,
     /// CPU and database round trips per request, and the take-over time after
@@ -854,7 +854,7 @@ fn cpu_time() -> Duration {
 }
 
 /// What a crawl left on disk: the state database, table by table, and the
-/// saved targets (CPU mode; the 1 M-page goal of issue #19 bounds the database).
+/// saved targets (CPU mode; a crawl of a million pages bounds the database).
 struct StoreFootprint {
     db_bytes: u64,
     tables: anyhow::Result<Vec<TableUsage>>,

@@ -1,4 +1,4 @@
-//! `forager bench --cluster N` (issue 38, point 10): what a cluster of
+//! `forager bench --cluster N`: what a cluster of
 //! daemons on PostgreSQL buys and costs, on a latency-bound loopback web.
 //!
 //! The web: one site under one host name per job (`site-0001.test` …),

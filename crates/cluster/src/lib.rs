@@ -1,5 +1,5 @@
 //! forager-cluster — what daemons on several machines share, in PostgreSQL
-//! (issue 38, docs/cluster.md, ARCHITECTURE.md § Cluster).
+//! (docs/cluster.md, ARCHITECTURE.md § Cluster).
 //!
 //! Owns: the database's schema and its migration ([`schema`]), the job
 //! registry ([`registry`]: a job is registered once, by name and content

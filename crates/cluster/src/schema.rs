@@ -15,7 +15,7 @@ use crate::{Cluster, ClusterError, Result};
 /// The advisory lock key of migrations ("forager" in ASCII, as an i64).
 const MIGRATION_LOCK: i64 = 0x0066_6f72_6167_6572;
 
-/// Version 1 (issue 38): registry, leases, checkpoints, manifest, pacing.
+/// Version 1: registry, leases, checkpoints, manifest, pacing.
 const V1: &str = r#"
 CREATE TABLE forager_jobs (
     -- The job's name (its file name without .toml): one registry row per name.

@@ -1,4 +1,4 @@
-//! `[cluster]` of the daemon config (issue 38): where the shared PostgreSQL
+//! `[cluster]` of the daemon config: where the shared PostgreSQL
 //! database is, this node's name and the job lease.
 //!
 //! Only the file is read here: the connection string is checked for what can
