@@ -46,13 +46,14 @@
 //! same target kinds ([`Strategy::prior`], `engine/prior.rs`).
 //!
 //! Across actions (beyond the paper, [`LeadConfig::global_share`],
-//! [`LeadConfig::cold_share`]): half of the picks skip the bandits and take
-//! the link of the whole frontier the ranking scores best, when it stands
-//! out, or, before any page of this job has yielded a target, a uniformly
-//! random link of the whole frontier — a prior from another job does not
-//! end that phase ([`LeadConfig::warm_share`], [`LeadConfig::prior_keep`]);
-//! its action and member are counted as selected
-//! ([`AuerBandit::select_arm`]) and get its reward.
+//! [`LeadConfig::cold_share`]): before any page of this job has yielded a
+//! target, half of the picks skip the bandits and take a uniformly random
+//! link of the whole frontier — a prior from another job does not end that
+//! phase ([`LeadConfig::warm_share`], [`LeadConfig::prior_keep`]); after,
+//! every pick first tries the link of the whole frontier the ranking scores
+//! best, taken when it stands out, and the bandits choose when it does not.
+//! The link so taken has its action and member counted as selected
+//! ([`AuerBandit::select_arm`]), which get its reward.
 //!
 //! Links that are neither (beyond the paper, issue #18, [`NeitherPatterns`]):
 //! before the classifier is asked, a link whose URL pattern (directory,
@@ -2522,6 +2523,63 @@ mod tests {
         let (sb, id, _) = first_pop_across_actions_with(config);
         assert!(sb.lead.is_ready() && !sb.lead.found_own());
         assert_ne!(id, LinkId(100));
+    }
+
+    #[test]
+    fn after_its_own_targets_every_pick_the_ranking_can_tell_goes_across_actions() {
+        // Default shares: once the job has targets of its own, the bandits
+        // choose only where the ranking cannot tell links apart. With half
+        // of the picks theirs (the former default), the bandits open the
+        // action of 100 look-alike `core` links among the first picks.
+        let listing = Arc::new(Url::parse("https://other.test/ref/index.html").unwrap());
+        for seed in 1..=8 {
+            let mut sb = SleepingBandit::with_config(seed, SbConfig::default());
+            for i in 0..105u64 {
+                let (pkg, path) = if i >= 100 {
+                    ("plotting", DATASET_LIST)
+                } else {
+                    ("core", NAV)
+                };
+                let mut link = html_link(&format!("https://other.test/ref/{pkg}/f{i}.html"), path);
+                link.referrer = Some(listing.clone());
+                let Triage::Enqueue(key) = sb.triage(&link, Some(Label::Html)) else {
+                    panic!("html is enqueued");
+                };
+                sb.push(LinkId(i), key);
+            }
+            // Pages fetched earlier (not from this frontier): plotting ones
+            // paid, often enough that their links stand out.
+            for k in 0..30u64 {
+                for (pkg, targets) in [("plotting", 2), ("core", 0)] {
+                    let mut link =
+                        html_link(&format!("https://other.test/ref/{pkg}/seen{k}.html"), NAV);
+                    link.referrer = Some(listing.clone());
+                    sb.learn(Feedback::Reward {
+                        id: LinkId(1_000 + k),
+                        link: &link,
+                        key: QueueKey {
+                            slot: 0,
+                            score: 0.0,
+                        },
+                        targets,
+                        fetched: true,
+                    });
+                }
+            }
+            assert!(sb.lead.found_own());
+            let score =
+                |sb: &SleepingBandit, id: u64| sb.lead.score(&sb.lead_features[&LinkId(id)]);
+            let mean = (0..105).map(|i| score(&sb, i)).sum::<f64>() / 105.0;
+            assert!(
+                score(&sb, 104) - mean > sb.config.lead.margin,
+                "it stands out"
+            );
+            let mut popped: Vec<u64> = (0..5)
+                .map(|_| sb.pop(&FreeSlot::ANY).unwrap().0 .0)
+                .collect();
+            popped.sort_unstable();
+            assert_eq!(popped, vec![100, 101, 102, 103, 104], "seed {seed}");
+        }
     }
 
     #[test]
