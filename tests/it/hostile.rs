@@ -1091,6 +1091,29 @@ async fn measure_stop_on_sigint_in_the_maze() {
     }
 }
 
+/// Crawls a flooding site through the binary (at most 5 minutes) and checks
+/// what every flood test asks: the crawl completed, its memory stayed under
+/// the hostile tests' cap, and the one real file is the only target.
+async fn crawl_to_the_one_real_file(
+    job: crate::harness::JobFile,
+    resolve: &(String, SocketAddr),
+) -> harness::CrawlResult {
+    let out = crawl_cli(
+        job.name(),
+        job.toml(),
+        CliOptions {
+            resolve: vec![resolve.clone()],
+            kill_after: Some(Duration::from_secs(300)),
+            ..CliOptions::default()
+        },
+    )
+    .await;
+    out.assert_completed();
+    out.assert_memory_bounded();
+    assert_eq!(out.target_paths(), vec!["/files/real.csv".to_string()]);
+    out
+}
+
 /// A page of 2 000 GET forms of 10⁹ combinations each (10¹² submissions),
 /// through the real binary, sb and bfs: the page's link cap stops the
 /// enumeration (the page is counted as cut), the per-site form cap bounds
@@ -1106,26 +1129,11 @@ async fn a_page_of_thousands_of_forms_costs_bounded_requests_and_memory() {
     for strategy in ["sb", "bfs"] {
         let name = format!("form-flood-{strategy}");
         let before = requested(&server, HOST).len();
-        let job = job_toml(
-            &name,
-            &[seed(server.port())],
-            "site",
-            &format!("[targets]\nforms = true\nmax_form_links_per_site = {PER_SITE}\n"),
-        )
-        .replace("strategy = \"bfs\"", &format!("strategy = \"{strategy}\""));
-        let out = crawl_cli(
-            &name,
-            job,
-            CliOptions {
-                resolve: vec![resolve.clone()],
-                kill_after: Some(Duration::from_secs(300)),
-                ..CliOptions::default()
-            },
-        )
-        .await;
-        out.assert_completed();
-        out.assert_memory_bounded();
-        assert_eq!(out.target_paths(), vec!["/files/real.csv".to_string()]);
+        let job = job_file(&name, &[seed(server.port())], "site", "")
+            .strategy(strategy)
+            .set("targets", "forms", true)
+            .set("targets", "max_form_links_per_site", PER_SITE);
+        let out = crawl_to_the_one_real_file(job, &resolve).await;
         let log: Vec<String> = requested(&server, HOST).split_off(before);
         let explore: std::collections::BTreeSet<&String> =
             log.iter().filter(|p| p.starts_with("/explore/")).collect();
@@ -1179,21 +1187,8 @@ async fn a_sitemap_of_a_million_catalogs_costs_bounded_requests_and_memory() {
         let job = job_file(&name, &[seed(server.port())], "site", "")
             .strategy(strategy)
             .set("targets", "catalogs", true)
-            .set("limits", "max_links_per_page", LINKS)
-            .toml();
-        let out = crawl_cli(
-            &name,
-            job,
-            CliOptions {
-                resolve: vec![resolve.clone()],
-                kill_after: Some(Duration::from_secs(300)),
-                ..CliOptions::default()
-            },
-        )
-        .await;
-        out.assert_completed();
-        out.assert_memory_bounded();
-        assert_eq!(out.target_paths(), vec!["/files/real.csv".to_string()]);
+            .set("limits", "max_links_per_page", LINKS);
+        let out = crawl_to_the_one_real_file(job, &resolve).await;
         let log: Vec<String> = requested(&server, HOST).split_off(before);
         let catalogs: Vec<&String> = log.iter().filter(|p| p.starts_with("/c/")).collect();
         let distinct: std::collections::BTreeSet<&&String> = catalogs.iter().collect();

@@ -319,22 +319,7 @@ pub fn ckan_next_page(url: &Url, count: u64) -> Option<Url> {
     if next >= count || next / rows >= MAX_CKAN_PAGES {
         return None;
     }
-    let mut u = url.clone();
-    let kept: Vec<(String, String)> = url
-        .query_pairs()
-        .filter(|(k, _)| k != "start" && k != "rows")
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    {
-        let mut q = u.query_pairs_mut();
-        q.clear();
-        for (k, v) in &kept {
-            q.append_pair(k, v);
-        }
-        q.append_pair("rows", &rows.to_string());
-        q.append_pair("start", &next.to_string());
-    }
-    Some(u)
+    Some(source::ckan_page(url, rows, next))
 }
 
 #[derive(Deserialize, Default)]

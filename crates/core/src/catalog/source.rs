@@ -230,10 +230,16 @@ pub fn listed_catalog(url: &Url) -> Option<(Url, CatalogKind)> {
     if kind != CatalogKind::Ckan || url.query_pairs().any(|(k, _)| k == "rows") {
         return Some((url.clone(), kind));
     }
+    Some((ckan_page(url, CKAN_ROWS, 0), kind))
+}
+
+/// `url` asking CKAN's `package_search` for `rows` rows from `start`: its
+/// own `rows` and `start` replaced, the rest of its query kept in order.
+pub(crate) fn ckan_page(url: &Url, rows: u64, start: u64) -> Url {
     let mut u = url.clone();
     let kept: Vec<(String, String)> = url
         .query_pairs()
-        .filter(|(k, _)| k != "start")
+        .filter(|(k, _)| k != "start" && k != "rows")
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
     {
@@ -242,8 +248,8 @@ pub fn listed_catalog(url: &Url) -> Option<(Url, CatalogKind)> {
         for (k, v) in &kept {
             q.append_pair(k, v);
         }
-        q.append_pair("rows", &CKAN_ROWS.to_string());
-        q.append_pair("start", "0");
+        q.append_pair("rows", &rows.to_string());
+        q.append_pair("start", &start.to_string());
     }
-    Some((u, kind))
+    u
 }
