@@ -379,28 +379,15 @@ struct StoredSbRef<'a> {
     up_features: Vec<(u64, &'a [u32])>,
 }
 
+/// The saved layout, read with the classifier of its time: `C` is
+/// [`UrlClassifier`] for the current layout, [`UrlClassifierWithoutTagPaths`]
+/// for the one saved before the URL classifier learnt from tag paths (the
+/// fields are otherwise the same, so one struct reads both).
 #[derive(Deserialize)]
-struct StoredSb {
+struct StoredSb<C = UrlClassifier> {
     actions: ActionIndex,
     bandit: AuerBandit,
-    classifier: UrlClassifier,
-    rng: Xoshiro256PlusPlus,
-    member_bandits: Vec<AuerBandit>,
-    neither: NeitherPatterns,
-    suspects: BTreeMap<LinkId, Suspect>,
-    lead: LeadRanker,
-    lead_features: Vec<(LinkId, Box<[u32]>)>,
-    came_from: Vec<(u64, ActionKey)>,
-    up_features: Vec<(u64, Box<[u32]>)>,
-}
-
-/// The layout saved before the URL classifier learnt from tag paths: its
-/// classifier restored as it was ([`UrlClassifierWithoutTagPaths`]).
-#[derive(Deserialize)]
-struct StoredSbWithoutTagPaths {
-    actions: ActionIndex,
-    bandit: AuerBandit,
-    classifier: UrlClassifierWithoutTagPaths,
+    classifier: C,
     rng: Xoshiro256PlusPlus,
     member_bandits: Vec<AuerBandit>,
     neither: NeitherPatterns,
@@ -474,7 +461,7 @@ struct StoredSbWithoutMembers {
 /// fills in what an older one lacked.
 enum StoredLayout {
     Current(StoredSb),
-    WithoutTagPaths(StoredSbWithoutTagPaths),
+    WithoutTagPaths(StoredSb<UrlClassifierWithoutTagPaths>),
     WithoutUp(StoredSbWithoutUp),
     WithoutLead(StoredSbWithoutLead),
     WithoutSuspects(StoredSbWithoutSuspects),
