@@ -264,7 +264,7 @@ fn strategy_settings(
 }
 
 /// `linked[-sparse|-conneg][:HOSTS[:PER_HOST[:SEED]]]`: a web of linked data
-/// (`sites::linked`, `sites::linked_shapes`), its hosts under one registrable
+/// (`sites::linked`, `sites::linked::shapes`), its hosts under one registrable
 /// domain with `one_domain`; `None` for another kind of site.
 fn parse_linked(spec: &str, one_domain: bool) -> anyhow::Result<Option<LinkedWeb>> {
     use forager_bench::sites::linked::Shape;

@@ -247,7 +247,7 @@ async fn ldcoc_fetches_a_larger_share_of_rdf_than_bfs() {
 /// ldcoc as a user runs it — the default job of scope any: 64 requests in
 /// flight, politeness per pay-level domain, no delay — declines what its
 /// model ranks poorly but loses nothing: on a web of this module's shape and
-/// on a conneg-only one (`sites::linked_shapes`), the crawl ends with every
+/// on a conneg-only one (`sites::linked::shapes`), the crawl ends with every
 /// RDF document reachable harvested, each once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ldcoc_at_the_default_config_harvests_every_rdf_document() {

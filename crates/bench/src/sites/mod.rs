@@ -6,7 +6,7 @@
 //! ([`synthetic`]), the small hand-made site of the end-to-end test
 //! ([`fixture`]), a web of many small hosts for cross-host jobs ([`web`]), a web of
 //! linked data served by content negotiation ([`linked`], and webs of other
-//! shapes in [`linked_shapes`]), a web of hosts
+//! shapes in `linked::shapes`), a web of hosts
 //! of which a few embed structured data ([`structured`]), open-data portals
 //! whose catalogs reach files their HTML does not ([`portal`]), and a site that
 //! publishes and revises files over simulated days ([`changing`]).
@@ -21,7 +21,6 @@ pub mod changing;
 pub mod directory;
 pub mod fixture;
 pub mod linked;
-pub mod linked_shapes;
 pub mod portal;
 pub mod server;
 pub mod structured;

@@ -1,4 +1,4 @@
-//! Linked-data webs of other shapes than [`super::linked`]'s, for measuring
+//! Linked-data webs of other shapes than [`super`]'s, for measuring
 //! `ldcoc` on webs it was not tuned on. They share
 //! [`LinkedWeb`]'s parameters, host names and serialisers, but not its
 //! vocabulary or URI patterns:
@@ -26,16 +26,17 @@
 //!   dead links are `/old/{k}` and things `/id/{j}` past a host's last, the
 //!   same pattern as the live ones.
 //!
-//! Like [`super::linked`]'s, each web is a pure function of its parameters:
+//! Like [`super`]'s, each web is a pure function of its parameters:
 //! [`description`] and [`links`] are what the server renders, so
 //! [`LinkedWeb::walk`] is the ground truth.
 
-use super::linked::{
-    n_triples, rdf_links, render, wants_rdf, LinkedWeb, Object, Shape, Statement, Syntax,
-    FOAF_DEPICTION, OWL_SAME_AS, RDFS_LABEL, RDFS_SEE_ALSO, RDF_TYPE,
+use super::rdf::{
+    n_triples, rdf_links, render, wants_rdf, Object, Statement, Syntax, FOAF_DEPICTION,
+    OWL_SAME_AS, RDFS_LABEL, RDFS_SEE_ALSO, RDF_TYPE,
 };
-use super::rng::Rng;
-use super::server::{SiteRequest, SiteResponse};
+use super::web::{LinkedWeb, Shape};
+use crate::sites::rng::Rng;
+use crate::sites::server::{SiteRequest, SiteResponse};
 use axum::http::{header, HeaderValue, StatusCode};
 
 const DCT_TITLE: &str = "http://purl.org/dc/terms/title";

@@ -26,79 +26,26 @@
 //! [`LinkedWeb::statements`] gives every statement a document holds.
 //!
 //! `ldcoc`'s constants were tuned on this shape ([`Shape::Classic`]); the
-//! webs of [`super::linked_shapes`] (RDF rare and buried, conneg-only hosts)
+//! webs of [`shapes`] (RDF rare and buried, conneg-only hosts)
 //! share its parameters and serialisers and are kept for measuring it on
 //! webs it was not tuned on.
+
+mod rdf;
+mod shapes;
+mod web;
+
+pub use web::{LinkedWeb, Shape};
 
 use super::rng::Rng;
 use super::server::{Site, SiteRequest, SiteResponse};
 use axum::http::{header, HeaderValue, StatusCode};
+use rdf::{
+    n_triples, rdf_links, render, wants_rdf, Object, Syntax, EX_COMMENT, EX_DATASET, EX_MODIFIED,
+    EX_NEXT, EX_THING, FOAF_DEPICTION, FOAF_HOMEPAGE, FOAF_PAGE, OWL_SAME_AS, RDFS_LABEL,
+    RDFS_SEE_ALSO, RDF_TYPE, SKOS_RELATED,
+};
 use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::sync::Arc;
-
-pub(super) const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
-pub(super) const RDFS_LABEL: &str = "http://www.w3.org/2000/01/rdf-schema#label";
-pub(super) const RDFS_SEE_ALSO: &str = "http://www.w3.org/2000/01/rdf-schema#seeAlso";
-pub(super) const OWL_SAME_AS: &str = "http://www.w3.org/2002/07/owl#sameAs";
-pub(super) const SKOS_RELATED: &str = "http://www.w3.org/2004/02/skos/core#related";
-pub(super) const EX_NEXT: &str = "http://vocab.lod.test/next";
-pub(super) const EX_THING: &str = "http://vocab.lod.test/Thing";
-pub(super) const EX_DATASET: &str = "http://vocab.lod.test/dataset";
-pub(super) const FOAF_HOMEPAGE: &str = "http://xmlns.com/foaf/0.1/homepage";
-pub(super) const FOAF_PAGE: &str = "http://xmlns.com/foaf/0.1/page";
-pub(super) const FOAF_DEPICTION: &str = "http://xmlns.com/foaf/0.1/depiction";
-pub(super) const EX_COMMENT: &str = "http://vocab.lod.test/comment";
-pub(super) const EX_MODIFIED: &str = "http://vocab.lod.test/modified";
-
-/// The parameters of a linked-data web; see the module documentation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LinkedWeb {
-    pub hosts: usize,
-    /// Things (or pages) per host.
-    pub per_host: usize,
-    pub seed: u64,
-    pub shape: Shape,
-    /// Every host under one registrable domain (`lod001.web.test`), so that
-    /// politeness per pay-level domain makes the web one key; else each host
-    /// is a registrable domain of its own (`lod001.test`).
-    pub one_domain: bool,
-}
-
-/// How a web is laid out: the module's own (the web every figure of
-/// `ldcoc` was tuned on), or one of [`super::linked_shapes`]'s, never used
-/// for tuning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// This module's web: RDF common, 303s, dumps and web hosts.
-    Classic,
-    /// RDF rare and buried under HTML, files and dead links.
-    Sparse,
-    /// Conneg-only hosts: no RDF file name anywhere.
-    Conneg,
-}
-
-impl Shape {
-    /// The web's name on the command line (`forager bench --site NAME:…`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Shape::Classic => "linked",
-            Shape::Sparse => "linked-sparse",
-            Shape::Conneg => "linked-conneg",
-        }
-    }
-
-    /// The first label of its host names.
-    fn prefix(self) -> &'static str {
-        match self {
-            Shape::Classic => "lod",
-            Shape::Sparse => "sp",
-            Shape::Conneg => "kb",
-        }
-    }
-}
-
-/// One statement: subject, predicate, object.
-pub(super) type Statement = (String, &'static str, Object);
 
 /// What a host of the web is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,20 +54,6 @@ enum Kind {
     Data(Syntax),
     Dump,
     Web,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Syntax {
-    Turtle,
-    RdfXml,
-    JsonLd,
-}
-
-/// An object of a statement.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Object {
-    Iri(String),
-    Literal(String),
 }
 
 /// What a reachable URI is, in the ground truth.
@@ -145,54 +78,15 @@ impl LinkedWeb {
         }
     }
 
-    /// A web of another shape (see [`super::linked_shapes`]).
+    /// A web of another shape (see [`shapes`]).
     pub fn with_shape(shape: Shape, hosts: usize, per_host: usize, seed: u64) -> LinkedWeb {
         let web = LinkedWeb::new(hosts, per_host, seed);
         LinkedWeb {
-            hosts: hosts.max(super::linked_shapes::min_hosts(shape)),
-            per_host: per_host.max(super::linked_shapes::min_per_host(shape)),
+            hosts: hosts.max(shapes::min_hosts(shape)),
+            per_host: per_host.max(shapes::min_per_host(shape)),
             shape,
             ..web
         }
-    }
-
-    /// The same web with every host under one registrable domain.
-    pub fn under_one_domain(self) -> LinkedWeb {
-        LinkedWeb {
-            one_domain: true,
-            ..self
-        }
-    }
-
-    pub fn host_name(&self, i: usize) -> String {
-        let prefix = self.shape.prefix();
-        if self.one_domain {
-            format!("{prefix}{i:03}.web.test")
-        } else {
-            format!("{prefix}{i:03}.test")
-        }
-    }
-
-    /// The index of a host of this web, from its name.
-    pub(super) fn host_index(&self, host: &str) -> Option<usize> {
-        let tld = if self.one_domain {
-            ".web.test"
-        } else {
-            ".test"
-        };
-        let digits = host.strip_prefix(self.shape.prefix())?.strip_suffix(tld)?;
-        // Only the names host_name gives (three digits or more, no sign).
-        if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        digits.parse().ok().filter(|&i| i < self.hosts)
-    }
-
-    /// The host index and path of a URI of this web.
-    pub(super) fn split<'u>(&self, uri: &'u str) -> Option<(usize, &'u str)> {
-        let rest = uri.strip_prefix("http://")?;
-        let (host, path) = rest.split_at(rest.find('/')?);
-        Some((self.host_index(host)?, path))
     }
 
     fn kind(i: usize) -> Kind {
@@ -223,7 +117,7 @@ impl LinkedWeb {
     pub fn seeds(&self) -> Vec<String> {
         match self.shape {
             Shape::Classic => vec![self.thing_uri(0, 0)],
-            _ => super::linked_shapes::seeds(self),
+            _ => shapes::seeds(self),
         }
     }
 
@@ -350,7 +244,7 @@ impl LinkedWeb {
                 let (i, j) = self.locate_thing(uri)?;
                 self.description(i, j)
             }
-            _ => super::linked_shapes::description(self, uri)?,
+            _ => shapes::description(self, uri)?,
         };
         Some(
             description
@@ -367,7 +261,7 @@ impl LinkedWeb {
     pub fn is_rdf(&self, uri: &str) -> bool {
         match self.shape {
             Shape::Classic => self.locate_thing(uri).is_some(),
-            _ => super::linked_shapes::description(self, uri).is_some(),
+            _ => shapes::description(self, uri).is_some(),
         }
     }
 
@@ -404,7 +298,7 @@ impl LinkedWeb {
             return rdf_links(self.description(i, j));
         }
         if self.shape != Shape::Classic {
-            return super::linked_shapes::links(self, uri);
+            return shapes::links(self, uri);
         }
         let Some((i, path)) = self.split(uri) else {
             return Vec::new();
@@ -451,23 +345,6 @@ impl LinkedHost {
         self.web.host_name(self.index)
     }
 
-    fn wants_rdf(req: &SiteRequest) -> bool {
-        req.headers
-            .get_all(header::ACCEPT)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .any(|v| {
-                [
-                    "text/turtle",
-                    "application/rdf+xml",
-                    "application/ld+json",
-                    "application/n-triples",
-                ]
-                .iter()
-                .any(|t| v.contains(t))
-            })
-    }
-
     fn render(&self, syntax: Syntax, j: usize) -> SiteResponse {
         render(syntax, &self.web.description(self.index, j))
     }
@@ -484,12 +361,12 @@ impl Site for LinkedHost {
                 .filter(|&j| j < web.per_host)
         };
         if web.shape != Shape::Classic {
-            return super::linked_shapes::respond(web, self.index, req);
+            return shapes::respond(web, self.index, req);
         }
         match LinkedWeb::kind(self.index) {
             Kind::Data(syntax) => {
                 if let Some(j) = number("/resource/", "") {
-                    let to = if LinkedHost::wants_rdf(req) {
+                    let to = if wants_rdf(req) {
                         format!("/data/{j}")
                     } else {
                         format!("/about/{j}")
@@ -537,105 +414,6 @@ impl Site for LinkedHost {
         SiteResponse::not_found()
             .with_header(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
     }
-}
-
-/// The IRIs a crawler follows from a description: objects, not types.
-pub(super) fn rdf_links(description: Vec<Statement>) -> Vec<String> {
-    description
-        .into_iter()
-        .filter(|(_, p, _)| *p != RDF_TYPE)
-        .filter_map(|(_, _, o)| match o {
-            Object::Iri(o) => Some(o),
-            Object::Literal(_) => None,
-        })
-        .collect()
-}
-
-/// Whether a request's `Accept` asks for an RDF syntax.
-pub(super) fn wants_rdf(req: &SiteRequest) -> bool {
-    LinkedHost::wants_rdf(req)
-}
-
-/// A description in `syntax`, with its type.
-pub(super) fn render(syntax: Syntax, statements: &[Statement]) -> SiteResponse {
-    match syntax {
-        Syntax::Turtle => SiteResponse::ok("text/turtle; charset=utf-8", turtle(statements)),
-        Syntax::RdfXml => SiteResponse::ok("application/rdf+xml", rdf_xml(statements)),
-        Syntax::JsonLd => SiteResponse::ok("application/ld+json", json_ld(statements)),
-    }
-}
-
-pub(super) fn n_triples(statements: &[(String, &'static str, Object)]) -> String {
-    let mut out = String::from("# a dump served as text/plain\n");
-    for (s, p, o) in statements {
-        match o {
-            Object::Iri(o) => out.push_str(&format!("<{s}> <{p}> <{o}> .\n")),
-            Object::Literal(l) => out.push_str(&format!("<{s}> <{p}> \"{l}\" .\n")),
-        }
-    }
-    out
-}
-
-fn turtle(statements: &[(String, &'static str, Object)]) -> String {
-    let mut out = String::from(
-        "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n@prefix foaf: <http://xmlns.com/foaf/0.1/> .\n\n",
-    );
-    for (s, p, o) in statements {
-        let p = match *p {
-            OWL_SAME_AS => "owl:sameAs".to_string(),
-            RDF_TYPE => "a".to_string(),
-            p if p.starts_with("http://xmlns.com/foaf/0.1/") => {
-                format!("foaf:{}", &p["http://xmlns.com/foaf/0.1/".len()..])
-            }
-            p => format!("<{p}>"),
-        };
-        match o {
-            Object::Iri(o) => out.push_str(&format!("<{s}> {p} <{o}> .\n")),
-            Object::Literal(l) => out.push_str(&format!("<{s}> {p} \"{l}\" .\n")),
-        }
-    }
-    out
-}
-
-fn rdf_xml(statements: &[(String, &'static str, Object)]) -> String {
-    let mut out = String::from(
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\n",
-    );
-    for (s, p, o) in statements {
-        // Split the predicate into a namespace and a local name.
-        let cut = p.rfind(['#', '/']).map_or(0, |c| c + 1);
-        let (ns, local) = p.split_at(cut);
-        out.push_str(&format!("  <rdf:Description rdf:about=\"{s}\">"));
-        match o {
-            Object::Iri(o) => out.push_str(&format!(
-                "<n:{local} xmlns:n=\"{ns}\" rdf:resource=\"{o}\"/>"
-            )),
-            Object::Literal(l) => {
-                out.push_str(&format!("<n:{local} xmlns:n=\"{ns}\">{l}</n:{local}>"))
-            }
-        }
-        out.push_str("</rdf:Description>\n");
-    }
-    out.push_str("</rdf:RDF>\n");
-    out
-}
-
-fn json_ld(statements: &[(String, &'static str, Object)]) -> String {
-    let nodes: Vec<serde_json::Value> = statements
-        .iter()
-        .map(|(s, p, o)| {
-            let value = match (p, o) {
-                (&RDF_TYPE, Object::Iri(o)) => return serde_json::json!({"@id": s, "@type": o}),
-                (_, Object::Iri(o)) => serde_json::json!({"@id": o}),
-                (_, Object::Literal(l)) => serde_json::json!({"@value": l}),
-            };
-            let mut node = serde_json::Map::new();
-            node.insert("@id".into(), serde_json::Value::String(s.clone()));
-            node.insert((*p).to_string(), serde_json::Value::Array(vec![value]));
-            serde_json::Value::Object(node)
-        })
-        .collect();
-    serde_json::Value::Array(nodes).to_string()
 }
 
 #[cfg(test)]
