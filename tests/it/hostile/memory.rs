@@ -576,6 +576,33 @@ async fn a_daemon_serving_the_bombs_stays_up_and_finishes_its_healthy_jobs() {
         .find(|j| j.name == "hostile-ld")
         .expect("listed");
     assert!(ld.counters.truncated >= 2, "{:?}", ld.counters);
+    // The documents that blew their budget are on the poison list, and
+    // status and /metrics say how many (checked against the store once the
+    // daemon has let go of it); the healthy jobs' lists are empty.
+    let listed = ld.poisoned.unwrap_or(0);
+    assert!(listed >= 1, "nothing on hostile-ld's poison list: {ld:?}");
+    let healthy = report
+        .jobs
+        .iter()
+        .find(|j| j.name == "healthy-a")
+        .expect("listed");
+    assert_eq!(healthy.poisoned, Some(0));
+    assert!(
+        forager::daemon::format_status(&report).contains(&format!("  hostile-ld: {listed}\n")),
+        "{}",
+        forager::daemon::format_status(&report)
+    );
+    let metrics = reqwest::get(format!("http://{admin}/metrics"))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics body");
+    let gauge = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("forager_job_poison_list{job=\"hostile-ld\"} "))
+        .unwrap_or_else(|| panic!("no poison list gauge for hostile-ld in\n{metrics}"));
+    assert_eq!(gauge.parse::<f64>().ok(), Some(listed as f64), "{gauge}");
     assert!(
         daemon.child.try_wait().ok().flatten().is_none(),
         "{}",
@@ -586,6 +613,14 @@ async fn a_daemon_serving_the_bombs_stays_up_and_finishes_its_healthy_jobs() {
         "daemon peak RSS {} MiB",
         peak / 1024
     );
+    daemon.signal("TERM");
+    assert!(
+        daemon.wait(Duration::from_secs(30)).is_some(),
+        "the daemon did not stop on SIGTERM\n{}",
+        daemon.log()
+    );
+    let stored = poison_list(&dir.path().join("state"), "hostile-ld");
+    assert_eq!(stored.len() as u64, listed, "{stored:?}");
     let _ = server.shutdown().await;
 }
 

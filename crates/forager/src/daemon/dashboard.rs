@@ -307,6 +307,7 @@ mod tests {
             actions: 3,
             top_actions: vec![],
             frontier: Some(40),
+            poisoned: None,
             responses: StatusClasses::default(),
             fetch_latency: TimeTotal::default(),
             checkpoints: 1,

@@ -244,6 +244,8 @@ pub struct LiveStats {
     pub stats: StrategyStats,
     /// Links waiting in the frontier, as of the last request; `None` before the first.
     pub frontier: Option<u64>,
+    /// Documents on the poison list, as the runner last said.
+    pub poisoned: Option<u64>,
     pub responses: StatusClasses,
     pub rate: RateMeter,
     /// Send → headers of the requests answered since the daemon started.

@@ -279,7 +279,7 @@ const JOB_COUNTERS: [JobCounter; 16] = [
 /// A job's gauge: metric name, help, value (absent when unknown).
 type JobGauge = (&'static str, &'static str, fn(&JobStatus) -> Option<f64>);
 
-const JOB_GAUGES: [JobGauge; 7] = [
+const JOB_GAUGES: [JobGauge; 8] = [
     (
         "forager_job_paused",
         "1 while the job cannot write its state or targets (disk full, I/O error) and retries.",
@@ -304,6 +304,11 @@ const JOB_GAUGES: [JobGauge; 7] = [
         "forager_job_frontier_links",
         "Links waiting in the frontier (as of the job's last request).",
         |j| j.frontier.map(|n| n as f64),
+    ),
+    (
+        "forager_job_poison_list",
+        "Documents on the job's poison list, not read again: they crashed the process twice or blew their parse budget.",
+        |j| j.poisoned.map(|n| n as f64),
     ),
     (
         "forager_job_last_checkpoint_timestamp_seconds",
@@ -471,6 +476,7 @@ mod tests {
             actions: 3,
             top_actions: vec![],
             frontier: None,
+            poisoned: None,
             responses: StatusClasses {
                 success: 4,
                 ..Default::default()

@@ -154,6 +154,7 @@ pub fn remote_job_status(this: &str, j: &forager_cluster::JobRow) -> JobStatus {
         actions: 0,
         top_actions: Vec::new(),
         frontier: None,
+        poisoned: None,
         responses: Default::default(),
         fetch_latency: Default::default(),
         checkpoints: 0,
@@ -237,6 +238,10 @@ pub struct JobStatus {
     /// Links waiting in the frontier: as of the last request while the job
     /// runs, as its run left them after; `None` before its first request.
     pub frontier: Option<u64>,
+    /// Documents on the job's poison list (not read again), as its run last
+    /// said; `None` before its first run in this daemon.
+    #[serde(default)]
+    pub poisoned: Option<u64>,
     /// Responses by status class, kept across daemon restarts (with the dashboard's history).
     pub responses: StatusClasses,
     /// Send → headers of the requests answered since the daemon started.
@@ -443,6 +448,7 @@ pub fn job_status(e: &JobEntry, now: Instant, top: usize) -> JobStatus {
         actions: live.stats.actions,
         top_actions: live.stats.top_actions.iter().take(top).cloned().collect(),
         frontier: live.frontier,
+        poisoned: live.poisoned,
         responses: live.responses,
         fetch_latency: live.fetch_latency,
         checkpoints: live.checkpoints.count,
@@ -610,6 +616,17 @@ pub fn format_status(r: &StatusReport) -> String {
         line(&header.map(str::to_string));
         for row in &rows {
             line(row);
+        }
+    }
+    let poisoned: Vec<(&str, u64)> = r
+        .jobs
+        .iter()
+        .filter_map(|j| Some((j.name.as_str(), j.poisoned.filter(|&n| n > 0)?)))
+        .collect();
+    if !poisoned.is_empty() {
+        out.push_str("\npoison lists (documents not read again; the log names them):\n");
+        for (job, n) in poisoned {
+            let _ = writeln!(out, "  {job}: {n}");
         }
     }
     if !r.config_errors.is_empty() {

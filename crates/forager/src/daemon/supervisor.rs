@@ -1233,6 +1233,10 @@ impl CrawlObserver for LiveObserver {
         self.shared.histograms.robots_failures.inc();
     }
 
+    fn poison_list(&mut self, documents: u64) {
+        self.live.lock().poisoned = Some(documents);
+    }
+
     fn waiting_for_origin(&mut self, wait: Option<&crate::engine::OriginWait>) {
         self.live.lock().waiting_for = wait.cloned();
     }

@@ -60,6 +60,11 @@ pub trait CrawlObserver: Send {
     /// A robots.txt fetch of this job failed (it was logged with its URL
     /// and error): the origin's links wait for the next try.
     fn robots_failed(&mut self, _origin: &str) {}
+    /// The job's poison list holds `documents` URLs whose bodies are not
+    /// read again (they crashed the process twice or blew their parse
+    /// budget): called once when the run starts and again whenever a
+    /// document is added.
+    fn poison_list(&mut self, _documents: u64) {}
     fn finished(&mut self, _counters: &JobCounters, _stop: Option<StopReason>) {}
     /// Whether the run may still write the job's `manifest.jsonl`, which
     /// another process may own now: a cluster node whose lease may have

@@ -379,6 +379,8 @@ impl<'a> Runner<'a> {
             }
         }
         runner.restore_or_seed()?;
+        let poisoned = runner.parsing.poisoned();
+        lock(&runner.observer).poison_list(poisoned);
         Ok(runner)
     }
 

@@ -186,6 +186,11 @@ impl Parsing {
         }
     }
 
+    /// Documents on the poison list.
+    pub(super) fn poisoned(&self) -> u64 {
+        lock(&self.poisoned).len() as u64
+    }
+
     pub(super) fn is_poisoned(&self, url: &Url) -> bool {
         lock(&self.poisoned).contains(url.as_str())
     }
@@ -241,9 +246,14 @@ impl Runner<'_> {
 
     /// Puts `url` on the job's poison list (durably, off the async workers).
     pub(super) async fn poison(&self, url: &Url, detail: String) {
-        if !lock(&self.parsing.poisoned).insert(url.to_string()) {
-            return;
-        }
+        let documents = {
+            let mut poisoned = lock(&self.parsing.poisoned);
+            if !poisoned.insert(url.to_string()) {
+                return;
+            }
+            poisoned.len() as u64
+        };
+        lock(&self.observer).poison_list(documents);
         let job = self.spec.name.clone();
         warn!(job = %job, url = %url, reason = PoisonReason::OverBudget.as_str(), detail = %detail,
             "document blew its budget: put on the poison list, not parsed again");
