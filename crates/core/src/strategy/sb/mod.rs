@@ -604,7 +604,8 @@ impl SleepingBandit {
 
     /// A share of picks ([`LeadConfig::global_share`]): the link of the
     /// whole frontier (every action's queue) that the ranking scores best,
-    /// when it stands [`LeadConfig::margin`] above the mean of those
+    /// when it stands [`LeadConfig::global_margin`] (before the job's own
+    /// first target, [`LeadConfig::margin`]) above the mean of those
     /// scored, its action and member counted as selected by their bandits
     /// (which get its reward). `None`: the bandits choose. The bandits see
     /// only an action's mean reward; a listing action whose every page
@@ -689,7 +690,13 @@ impl SleepingBandit {
             }
         }
         let (arm, member, index, top) = best?;
-        if top - sum / (scored.max(1) as f64) < config.margin {
+        // Before the job's own target (a prior's picks), the margin inside a member.
+        let margin = if own {
+            config.global_margin
+        } else {
+            config.margin
+        };
+        if top - sum / (scored.max(1) as f64) < margin {
             return None;
         }
         self.take_counted(arm, member, index)
