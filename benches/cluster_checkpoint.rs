@@ -140,7 +140,9 @@ fn main() -> Result<()> {
     let (cluster, _) = rt.block_on(Cluster::connect_as(&config, "bench"))?;
     let job = "name = \"big\"\nseeds = [\"http://a.test/\"]\n";
     rt.block_on(cluster.register("big", job))?;
-    let store = Store::open(&dir.path().join("state"), 64 << 20)?;
+    let state_dir = dir.path().join("state");
+    std::fs::create_dir_all(&state_dir).context("state folder")?;
+    let store = Store::open(&state_dir, 64 << 20)?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
     let mut state = vec![0u8; state_mib << 20];
     rng.fill_bytes(&mut state);
@@ -247,7 +249,9 @@ fn main() -> Result<()> {
             .block_on(cluster.read_checkpoint("big"))?
             .context("a checkpoint is stored")?;
         let restored_state = back.state.clone().unwrap_or_default();
-        let other = Store::open(&dir.path().join(format!("restore-{way:?}")), 64 << 20)?;
+        let other_dir = dir.path().join(format!("restore-{way:?}"));
+        std::fs::create_dir_all(&other_dir).context("restore folder")?;
+        let other = Store::open(&other_dir, 64 << 20)?;
         match back.state {
             Some(_) => other.import_checkpoint("big", &back.bytes, Some(&restored_state))?,
             None => other.import_job("big", &back.bytes)?,

@@ -1021,16 +1021,19 @@ fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable
         lines[0].starts_with(&format!(
             "{}: cluster database answers: PostgreSQL ",
             config.display()
-        )) && lines[0].ends_with("schema version 4 (created from 0), this node is \"n1\""),
+        )) && lines[0].ends_with(&format!(
+            "schema version {} (created from 0), this node is \"n1\"",
+            forager_cluster::schema::VERSION
+        )),
         "{out}"
     );
     assert_eq!(lines[1], shared_targets);
     let (_, out) = check();
     assert!(
-        out.lines()
-            .next()
-            .unwrap_or("")
-            .ends_with(", schema version 4, this node is \"n1\""),
+        out.lines().next().unwrap_or("").ends_with(&format!(
+            ", schema version {}, this node is \"n1\"",
+            forager_cluster::schema::VERSION
+        )),
         "{out}"
     );
 
