@@ -248,13 +248,15 @@ fn main() -> Result<()> {
         let back = rt
             .block_on(cluster.read_checkpoint("big"))?
             .context("a checkpoint is stored")?;
-        let restored_state = back.state.clone().unwrap_or_default();
         let other_dir = dir.path().join(format!("restore-{way:?}"));
         std::fs::create_dir_all(&other_dir).context("restore folder")?;
         let other = Store::open(&other_dir, 64 << 20)?;
-        match back.state {
-            Some(_) => other.import_checkpoint("big", &back.bytes, Some(&restored_state))?,
-            None => other.import_job("big", &back.bytes)?,
+        match way {
+            // The whole job went as the rows part: its state is inside.
+            Way::Whole => other.import_job("big", &back.bytes)?,
+            Way::Incremental => {
+                other.import_checkpoint("big", &back.bytes, back.state.as_deref())?
+            }
         }
         anyhow::ensure!(
             other.export_job("big")?.map(|e| e.bytes) == store.export_job("big")?.map(|e| e.bytes),
