@@ -408,6 +408,89 @@ async fn the_lease_keeper_renews_and_says_stop_before_the_lease_can_lapse() {
     );
 }
 
+/// One renewal statement for all of a node's leases (forager-cluster's
+/// `lease`): leases taken at three moments are soon renewed together, so
+/// fifteen leases cost a statement per period, not fifteen; a lease taken
+/// over still stops alone and at once, the others held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_nodes_leases_are_renewed_together_in_one_statement() {
+    let pg = Postgres::start();
+    let lease = Duration::from_millis(1500);
+    let a = node(&pg, "node-a", lease).await;
+    let b = node(&pg, "node-b", lease).await;
+    let renewals = Arc::new(Renewals::default());
+    assert!(a.set_observer(renewals.clone()));
+    for i in 0..15 {
+        let name = format!("r{i}");
+        a.register(&name, &JOB.replace("\"j\"", &format!("\"{name}\"")))
+            .await
+            .unwrap();
+    }
+    let mut keepers = Vec::new();
+    for _ in 0..3 {
+        for l in a.acquire(5).await.unwrap() {
+            keepers.push((l.job.clone(), a.keep(&l)));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(keepers.len(), 15);
+    let counted_from = renewals.0.load(Ordering::Relaxed);
+    tokio::time::sleep(lease * 2).await;
+    let statements = renewals.0.load(Ordering::Relaxed) - counted_from;
+    // A period is 500 ms: 6 in the 3 s, plus a few retries on a busy
+    // machine; one statement per lease would be 90.
+    assert!(
+        (3..=10).contains(&statements),
+        "{statements} renewal statements"
+    );
+    assert!(keepers.iter().all(|(_, k)| k.now() == LeaseSignal::Held));
+    assert!(
+        b.acquire(15).await.unwrap().is_empty(),
+        "every lease renewed"
+    );
+
+    // One job taken by another epoch (by hand): its keeper alone says stop.
+    pg.client()
+        .await
+        .execute(
+            "UPDATE forager_jobs SET epoch = epoch + 1, owner = 'node-b' WHERE name = 'r7'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (_, lost) = keepers.iter_mut().find(|(j, _)| j == "r7").unwrap();
+    let why = tokio::time::timeout(lease, lost.stopped()).await.unwrap();
+    assert!(why.contains("job r7: lease of epoch 1 lost"), "{why}");
+    tokio::time::sleep(lease).await;
+    let held = keepers
+        .iter()
+        .filter(|(_, k)| k.now() == LeaseSignal::Held)
+        .count();
+    assert_eq!(held, 14);
+    // Keepers dropped stop renewing: the leases lapse and another node
+    // takes them (r7's lapsed too: nobody renewed it since).
+    keepers.clear();
+    tokio::time::sleep(lease + Duration::from_millis(300)).await;
+    assert_eq!(b.acquire(15).await.unwrap().len(), 15);
+}
+
+/// Counts a node's renewal statements.
+#[derive(Default)]
+struct Renewals(AtomicU64);
+
+impl forager_cluster::Observer for Renewals {
+    fn query(&self, op: &'static str, _elapsed: Duration) {
+        if op == "renew" {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn renew_failed(&self) {}
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(have_postgres),
@@ -629,6 +712,156 @@ async fn a_checkpoint_written_on_one_node_restores_byte_exactly_on_another() {
     );
 }
 
+/// The incremental mirror (forager-cluster's `checkpoint`): a checkpoint
+/// in two parts, the learned state handed over as the store keeps it in
+/// chunks. Once a write of the lease committed, the next one asks the
+/// database nothing, sends only the chunks that changed and deletes only
+/// the ones that left; what is read back is byte-exact, a checkpoint
+/// written as one blob before (format 1) still reads, and a write that
+/// lacks a chunk's bytes is refused rather than storing a broken head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_postgres),
+    ignore = "needs PostgreSQL (apt-get install postgresql)"
+)]
+async fn a_checkpoint_after_a_small_change_sends_only_the_changed_chunks() {
+    use forager_cluster::{CheckpointParts, StoredChunks};
+    use forager_core::chunk::{split, ChunkKey};
+    use std::collections::HashMap;
+    let pg = Postgres::start();
+    let a = node(&pg, "node-a", Duration::from_secs(30)).await;
+    a.register("j", JOB).await.unwrap();
+    let la = a.acquire(1).await.unwrap().pop().unwrap();
+    let chunks_of = |bytes: &[u8], known: &StoredChunks| {
+        let cut = split(bytes);
+        let map: HashMap<ChunkKey, Vec<u8>> = cut
+            .index
+            .chunks
+            .iter()
+            .zip(cut.pieces())
+            .filter(|(c, _)| !known.knows(c.key))
+            .map(|(c, p)| (c.key, p.to_vec()))
+            .collect();
+        (cut.index, map)
+    };
+    let mut stored = StoredChunks::default();
+    let mut state = state_blob(2 << 20, 11);
+    let (index, all) = chunks_of(&state, &stored);
+    assert!(all.len() > 200, "{} chunks", all.len());
+    let parts = CheckpointParts {
+        rows: b"rows, first",
+        state: &index,
+        state_chunks: &all,
+    };
+    let first = a
+        .write_checkpoint_parts(&la, parts, &mut stored)
+        .await
+        .unwrap();
+    assert!(first.asked_stored && stored.is_known(), "{first:?}");
+    assert_eq!(first.chunks_put, all.len() + 1, "{first:?}");
+
+    // Three edits in place: a few chunks read from the store, a few sent.
+    for at in [100_000, 1_000_000, 1_900_000] {
+        state[at] ^= 0xff;
+    }
+    let (index, dirty) = chunks_of(&state, &stored);
+    assert!(
+        (3..=6).contains(&dirty.len()),
+        "{} chunks dirty",
+        dirty.len()
+    );
+    let parts = CheckpointParts {
+        rows: b"rows, second",
+        state: &index,
+        state_chunks: &dirty,
+    };
+    let second = a
+        .write_checkpoint_parts(&la, parts, &mut stored)
+        .await
+        .unwrap();
+    assert!(!second.asked_stored, "{second:?}");
+    assert_eq!(second.chunks_put, dirty.len() + 1, "{second:?}");
+    // The old rows chunk and the chunks the edits replaced (an edit may
+    // move a cut: one chunk may become two, or two one).
+    assert!((3..=8).contains(&second.chunks_removed), "{second:?}");
+    assert!(second.bytes_put < 6 * 16384, "{second:?}");
+    let back = a.read_checkpoint("j").await.unwrap().unwrap();
+    assert_eq!((back.epoch, back.seq), (la.epoch, 2));
+    assert_eq!(back.bytes, b"rows, second");
+    assert!(
+        back.state.as_deref() == Some(state.as_slice()),
+        "state differs"
+    );
+    // No chunk row the head does not name, none missing.
+    let client = pg.client().await;
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM forager_chunks WHERE job = 'j'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rows as usize, index.keys().len() + 1);
+
+    // A write whose new chunk's bytes are missing is refused; the head stays.
+    state[5] ^= 0xff;
+    let (index, _) = chunks_of(&state, &stored);
+    let none = HashMap::new();
+    let parts = CheckpointParts {
+        rows: b"rows, second",
+        state: &index,
+        state_chunks: &none,
+    };
+    let e = a
+        .write_checkpoint_parts(&la, parts, &mut stored)
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("lacks the bytes of state chunk"),
+        "{e}"
+    );
+    assert!(
+        !stored.is_known(),
+        "an unknown outcome asks the database next time"
+    );
+    assert_eq!(a.read_checkpoint("j").await.unwrap().unwrap().seq, 2);
+
+    // A head written as one blob before the two parts (format 1) reads.
+    let blob = state_blob(300_000, 12);
+    let cut = split(&blob);
+    client
+        .execute("DELETE FROM forager_chunks WHERE job = 'j'", &[])
+        .await
+        .unwrap();
+    for (c, piece) in cut.index.chunks.iter().zip(cut.pieces()) {
+        client
+            .execute(
+                "INSERT INTO forager_chunks (job, hash, bytes) VALUES ('j', $1, $2)
+                 ON CONFLICT DO NOTHING",
+                &[&c.key.0.to_be_bytes().to_vec(), piece],
+            )
+            .await
+            .unwrap();
+    }
+    {
+        use sha2::Digest;
+        let sha = sha2::Sha256::digest(&blob).to_vec();
+        client
+            .execute(
+                "UPDATE forager_checkpoints SET format = 1, chunks = $1, len = $2, sha256 = $3
+                 WHERE job = 'j'",
+                &[
+                    &forager_core::codec::encode(&cut.index),
+                    &(blob.len() as i64),
+                    &sha,
+                ],
+            )
+            .await
+            .unwrap();
+    }
+    let old = a.read_checkpoint("j").await.unwrap().unwrap();
+    assert!(old.bytes == blob && old.state.is_none());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(have_postgres),
@@ -788,16 +1021,19 @@ fn check_says_whether_the_database_answers_and_the_daemon_refuses_an_unreachable
         lines[0].starts_with(&format!(
             "{}: cluster database answers: PostgreSQL ",
             config.display()
-        )) && lines[0].ends_with("schema version 4 (created from 0), this node is \"n1\""),
+        )) && lines[0].ends_with(&format!(
+            "schema version {} (created from 0), this node is \"n1\"",
+            forager_cluster::schema::VERSION
+        )),
         "{out}"
     );
     assert_eq!(lines[1], shared_targets);
     let (_, out) = check();
     assert!(
-        out.lines()
-            .next()
-            .unwrap_or("")
-            .ends_with(", schema version 4, this node is \"n1\""),
+        out.lines().next().unwrap_or("").ends_with(&format!(
+            ", schema version {}, this node is \"n1\"",
+            forager_cluster::schema::VERSION
+        )),
         "{out}"
     );
 

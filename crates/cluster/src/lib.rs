@@ -4,9 +4,9 @@
 //! Owns: the database's schema and its migration ([`schema`]), the job
 //! registry ([`registry`]: a job is registered once, by name and content
 //! hash), job leases with fencing epochs ([`lease`]: acquire with `FOR
-//! UPDATE SKIP LOCKED`, renew, release, and a [`lease::LeaseKeeper`] that
-//! renews every lease/3 and says *stop* before the lease can expire when it
-//! cannot), the job checkpoints kept in the database as content-defined
+//! UPDATE SKIP LOCKED`, renew, release, and a [`lease::LeaseKeeper`] per
+//! lease, all of a node's renewed in one statement every lease/3, that says
+//! *stop* before the lease can expire when it cannot be renewed), the job checkpoints kept in the database as content-defined
 //! chunks, written only under the writer's epoch ([`checkpoint`]), manifest
 //! rows recorded under the epoch too ([`manifest`]), and per-host pacing
 //! reservations ([`pacing`]). Every write a job makes goes through a
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use forager_core::config::{is_valid_node_name, ClusterConfig};
 
-pub use checkpoint::{Checkpoint, CheckpointWrite};
+pub use checkpoint::{Checkpoint, CheckpointParts, CheckpointWrite, StoredChunks};
 pub use control::{Control, Owned};
 pub use lease::{Lease, LeaseClock, LeaseKeeper, LeaseSignal};
 pub use nodes::{fair_share, Beat, Census, NodeRow};
@@ -88,6 +88,14 @@ pub enum ClusterError {
         found: i32,
         known: i32,
     },
+    /// A checkpoint handed over without the bytes of a chunk the database
+    /// lacks (a caller's bug): nothing of it is written.
+    #[error("node {node}: job {job}: checkpoint not written: {why}")]
+    Incomplete {
+        node: String,
+        job: String,
+        why: String,
+    },
     #[error("node {node}: job {job}: stored checkpoint is damaged: {why}")]
     Damaged {
         node: String,
@@ -124,6 +132,8 @@ struct Inner {
     observer: OnceLock<Arc<dyn Observer>>,
     /// The stretches of pacing keys this node reserved (`pacing.rs`).
     holds: pacing::Holds,
+    /// The leases this node keeps, renewed together (`lease.rs`).
+    renewals: Arc<lease::Renewals>,
 }
 
 /// What [`Cluster::connect`] found: the server answers, and the schema is there.
@@ -268,6 +278,7 @@ impl Cluster {
                 target,
                 observer: OnceLock::new(),
                 holds: pacing::Holds::default(),
+                renewals: Arc::default(),
             }),
         };
         let client = cluster.client().await?;

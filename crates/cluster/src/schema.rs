@@ -120,8 +120,18 @@ ALTER TABLE forager_jobs ADD CONSTRAINT forager_jobs_status_check
 ALTER TABLE forager_jobs ADD COLUMN requested text CHECK (requested IN ('rerun'));
 "#;
 
+/// Version 5: a checkpoint's head in two parts (`checkpoint.rs`): the
+/// job's rows, cut by the database writer, and its learned state, in the
+/// chunks the node's store already keeps, so that a checkpoint need not
+/// read, cut and hash the whole job. `format` 1 is a head written before
+/// (one blob, its SHA-256 in `sha256`), still read.
+const V5: &str = r#"
+ALTER TABLE forager_checkpoints ADD COLUMN format smallint NOT NULL DEFAULT 1
+    CHECK (format IN (1, 2));
+"#;
+
 /// The steps, in order: step `i` brings the tables to version `i + 1`.
-const STEPS: &[&str] = &[V1, V2, V3, V4];
+const STEPS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The newest schema this forager knows.
 pub const VERSION: i32 = STEPS.len() as i32;

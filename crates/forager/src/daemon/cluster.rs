@@ -15,7 +15,9 @@
 //!   job, its checkpoint in the database replaces the node's local rows of
 //!   it ([`restore`]); each local checkpoint is then mirrored to the
 //!   database under the lease's epoch, with the new manifest rows
-//!   ([`mirror`]); the lease keeper's *stop* stops the runner, which
+//!   ([`mirror`]): the job's rows, and of its learned state only the
+//!   chunks the lease's last mirrored checkpoint did not leave there
+//!   (`StoredChunks`), so that a checkpoint's cost follows what changed; the lease keeper's *stop* stops the runner, which
 //!   checkpoints locally; at the end the lease is finished (done) or
 //!   released ([`settle`]) and the main loop hears of it.
 //! - **What a person asks** (`forager pause|resume|rerun` on any node,
@@ -31,7 +33,9 @@
 use super::admin::{DriveAction, DriveOutcome};
 use super::jobs::{Parsed, ScannedFile};
 use crate::store::{StopReason, Store};
-use forager_cluster::{Beat, Cluster, Control, Lease, LeaseKeeper, Registration};
+use forager_cluster::{
+    Beat, CheckpointParts, Cluster, Control, Lease, LeaseKeeper, Registration, StoredChunks,
+};
 use forager_core::config::{self, ClusterConfig, ConfigError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -516,9 +520,12 @@ pub(super) async fn restore(
         .await
         .map_err(|e| format!("restoring from the cluster: {e}"))?;
     let store = store.clone();
-    let found = checkpoint.as_ref().map(|c| (c.epoch, c.seq, c.bytes.len()));
+    let found = checkpoint.as_ref().map(|c| {
+        let state = c.state.as_ref().map_or(0, Vec::len);
+        (c.epoch, c.seq, c.bytes.len() + state)
+    });
     tokio::task::spawn_blocking(move || match checkpoint {
-        Some(c) => store.import_job(&job, &c.bytes),
+        Some(c) => store.import_checkpoint(&job, &c.bytes, c.state.as_deref()),
         None => store.forget_job(&job),
     })
     .await
@@ -566,11 +573,14 @@ pub(super) fn mirror(
         // Manifest rows up to this number are recorded (under any epoch:
         // a row number keeps its first row).
         let mut recorded: Option<u64> = None;
+        // The chunks this lease's last mirrored checkpoint left in the
+        // database: the next one sends and reads only what changed.
+        let mut stored = StoredChunks::default();
         loop {
             let open = rx.changed().await.is_ok();
             let bump = *rx.borrow_and_update();
             if bump > written {
-                match mirror_once(&store, &cluster, &lease, &mut recorded).await {
+                match mirror_once(&store, &cluster, &lease, &mut recorded, &mut stored).await {
                     Ok(()) => written = bump,
                     Err(MirrorError::Fenced(e)) => {
                         // The keeper stops the job too; nothing more of it is ours to write.
@@ -597,19 +607,31 @@ enum MirrorError {
     Other(String),
 }
 
+/// Write the job's latest local checkpoint to the database: its rows, the
+/// chunks of its learned state that `stored` says the database lacks (the
+/// store keeps the state in the same chunks), and the manifest rows above
+/// `recorded`.
 async fn mirror_once(
     store: &Store,
     cluster: &Cluster,
     lease: &Lease,
     recorded: &mut Option<u64>,
+    stored: &mut StoredChunks,
 ) -> Result<(), MirrorError> {
     let exported = {
         let store = store.clone();
         let job = lease.job.clone();
-        tokio::task::spawn_blocking(move || store.export_job(&job))
-            .await
-            .map_err(|e| MirrorError::Other(format!("export task failed: {e}")))?
-            .map_err(|e| MirrorError::Other(format!("reading the local checkpoint: {e}")))?
+        let after = *recorded;
+        // Moved to the blocking task and back: no copy of the set per checkpoint.
+        let known = std::mem::take(stored);
+        let (known, exported) = tokio::task::spawn_blocking(move || {
+            let exported = store.export_checkpoint(&job, &|k| known.knows(k), after);
+            (known, exported)
+        })
+        .await
+        .map_err(|e| MirrorError::Other(format!("export task failed: {e}")))?;
+        *stored = known;
+        exported.map_err(|e| MirrorError::Other(format!("reading the local checkpoint: {e}")))?
     };
     let Some(exported) = exported else {
         return Ok(());
@@ -621,14 +643,18 @@ async fn mirror_once(
     // The checkpoint first: a manifest row in the database is then always
     // one the stored checkpoint knows, so a take-over never numbers its
     // target again under another row.
+    let parts = CheckpointParts {
+        rows: &exported.rows,
+        state: &exported.state,
+        state_chunks: &exported.state_chunks,
+    };
     let written = cluster
-        .write_checkpoint(lease, &exported.bytes)
+        .write_checkpoint_parts(lease, parts, stored)
         .await
         .map_err(fenced)?;
     let rows: Vec<(i64, String)> = exported
         .manifest
         .iter()
-        .filter(|(n, _)| recorded.is_none_or(|r| *n > r))
         .filter_map(|(n, row)| {
             let n = i64::try_from(*n).ok()?;
             serde_json::to_string(row).ok().map(|j| (n, j))
@@ -643,7 +669,8 @@ async fn mirror_once(
         *recorded = Some(last.0);
     }
     debug!(node = cluster.node(), job = %lease.job, epoch = lease.epoch, seq = written.seq,
-        chunks_put = written.chunks_put, bytes_put = written.bytes_put, manifest_rows = new,
+        chunks = written.chunks, chunks_put = written.chunks_put, bytes_put = written.bytes_put,
+        chunks_removed = written.chunks_removed, asked_stored = written.asked_stored, manifest_rows = new,
         "checkpoint mirrored to the cluster database");
     Ok(())
 }

@@ -325,6 +325,18 @@ fn read_job(db: &Old, job: &str) -> Result<JobRows, StoreError> {
 
 /// Every row of `job` in one read transaction.
 pub(super) fn read_job_in(txn: &redb::ReadTransaction, job: &str) -> Result<JobRows, StoreError> {
+    read_job_rows_in(txn, job, true)
+}
+
+/// [`read_job_in`], with the learned state assembled from its chunks only
+/// when `with_state` (a cluster checkpoint sends those chunks apart, as the
+/// store keeps them: [`super::transfer`]); without it the record's state is
+/// what the record row holds (empty from schema 6 on).
+pub(super) fn read_job_rows_in(
+    txn: &redb::ReadTransaction,
+    job: &str,
+    with_state: bool,
+) -> Result<JobRows, StoreError> {
     let jobs = txn.open_table(JOBS)?;
     let mut record: JobRecord = decode_row(
         "jobs",
@@ -334,6 +346,7 @@ pub(super) fn read_job_in(txn: &redb::ReadTransaction, job: &str) -> Result<JobR
     )?;
     // A database older than schema 6 has no state tables: the record holds the state.
     match (txn.open_table(STATE_INDEX), txn.open_table(STATE_CHUNKS)) {
+        (Ok(_), Ok(_)) if !with_state => {}
         (Ok(index), Ok(chunks)) => {
             if let Some(learned) = state::read_state(&index, &chunks, job)? {
                 record.strategy_state = learned;
