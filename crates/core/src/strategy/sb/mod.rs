@@ -457,8 +457,104 @@ struct StoredSbWithoutMembers {
     rng: Xoshiro256PlusPlus,
 }
 
+impl<C: Into<UrlClassifier>> StoredSb<C> {
+    fn into_current(self) -> StoredSb {
+        StoredSb {
+            actions: self.actions,
+            bandit: self.bandit,
+            classifier: self.classifier.into(),
+            rng: self.rng,
+            member_bandits: self.member_bandits,
+            neither: self.neither,
+            suspects: self.suspects,
+            lead: self.lead,
+            lead_features: self.lead_features,
+            came_from: self.came_from,
+            up_features: self.up_features,
+        }
+    }
+}
+
+// Each older layout becomes the next newer one, the field it lacked made
+// fresh: a layout is converted once, whatever its age, and a new layout
+// adds one step here instead of a conversion of every older one.
+
+impl StoredSbWithoutUp {
+    fn newer(self) -> StoredSb<UrlClassifierWithoutTagPaths> {
+        StoredSb {
+            actions: self.actions,
+            bandit: self.bandit,
+            classifier: self.classifier,
+            rng: self.rng,
+            member_bandits: self.member_bandits,
+            neither: self.neither,
+            suspects: self.suspects,
+            lead: self.lead,
+            lead_features: self.lead_features,
+            came_from: self.came_from,
+            up_features: Vec::new(),
+        }
+    }
+}
+
+impl StoredSbWithoutLead {
+    fn newer(self, lead: LeadRanker) -> StoredSbWithoutUp {
+        StoredSbWithoutUp {
+            actions: self.actions,
+            bandit: self.bandit,
+            classifier: self.classifier,
+            rng: self.rng,
+            member_bandits: self.member_bandits,
+            neither: self.neither,
+            suspects: self.suspects,
+            lead,
+            lead_features: Vec::new(),
+            came_from: Vec::new(),
+        }
+    }
+}
+
+impl StoredSbWithoutSuspects {
+    fn newer(self) -> StoredSbWithoutLead {
+        StoredSbWithoutLead {
+            actions: self.actions,
+            bandit: self.bandit,
+            classifier: self.classifier,
+            rng: self.rng,
+            member_bandits: self.member_bandits,
+            neither: self.neither,
+            suspects: BTreeMap::new(),
+        }
+    }
+}
+
+impl StoredSbWithoutNeither {
+    fn newer(self, neither: NeitherPatterns) -> StoredSbWithoutSuspects {
+        StoredSbWithoutSuspects {
+            actions: self.actions,
+            bandit: self.bandit,
+            classifier: self.classifier,
+            rng: self.rng,
+            member_bandits: self.member_bandits,
+            neither,
+        }
+    }
+}
+
+impl StoredSbWithoutMembers {
+    fn newer(self) -> StoredSbWithoutNeither {
+        StoredSbWithoutNeither {
+            actions: self.actions,
+            bandit: self.bandit,
+            classifier: self.classifier,
+            rng: self.rng,
+            member_bandits: Vec::new(),
+        }
+    }
+}
+
 /// Every layout sb's state was saved in, newest first: [`Strategy::restore`]
-/// fills in what an older one lacked.
+/// fills in what an older one lacked ([`StoredLayout::into_current`]).
 enum StoredLayout {
     Current(StoredSb),
     WithoutTagPaths(StoredSb<UrlClassifierWithoutTagPaths>),
@@ -486,6 +582,27 @@ impl StoredLayout {
             .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutNeither))
             .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutMembers))
             .map_err(|_| current)
+    }
+
+    /// The current layout: an older one steps up one layout at a time,
+    /// with a fresh learner (`neither`, `lead`) for what it lacked.
+    fn into_current(
+        self,
+        neither: &dyn Fn() -> NeitherPatterns,
+        lead: &dyn Fn() -> LeadRanker,
+    ) -> StoredSb {
+        let newer = match self {
+            StoredLayout::Current(stored) => return stored,
+            StoredLayout::WithoutTagPaths(old) => return old.into_current(),
+            StoredLayout::WithoutUp(old) => StoredLayout::WithoutTagPaths(old.newer()),
+            StoredLayout::WithoutLead(old) => StoredLayout::WithoutUp(old.newer(lead())),
+            StoredLayout::WithoutSuspects(old) => StoredLayout::WithoutLead(old.newer()),
+            StoredLayout::WithoutNeither(old) => {
+                StoredLayout::WithoutSuspects(old.newer(neither()))
+            }
+            StoredLayout::WithoutMembers(old) => StoredLayout::WithoutNeither(old.newer()),
+        };
+        newer.into_current(neither, lead)
     }
 }
 
@@ -1084,89 +1201,10 @@ impl Strategy for SleepingBandit {
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), CodecError> {
         // Older layouts get fresh learners for what they lacked (this job's seed).
-        let fresh_neither = || NeitherPatterns::new(self.config.neither, self.seed);
-        let fresh_lead = || LeadRanker::new(self.config.lead);
-        let stored = match StoredLayout::decode(bytes)? {
-            StoredLayout::Current(stored) => stored,
-            StoredLayout::WithoutTagPaths(old) => StoredSb {
-                actions: old.actions,
-                bandit: old.bandit,
-                classifier: old.classifier.into(),
-                rng: old.rng,
-                member_bandits: old.member_bandits,
-                neither: old.neither,
-                suspects: old.suspects,
-                lead: old.lead,
-                lead_features: old.lead_features,
-                came_from: old.came_from,
-                up_features: old.up_features,
-            },
-            StoredLayout::WithoutUp(old) => StoredSb {
-                actions: old.actions,
-                bandit: old.bandit,
-                classifier: old.classifier.into(),
-                rng: old.rng,
-                member_bandits: old.member_bandits,
-                neither: old.neither,
-                suspects: old.suspects,
-                lead: old.lead,
-                lead_features: old.lead_features,
-                came_from: old.came_from,
-                up_features: Vec::new(),
-            },
-            StoredLayout::WithoutLead(old) => StoredSb {
-                actions: old.actions,
-                bandit: old.bandit,
-                classifier: old.classifier.into(),
-                rng: old.rng,
-                member_bandits: old.member_bandits,
-                neither: old.neither,
-                suspects: old.suspects,
-                lead: fresh_lead(),
-                lead_features: Vec::new(),
-                came_from: Vec::new(),
-                up_features: Vec::new(),
-            },
-            StoredLayout::WithoutSuspects(old) => StoredSb {
-                actions: old.actions,
-                bandit: old.bandit,
-                classifier: old.classifier.into(),
-                rng: old.rng,
-                member_bandits: old.member_bandits,
-                neither: old.neither,
-                suspects: BTreeMap::new(),
-                lead: fresh_lead(),
-                lead_features: Vec::new(),
-                came_from: Vec::new(),
-                up_features: Vec::new(),
-            },
-            StoredLayout::WithoutNeither(old) => StoredSb {
-                actions: old.actions,
-                bandit: old.bandit,
-                classifier: old.classifier.into(),
-                rng: old.rng,
-                member_bandits: old.member_bandits,
-                neither: fresh_neither(),
-                suspects: BTreeMap::new(),
-                lead: fresh_lead(),
-                lead_features: Vec::new(),
-                came_from: Vec::new(),
-                up_features: Vec::new(),
-            },
-            StoredLayout::WithoutMembers(old) => StoredSb {
-                actions: old.actions,
-                bandit: old.bandit,
-                classifier: old.classifier.into(),
-                rng: old.rng,
-                member_bandits: Vec::new(),
-                neither: fresh_neither(),
-                suspects: BTreeMap::new(),
-                lead: fresh_lead(),
-                lead_features: Vec::new(),
-                came_from: Vec::new(),
-                up_features: Vec::new(),
-            },
-        };
+        let stored = StoredLayout::decode(bytes)?.into_current(
+            &|| NeitherPatterns::new(self.config.neither, self.seed),
+            &|| LeadRanker::new(self.config.lead),
+        );
         let mut actions = stored.actions;
         actions.set_config(self.config.actions);
         let mut bandit = stored.bandit;
