@@ -911,9 +911,14 @@ mod tests {
     }
 
     fn row(n: u64) -> ManifestRow {
+        csv_row(format!("http://a.test/{n}.csv"), n)
+    }
+
+    /// A saved CSV of `n` bytes at `url`: the manifest row of the store's tests.
+    pub(super) fn csv_row(url: String, n: u64) -> ManifestRow {
         ManifestRow {
-            url: format!("http://a.test/{n}.csv"),
-            final_url: format!("http://a.test/{n}.csv"),
+            final_url: url.clone(),
+            url,
             mime: "text/csv".into(),
             bytes: n,
             sha256: "00".repeat(32),

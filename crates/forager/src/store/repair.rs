@@ -510,22 +510,7 @@ mod tests {
             d.manifest_added = (0..50u64)
                 .map(|n| {
                     let url = format!("http://a.test/{job}/{n}.csv");
-                    let row = ManifestRow {
-                        url: url.clone(),
-                        final_url: url,
-                        mime: "text/csv".into(),
-                        bytes: n,
-                        sha256: "00".repeat(32),
-                        file: format!("{n}.csv"),
-                        referrer: None,
-                        tag_path: "/html/body/a".into(),
-                        fetched_at: "2026-11-22T00:00:00Z".into(),
-                        truncated: false,
-                        rdf: None,
-                        structured: None,
-                        change: None,
-                    };
-                    (n, row)
+                    (n, crate::store::tests::csv_row(url, n))
                 })
                 .collect();
             d.record = Some(JobRecord {
