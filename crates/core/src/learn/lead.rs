@@ -72,7 +72,11 @@ pub struct LeadConfig {
     /// sections before the first `plotting` page). Measured (req@90 ÷
     /// floor, rare 10 seeds, weight 1 → 2 → 3): 5.70 ± 2.17 → 5.40 ±
     /// 2.30 → 5.32 ± 2.33, every seed fewer requests with 2 (604 → 507,
-    /// 612 → 482, 1 018 → 964, …; the first target is unchanged).
+    /// 612 → 482, 1 018 → 964, …; the first target is unchanged). Held
+    /// out (5 seeds; statsmodels 16, skimage 8), 1 → 2: statsmodels 13.55
+    /// ± 7.99 → 11.75 ± 4.57, twisted 1.61 → 1.52, rare-blind 20.3 → 19.8,
+    /// small, deep, sparse, dense, variants, sklearn within ±0.01;
+    /// skimage 1.045 ± 0.005 → 1.060 ± 0.011 (4.8 requests more in 329).
     pub up_credit: f64,
     /// Share of picks made across the whole frontier once the job has a
     /// target of its own: the best-scored link of every action's queue (at
