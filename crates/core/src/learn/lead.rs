@@ -138,25 +138,6 @@ pub struct LeadConfig {
     /// 10.9 ± 6.1 and 27.5 ± 13.6. Softening the prior from the first pick
     /// on instead was no better (statsmodels 13.8 ± 7.5).
     pub prior_keep: f64,
-    /// With a prior kept apart from the job's own model: how far the
-    /// prior is trusted once the job has its own positives. A link's
-    /// score is own + trust × prior, trust 1 until the job's first own
-    /// positive, then `prior_trust / (prior_trust + own positives)`; 0
-    /// drops the prior at the first own positive. Measured (statsmodels
-    /// with sklearn's prior, 16 seeds, req@90 %; cold 12.1 ± 7.1): the
-    /// prior merged and softened (before) 8.5 ± 5.8, kept apart with
-    /// k = 3 11.7 ± 8.3, and with only its positive weights 7.8 ± 4.5
-    /// (`synthetic:rare:2` from rare's prior, 5 seeds: 4.9 ± 1.0, 5.0 ±
-    /// 0.2, 5.6 ± 0.8): no better than before; reverted.
-    pub prior_trust: f64,
-    /// Count every own example (positive or not), not only the positives,
-    /// in [`LeadConfig::prior_trust`]'s denominator once the job has a
-    /// positive of its own.
-    pub trust_examples: bool,
-    /// Of a prior kept apart, count only the weights above 0 (words that
-    /// led to targets elsewhere), not those below (words of pages that
-    /// held none there: that site's own sections).
-    pub prior_positive_only: bool,
 }
 
 impl Default for LeadConfig {
@@ -188,9 +169,6 @@ impl Default for LeadConfig {
             global_margin: 0.5,
             warm_share: 1.0,
             prior_keep: 0.5,
-            prior_trust: 3.0,
-            trust_examples: false,
-            prior_positive_only: false,
         }
     }
 }
@@ -207,51 +185,6 @@ pub struct LeadRanker {
     negatives: u64,
     /// The job started from another job's prior.
     prior_used: bool,
-    /// The prior's weights, kept apart from the job's own (`model` starts
-    /// empty): a link scores own + trust × prior ([`LeadRanker::trust`]).
-    /// `None` for a cold job, and for a warm one restored from the layout
-    /// before it was kept apart ([`LeadRankerMerged`]: its prior is merged
-    /// into `model`).
-    prior: Option<FtrlModel>,
-}
-
-/// The ranker as saved before the prior was kept apart from the job's own
-/// model (the same fields, without `prior`): a warm job's prior is merged
-/// into its model, and softened at its first own positive
-/// ([`LeadConfig::prior_keep`]) as then.
-#[derive(Deserialize)]
-pub struct LeadRankerMerged {
-    model: FtrlModel,
-    names: BTreeMap<u32, String>,
-    positives: u64,
-    negatives: u64,
-    prior_used: bool,
-}
-
-/// A ranker written in the layout of [`LeadRankerMerged`] (tests of older layouts).
-#[cfg(test)]
-#[derive(Serialize)]
-pub struct LeadRankerMergedRef<'a> {
-    model: &'a FtrlModel,
-    names: &'a BTreeMap<u32, String>,
-    positives: u64,
-    negatives: u64,
-    prior_used: bool,
-}
-
-impl From<LeadRankerMerged> for LeadRanker {
-    fn from(old: LeadRankerMerged) -> Self {
-        LeadRanker {
-            // Set by the caller after a restore, as for the current layout.
-            config: LeadConfig::default(),
-            model: old.model,
-            names: old.names,
-            positives: old.positives,
-            negatives: old.negatives,
-            prior_used: old.prior_used,
-            prior: None,
-        }
-    }
 }
 
 impl Default for LeadRanker {
@@ -285,72 +218,30 @@ impl LeadRanker {
             positives: 0,
             negatives: 0,
             prior_used: false,
-            prior: None,
         }
     }
 
-    /// A ranker that starts from `prior`'s weights (another job's, same
-    /// target kinds), kept apart from the job's own model, which starts
-    /// empty.
+    /// A ranker that starts from `prior`'s weights (another job's, same target kinds).
     pub fn with_prior(config: LeadConfig, prior: &LeadPrior) -> Self {
-        let mut kept = prior.model.clone();
-        kept.set_config(config.ftrl);
+        let mut model = prior.model.clone();
+        model.set_config(config.ftrl);
         LeadRanker {
             config,
-            model: FtrlModel::new(config.ftrl),
+            model,
             names: prior.names.clone(),
             positives: 0,
             negatives: 0,
             prior_used: true,
-            prior: Some(kept),
         }
     }
 
-    /// How far the prior counts in a score now: 1 until the job's first own
-    /// positive, then [`LeadConfig::prior_trust`] / (it + own positives, or
-    /// own examples with [`LeadConfig::trust_examples`]); 0 without a prior
-    /// kept apart.
-    pub fn trust(&self) -> f64 {
-        if self.prior.is_none() {
-            return 0.0;
-        }
-        if self.positives == 0 {
-            return 1.0;
-        }
-        let k = self.config.prior_trust;
-        if k <= 0.0 {
-            return 0.0;
-        }
-        let seen = if self.config.trust_examples {
-            self.positives + self.negatives
-        } else {
-            self.positives
-        };
-        k / (k + seen as f64)
-    }
-
-    /// What this job learnt, as a prior for others (`None` before any
-    /// target led anywhere): its own model only, not the prior it started
-    /// from.
+    /// What this job learnt, as a prior for others (`None` before any target led anywhere).
     pub fn prior(&self) -> Option<LeadPrior> {
         (self.positives > 0).then(|| LeadPrior {
             model: self.model.clone(),
             names: self.names.clone(),
             examples: self.positives + self.negatives,
         })
-    }
-
-    /// This ranker in the layout saved before the prior was kept apart
-    /// (its own model only: that layout merged a prior into it).
-    #[cfg(test)]
-    pub fn merged_layout(&self) -> LeadRankerMergedRef<'_> {
-        LeadRankerMergedRef {
-            model: &self.model,
-            names: &self.names,
-            positives: self.positives,
-            negatives: self.negatives,
-            prior_used: self.prior_used,
-        }
     }
 
     pub fn config(&self) -> LeadConfig {
@@ -361,11 +252,6 @@ impl LeadRanker {
     pub fn set_config(&mut self, config: LeadConfig) {
         self.config = config;
         self.model.set_config(config.ftrl);
-        // A decoded model's weights are computed from its state here: the
-        // prior's too, or a restored warm job would score with none.
-        if let Some(prior) = &mut self.prior {
-            prior.set_config(config.ftrl);
-        }
     }
 
     /// Whether scores can tell links apart yet: a page led to targets (or a
@@ -393,14 +279,7 @@ impl LeadRanker {
     /// before any training of that page (its referrer's credit included).
     pub fn before_own_positive(&mut self) {
         let keep = self.config.prior_keep;
-        // Only a prior merged into the model (an older layout's) is softened:
-        // one kept apart gives way through its trust.
-        if self.config.enabled
-            && self.prior_used
-            && self.prior.is_none()
-            && self.positives == 0
-            && keep < 1.0
-        {
+        if self.config.enabled && self.prior_used && self.positives == 0 && keep < 1.0 {
             self.model.soften(keep.clamp(0.0, 1.0));
         }
     }
@@ -424,41 +303,7 @@ impl LeadRanker {
 
     /// The score of a link's features (a logit: higher leads to targets more often).
     pub fn score(&self, features: &[u32]) -> f64 {
-        let own: f64 = features.iter().map(|&f| self.model.weight(f)).sum();
-        match &self.prior {
-            Some(prior) => {
-                let trust = self.trust();
-                if trust > 0.0 {
-                    own + trust
-                        * features
-                            .iter()
-                            .map(|&f| self.prior_weight(prior, f))
-                            .sum::<f64>()
-                } else {
-                    own
-                }
-            }
-            None => own,
-        }
-    }
-
-    /// One feature's weight in a score (own + trust × prior).
-    fn weight(&self, feature: u32) -> f64 {
-        let own = self.model.weight(feature);
-        match &self.prior {
-            Some(prior) => own + self.trust() * self.prior_weight(prior, feature),
-            None => own,
-        }
-    }
-
-    /// One feature's weight in the prior, as [`LeadConfig::prior_positive_only`] says.
-    fn prior_weight(&self, prior: &FtrlModel, feature: u32) -> f64 {
-        let w = prior.weight(feature);
-        if self.config.prior_positive_only {
-            w.max(0.0)
-        } else {
-            w
-        }
+        features.iter().map(|&f| self.model.weight(f)).sum()
     }
 
     /// The link (`url`, `anchor`, found on `referrer`) led to a page that
@@ -505,7 +350,7 @@ impl LeadRanker {
             .iter()
             .map(|(&id, name)| LeadWeight {
                 name: name.clone(),
-                weight: self.weight(id),
+                weight: self.model.weight(id),
             })
             .filter(|w| w.weight != 0.0)
             .collect();
@@ -641,155 +486,42 @@ mod tests {
         assert!(LeadRanker::default().prior().is_none());
     }
 
-    fn config_with(prior_trust: f64, trust_examples: bool) -> LeadConfig {
-        LeadConfig {
-            prior_trust,
-            trust_examples,
-            ..LeadConfig::default()
-        }
-    }
-
     #[test]
-    fn a_prior_kept_apart_counts_with_its_trust_beside_an_own_model_that_starts_empty() {
-        let source = trained();
-        let prior = source.prior().unwrap();
+    fn at_its_own_first_target_a_warm_ranker_lets_the_prior_go() {
+        let prior = trained().prior().unwrap();
         let f = |s: &str| LeadRanker::features(&url(s), "Thing", None);
         let plotting = f("http://new.test/api/plotting-1.html");
-        let notebook = f("http://new.test/notebooks/b.html");
-        let mut warm = LeadRanker::with_prior(config_with(3.0, false), &prior);
-        let mut cold = LeadRanker::new(config_with(3.0, false));
-        // The own model starts empty: the score is the prior's, whole.
-        assert_eq!(warm.trust(), 1.0);
-        assert_eq!(
-            warm.score(&plotting).to_bits(),
-            source.score(&plotting).to_bits()
-        );
-        // Negatives alone do not lower the trust.
-        let core = url("http://new.test/api/core-1.html");
-        warm.train(&core, "Thing", None, false);
-        cold.train(&core, "Thing", None, false);
-        assert_eq!(warm.trust(), 1.0);
-        // Nothing is forgotten at the first own positive: the trust gives way.
-        let kept = warm.score(&plotting);
-        warm.before_own_positive();
-        assert_eq!(warm.score(&plotting).to_bits(), kept.to_bits());
-        let page = url("http://new.test/notebooks/a.html");
-        let mut expected = Vec::new();
-        for n in 1..=3u32 {
-            warm.train(&page, "Notebook", None, true);
-            cold.train(&page, "Notebook", None, true);
-            expected.push(3.0 / (3.0 + f64::from(n)));
-            assert_eq!(warm.trust(), 3.0 / (3.0 + f64::from(n)));
-            // Own + trust × prior, the own part exactly a cold ranker's.
-            for x in [&plotting, &notebook] {
-                let want = cold.score(x) + warm.trust() * source.score(x);
-                assert!(
-                    (warm.score(x) - want).abs() < 1e-12,
-                    "{} vs {want}",
-                    warm.score(x)
-                );
-            }
-        }
-        assert_eq!(warm.trust(), 0.5, "k own positives halve the prior");
-        assert!(warm.found_own() && warm.is_ready());
-        // What it hands on is its own model, not the prior it started from.
-        let handed = LeadRanker::with_prior(LeadConfig::default(), &warm.prior().unwrap());
-        assert_eq!(
-            handed.score(&plotting).to_bits(),
-            cold.score(&plotting).to_bits()
-        );
-        assert!(
-            LeadRanker::with_prior(LeadConfig::default(), &prior)
-                .prior()
-                .is_none(),
-            "a prior alone is not handed on"
-        );
-    }
-
-    #[test]
-    fn the_trust_counts_examples_or_drops_the_prior_as_configured() {
-        let prior = trained().prior().unwrap();
-        let core = url("http://new.test/api/core-1.html");
-        let page = url("http://new.test/notebooks/a.html");
-        let mut by_examples = LeadRanker::with_prior(config_with(10.0, true), &prior);
-        for _ in 0..4 {
-            by_examples.train(&core, "Thing", None, false);
-        }
-        assert_eq!(by_examples.trust(), 1.0, "no own positive yet");
-        by_examples.train(&page, "Notebook", None, true);
-        assert_eq!(by_examples.trust(), 10.0 / 15.0);
-        let mut dropped = LeadRanker::with_prior(config_with(0.0, false), &prior);
-        assert_eq!(dropped.trust(), 1.0);
-        dropped.train(&page, "Notebook", None, true);
-        assert_eq!(dropped.trust(), 0.0);
-        let f = LeadRanker::features(&url("http://new.test/api/plotting-1.html"), "Thing", None);
-        let mut own = LeadRanker::default();
-        own.train(&page, "Notebook", None, true);
-        assert_eq!(dropped.score(&f).to_bits(), own.score(&f).to_bits());
-        // A cold ranker has no prior to trust.
-        assert_eq!(trained().trust(), 0.0);
-    }
-
-    #[test]
-    fn a_warm_ranker_restores_exactly_with_its_prior_apart() {
-        let prior = trained().prior().unwrap();
-        let mut warm = LeadRanker::with_prior(LeadConfig::default(), &prior);
+        let config = LeadConfig {
+            prior_keep: 0.0,
+            ..LeadConfig::default()
+        };
+        let mut warm = LeadRanker::with_prior(config, &prior);
         warm.train(
             &url("http://new.test/api/core-1.html"),
             "Thing",
             None,
             false,
         );
-        warm.train(
-            &url("http://new.test/notebooks/a.html"),
-            "Notebook",
-            None,
-            true,
-        );
-        let bytes = codec::encode(&warm);
-        let mut back: LeadRanker = codec::decode(&bytes).unwrap();
-        back.set_config(warm.config());
-        assert_eq!(codec::encode(&back), bytes);
-        assert_eq!(back.trust(), warm.trust());
-        for s in [
-            "http://new.test/api/plotting-1.html",
-            "http://new.test/notebooks/b.html",
-        ] {
-            let f = LeadRanker::features(&url(s), "Thing", None);
-            assert_eq!(back.score(&f).to_bits(), warm.score(&f).to_bits());
-        }
-        assert_eq!(back.top(5), warm.top(5));
-        // The older layout (no prior field) does not pass for the current one.
-        assert!(codec::decode::<LeadRanker>(&codec::encode(&warm.merged_layout())).is_err());
-    }
-
-    #[test]
-    fn a_warm_ranker_of_the_older_layout_still_lets_its_merged_prior_go() {
-        // Before the prior was kept apart, a warm ranker's model held it:
-        // restored, it is softened at its first own positive as then.
-        let prior = trained().prior().unwrap();
-        let merged = LeadRankerMergedRef {
-            model: &prior.model,
-            names: &prior.names,
-            positives: 0,
-            negatives: 0,
-            prior_used: true,
-        };
-        let old: LeadRankerMerged = codec::decode(&codec::encode(&merged)).unwrap();
-        let mut back = LeadRanker::from(old);
-        back.set_config(LeadConfig {
-            prior_keep: 0.0,
+        let core = f("http://new.test/api/core-2.html");
+        assert!(warm.score(&plotting) > warm.score(&core) && !warm.found_own());
+        warm.before_own_positive();
+        assert_eq!(warm.score(&plotting), 0.0, "the prior is gone");
+        let page = url("http://new.test/notebooks/a.html");
+        warm.train(&page, "Notebook", None, true);
+        assert!(warm.found_own() && warm.is_ready());
+        // Once the job has its own positive, nothing more is forgotten.
+        let after = warm.score(&f("http://new.test/notebooks/b.html"));
+        warm.before_own_positive();
+        assert_eq!(warm.score(&f("http://new.test/notebooks/b.html")), after);
+        // Kept as it is with prior_keep 1, and a cold ranker has nothing to let go.
+        let keep_all = LeadConfig {
+            prior_keep: 1.0,
             ..LeadConfig::default()
-        });
-        let plotting =
-            LeadRanker::features(&url("http://new.test/api/plotting-1.html"), "Thing", None);
-        assert!(back.is_ready() && back.prior_used() && !back.found_own());
-        assert_eq!(back.trust(), 0.0, "nothing kept apart");
-        let core = LeadRanker::features(&url("http://new.test/api/core-1.html"), "Thing", None);
-        assert!(back.score(&plotting) > back.score(&core));
-        back.before_own_positive();
-        assert_eq!(back.score(&plotting), 0.0, "the merged prior is gone");
-        // A cold ranker has nothing to let go.
+        };
+        let mut kept = LeadRanker::with_prior(keep_all, &prior);
+        let before = kept.score(&plotting);
+        kept.before_own_positive();
+        assert_eq!(kept.score(&plotting), before);
         let mut cold = trained();
         let before = cold.score(&plotting);
         cold.before_own_positive();

@@ -34,7 +34,7 @@ pub use classifier::{
 pub use early_stop::{EarlyStop, EarlyStopConfig};
 pub use features::{anthelion_tokens, LinkContext, ParentRelevance, UrlFeatures};
 pub use ftrl::{FtrlConfig, FtrlModel};
-pub use lead::{LeadConfig, LeadPrior, LeadRanker, LeadRankerMerged, LeadWeight};
+pub use lead::{LeadConfig, LeadPrior, LeadRanker, LeadWeight};
 pub use mime_filter::{BloomLayout, DirtyChunk, MimeFilterConfig, MimeFilterError, MimeFilters};
 pub use neither::{NeitherCounts, NeitherDecision, NeitherPatternConfig, NeitherPatterns};
 pub use tagpath::{PathVectorizer, SparseEntry, SparseVector};

@@ -100,8 +100,8 @@ use crate::codec::{self, CodecError};
 use crate::learn::neither::LinkPattern;
 use crate::learn::{
     ActionConfig, ActionId, ActionIndex, ArmStats, AuerBandit, AuerConfig, ClassifierConfig,
-    LeadConfig, LeadPrior, LeadRanker, LeadRankerMerged, NeitherDecision, NeitherPatternConfig,
-    NeitherPatterns, UrlClassifier, UrlClassifierWithoutTagPaths, Verdict,
+    LeadConfig, LeadPrior, LeadRanker, NeitherDecision, NeitherPatternConfig, NeitherPatterns,
+    UrlClassifier, UrlClassifierWithoutTagPaths, Verdict,
 };
 use crate::link::{Link, LinkId, QueueKey};
 use crate::mime::Label;
@@ -384,7 +384,7 @@ struct StoredSbRef<'a> {
 /// for the one saved before the URL classifier learnt from tag paths (the
 /// fields are otherwise the same, so one struct reads both).
 #[derive(Deserialize)]
-struct StoredSb<C = UrlClassifier, L = LeadRanker> {
+struct StoredSb<C = UrlClassifier> {
     actions: ActionIndex,
     bandit: AuerBandit,
     classifier: C,
@@ -392,7 +392,7 @@ struct StoredSb<C = UrlClassifier, L = LeadRanker> {
     member_bandits: Vec<AuerBandit>,
     neither: NeitherPatterns,
     suspects: BTreeMap<LinkId, Suspect>,
-    lead: L,
+    lead: LeadRanker,
     lead_features: Vec<(LinkId, Box<[u32]>)>,
     came_from: Vec<(u64, ActionKey)>,
     up_features: Vec<(u64, Box<[u32]>)>,
@@ -410,7 +410,7 @@ struct StoredSbWithoutUp {
     member_bandits: Vec<AuerBandit>,
     neither: NeitherPatterns,
     suspects: BTreeMap<LinkId, Suspect>,
-    lead: LeadRankerMerged,
+    lead: LeadRanker,
     lead_features: Vec<(LinkId, Box<[u32]>)>,
     came_from: Vec<(u64, ActionKey)>,
 }
@@ -461,9 +461,7 @@ struct StoredSbWithoutMembers {
 /// fills in what an older one lacked.
 enum StoredLayout {
     Current(StoredSb),
-    /// Before the ranker kept a prior apart from its own model.
-    WithoutSeparatePrior(StoredSb<UrlClassifier, LeadRankerMerged>),
-    WithoutTagPaths(StoredSb<UrlClassifierWithoutTagPaths, LeadRankerMerged>),
+    WithoutTagPaths(StoredSb<UrlClassifierWithoutTagPaths>),
     WithoutUp(StoredSbWithoutUp),
     WithoutLead(StoredSbWithoutLead),
     WithoutSuspects(StoredSbWithoutSuspects),
@@ -481,8 +479,7 @@ impl StoredLayout {
             Err(e) => e,
         };
         codec::decode(bytes)
-            .map(StoredLayout::WithoutSeparatePrior)
-            .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutTagPaths))
+            .map(StoredLayout::WithoutTagPaths)
             .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutUp))
             .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutLead))
             .or_else(|_| codec::decode(bytes).map(StoredLayout::WithoutSuspects))
@@ -1091,19 +1088,6 @@ impl Strategy for SleepingBandit {
         let fresh_lead = || LeadRanker::new(self.config.lead);
         let stored = match StoredLayout::decode(bytes)? {
             StoredLayout::Current(stored) => stored,
-            StoredLayout::WithoutSeparatePrior(old) => StoredSb {
-                actions: old.actions,
-                bandit: old.bandit,
-                classifier: old.classifier,
-                rng: old.rng,
-                member_bandits: old.member_bandits,
-                neither: old.neither,
-                suspects: old.suspects,
-                lead: old.lead.into(),
-                lead_features: old.lead_features,
-                came_from: old.came_from,
-                up_features: old.up_features,
-            },
             StoredLayout::WithoutTagPaths(old) => StoredSb {
                 actions: old.actions,
                 bandit: old.bandit,
@@ -1112,7 +1096,7 @@ impl Strategy for SleepingBandit {
                 member_bandits: old.member_bandits,
                 neither: old.neither,
                 suspects: old.suspects,
-                lead: old.lead.into(),
+                lead: old.lead,
                 lead_features: old.lead_features,
                 came_from: old.came_from,
                 up_features: old.up_features,
@@ -1125,7 +1109,7 @@ impl Strategy for SleepingBandit {
                 member_bandits: old.member_bandits,
                 neither: old.neither,
                 suspects: old.suspects,
-                lead: old.lead.into(),
+                lead: old.lead,
                 lead_features: old.lead_features,
                 came_from: old.came_from,
                 up_features: Vec::new(),

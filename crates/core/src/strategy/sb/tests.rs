@@ -1,7 +1,6 @@
 use super::fake_site::{Crawl, Site, SiteShape, DATASET_LIST, NAV};
 use super::*;
 use crate::learn::classifier::StoredWithoutTagPathsRef;
-use crate::learn::lead::LeadRankerMergedRef;
 use crate::learn::NeitherConfig;
 use crate::strategy::Bfs;
 use std::sync::Arc;
@@ -1187,7 +1186,7 @@ fn restores_the_layout_saved_before_the_credit_one_level_up() {
         member_bandits: &sb.member_bandits,
         neither: &sb.neither,
         suspects: &sb.suspects,
-        lead: sb.lead.merged_layout(),
+        lead: &sb.lead,
         lead_features,
         came_from: Vec::new(),
     });
@@ -1240,7 +1239,7 @@ fn restores_the_layout_saved_before_tag_paths() {
         member_bandits: &sb.member_bandits,
         neither: &sb.neither,
         suspects: &sb.suspects,
-        lead: sb.lead.merged_layout(),
+        lead: &sb.lead,
         lead_features: sorted(&sb.lead_features),
         came_from: sb
             .came_order
@@ -1265,83 +1264,6 @@ fn restores_the_layout_saved_before_tag_paths() {
     assert_eq!(back.save(), sb.save());
 }
 
-/// A warm job's state (the prior kept apart from its own ranking) saves
-/// and restores to the same bytes and the same picks; saved in the layout
-/// before the prior was kept apart (a prior merged into the ranking's
-/// model), it restores with nothing kept apart and saves in the current
-/// layout.
-#[test]
-fn a_warm_job_restores_exactly_with_its_prior_apart() {
-    let (mut sb, id, key) = first_pop_across_actions_with(SbConfig::default());
-    sb.push(id, key);
-    assert!(sb.lead.prior_used() && sb.lead.trust() == 1.0);
-    let saved = sb.save();
-    let old = codec::encode(&StoredWithoutSeparatePrior {
-        actions: &sb.actions,
-        bandit: &sb.bandit,
-        classifier: &sb.classifier,
-        rng: &sb.rng,
-        member_bandits: &sb.member_bandits,
-        neither: &sb.neither,
-        suspects: &sb.suspects,
-        lead: sb.lead.merged_layout(),
-        lead_features: {
-            let mut v: Vec<(LinkId, &[u32])> = sb
-                .lead_features
-                .iter()
-                .map(|(&id, f)| (id, &f[..]))
-                .collect();
-            v.sort_unstable_by_key(|(id, _)| *id);
-            v
-        },
-        came_from: Vec::new(),
-        up_features: Vec::new(),
-    });
-    let mut frontier: Vec<(LinkId, QueueKey)> = Vec::new();
-    while let Some(e) = sb.pop(&FreeSlot::ANY) {
-        frontier.push(e);
-    }
-    let mut pushed = frontier.clone();
-    pushed.sort_by_key(|(id, _)| *id);
-    let mut back = SleepingBandit::new(5);
-    back.restore(&saved).unwrap();
-    assert_eq!(back.save(), saved);
-    assert!(back.lead.prior_used() && back.lead.trust() == 1.0);
-    for (id, key) in &pushed {
-        back.push(*id, *key);
-    }
-    let mut again = Vec::new();
-    while let Some(e) = back.pop(&FreeSlot::ANY) {
-        again.push(e);
-    }
-    assert_eq!(again, frontier, "the same picks after the restore");
-    // The older layout: a warm ranking whose prior was merged into it.
-    let mut merged = SleepingBandit::new(5);
-    merged.restore(&old).unwrap();
-    assert!(merged.lead.prior_used() && merged.lead.trust() == 0.0);
-    assert_eq!(merged.stats().lead_examples, (0, 0));
-    let resaved = merged.save();
-    assert_ne!(resaved, old);
-    let mut twice = SleepingBandit::new(5);
-    twice.restore(&resaved).unwrap();
-    assert_eq!(twice.save(), resaved);
-}
-
-#[derive(Serialize)]
-struct StoredWithoutSeparatePrior<'a> {
-    actions: &'a ActionIndex,
-    bandit: &'a AuerBandit,
-    classifier: &'a UrlClassifier,
-    rng: &'a Xoshiro256PlusPlus,
-    member_bandits: &'a [AuerBandit],
-    neither: &'a NeitherPatterns,
-    suspects: &'a BTreeMap<LinkId, Suspect>,
-    lead: LeadRankerMergedRef<'a>,
-    lead_features: Vec<(LinkId, &'a [u32])>,
-    came_from: Vec<(u64, ActionKey)>,
-    up_features: Vec<(u64, &'a [u32])>,
-}
-
 #[derive(Serialize)]
 struct StoredWithoutTagPaths<'a> {
     actions: &'a ActionIndex,
@@ -1351,7 +1273,7 @@ struct StoredWithoutTagPaths<'a> {
     member_bandits: &'a [AuerBandit],
     neither: &'a NeitherPatterns,
     suspects: &'a BTreeMap<LinkId, Suspect>,
-    lead: LeadRankerMergedRef<'a>,
+    lead: &'a LeadRanker,
     lead_features: Vec<(LinkId, &'a [u32])>,
     came_from: Vec<(u64, ActionKey)>,
     up_features: Vec<(u64, &'a [u32])>,
@@ -1366,7 +1288,7 @@ struct StoredWithoutUp<'a> {
     member_bandits: &'a [AuerBandit],
     neither: &'a NeitherPatterns,
     suspects: &'a BTreeMap<LinkId, Suspect>,
-    lead: LeadRankerMergedRef<'a>,
+    lead: &'a LeadRanker,
     lead_features: Vec<(LinkId, &'a [u32])>,
     came_from: Vec<(u64, ActionKey)>,
 }
