@@ -301,17 +301,6 @@ impl NeitherPatterns {
         (p >= UNKNOWN_P_NEITHER).then_some(link)
     }
 
-    /// Whether `link`'s pattern has answered neither at least half the time
-    /// (weighted, with the Beta(1, 1) prior); `false` before any answer of
-    /// it. sb fetches a link of an extension its classifier has not learnt
-    /// at once only when this is `false` (see `strategy/sb`): a `_sources/…
-    /// .txt` once answered neither is not fetched early again.
-    pub fn leans_neither(&self, link: LinkPattern) -> bool {
-        self.patterns
-            .get(&link.pattern)
-            .is_some_and(|s| s.p_neither() >= UNKNOWN_P_NEITHER)
-    }
-
     /// [`Self::decide`] for a link whose pattern is computed already: one being
     /// triaged, or one [`Self::suspect`] named when it was queued.
     pub fn decide_link(&mut self, link: LinkPattern) -> NeitherDecision {
@@ -419,17 +408,6 @@ mod tests {
         keys.dedup();
         key.push_str(&keys.join("&"));
         fingerprint64(key.as_bytes())
-    }
-
-    #[test]
-    fn a_pattern_leans_neither_after_its_neither_answers_only() {
-        let mut n = NeitherPatterns::new(NeitherPatternConfig::default(), 1);
-        let src = LinkPattern::of(&source(1));
-        assert!(!n.leans_neither(src), "no answer yet");
-        n.observe(&source(2), true);
-        assert!(n.leans_neither(src));
-        n.observe(&page(1), false);
-        assert!(!n.leans_neither(LinkPattern::of(&page(2))));
     }
 
     #[test]

@@ -843,25 +843,6 @@ impl Strategy for SleepingBandit {
                         score: 0.0,
                     });
                 }
-                // A link of an extension the classifier has not learnt from
-                // is fetched now, unpredicted, unless its pattern has
-                // answered neither: the GET's type labels it, as a HEAD
-                // would, at no extra request (a page is fetched earlier
-                // than its turn, a target sooner). Without this, on a
-                // gallery site whose warm-up saw pages only, the first
-                // downloads were predicted pages and waited in the queue:
-                // scikit-image's online accuracy 94.4 ± 1.9 % (8 seeds).
-                // The neither patterns keep it from fetching early every
-                // `_sources/….txt` (their extension never trains the
-                // classifier): without that check, `synthetic:variants`
-                // took 26 neither requests before req@90 instead of 14.
-                // Needs the patterns: off in `sb-binary`.
-                if self.config.neither.enabled
-                    && self.classifier.is_unfamiliar(&link.url)
-                    && !self.neither.leans_neither(p)
-                {
-                    return Triage::FetchNow;
-                }
                 match self.classifier.classify_link(
                     &link.url,
                     p.url_fingerprint(),

@@ -863,61 +863,12 @@ fn links_of_a_neither_pattern_wait_until_every_action_is_empty() {
 /// popped while its pattern is still predicted neither, fetched once a
 /// sample released the pattern; a link of an action never is, and a
 /// diverted link's prepaid 0 goes with it.
-/// sb that predicts a link of an extension its classifier never trained on
-/// instead of fetching it at once: for tests of links queued (as pages)
-/// before their pattern is known, which a `.txt` never seen would not be.
-fn predicting_every_extension(seed: u64) -> SleepingBandit {
-    let mut config = SbConfig::default();
-    config.classifier.unfamiliar_extensions = false;
-    SleepingBandit::with_config(seed, config)
-}
-
-#[test]
-fn a_link_of_an_extension_the_classifier_never_learnt_is_fetched_now() {
-    let pages = |i: u32| html_link(&format!("https://g.test/auto_examples/plot_{i}.html"), NAV);
-    let download = |i: u32| {
-        html_link(
-            &format!("https://g.test/_downloads/{i:x}/plot_{i}.py"),
-            FOOTER,
-        )
-    };
-    let sources = |i: u32| html_link(&format!("https://g.test/_sources/p{i}.txt"), FOOTER);
-    let teach = |sb: &mut SleepingBandit| {
-        for i in 0..10 {
-            sb.observe(&pages(i), Label::Html, LabelSource::Get);
-        }
-    };
-    let mut sb = SleepingBandit::new(3);
-    teach(&mut sb);
-    // Warm on pages only: the classifier would call the download a page.
-    assert_eq!(sb.triage(&download(1), None), Triage::FetchNow);
-    assert_eq!(sb.triage(&sources(1), None), Triage::FetchNow);
-    // A pattern that answered neither is predicted again, not fetched early.
-    sb.observe(&sources(1), Label::Neither, LabelSource::Get);
-    assert!(matches!(sb.triage(&sources(2), None), Triage::Enqueue(_)));
-    // Once a download is trained on (its batch full), downloads are predicted.
-    sb.observe(&download(1), Label::Target, LabelSource::Get);
-    for i in 10..19 {
-        sb.observe(&pages(i), Label::Html, LabelSource::Get);
-    }
-    assert_ne!(sb.triage(&download(2), None), Triage::FetchNow);
-    assert!(!sb.classifier.is_unfamiliar(&download(2).url));
-    // Without the neither patterns (sb-binary) and with the switch off: predicted.
-    for mut other in [SleepingBandit::binary(3), predicting_every_extension(3)] {
-        teach(&mut other);
-        assert!(
-            matches!(other.triage(&download(1), None), Triage::Enqueue(_)),
-            "predicted a page and queued"
-        );
-    }
-}
-
 #[test]
 fn waiting_links_are_skipped_while_their_pattern_is_still_neither() {
     let pages = |i: u32| html_link(&format!("https://s.test/api/p{i}.html"), NAV);
     let sources = |i: u32| html_link(&format!("https://s.test/_sources/p{i}.txt"), FOOTER);
     let raws = |i: u32| html_link(&format!("https://s.test/_raw/p{i}.rst"), FOOTER);
-    let mut sb = predicting_every_extension(3);
+    let mut sb = SleepingBandit::new(3);
     for i in 0..10 {
         sb.observe(&pages(i), Label::Html, LabelSource::Get);
     }
@@ -999,7 +950,7 @@ fn waiting_links_are_skipped_while_their_pattern_is_still_neither() {
 fn links_queued_before_their_pattern_is_learnt_wait_when_popped() {
     let pages = |i: u32| html_link(&format!("https://s.test/api/p{i}.html"), NAV);
     let sources = |i: u32| html_link(&format!("https://s.test/_sources/p{i}.txt"), FOOTER);
-    let mut sb = predicting_every_extension(3);
+    let mut sb = SleepingBandit::new(3);
     for i in 0..10 {
         sb.observe(&pages(i), Label::Html, LabelSource::Get);
     }
@@ -1032,7 +983,7 @@ fn links_queued_before_their_pattern_is_learnt_wait_when_popped() {
     let first = sb.pop(&FreeSlot::ANY).expect("a link");
     keys.remove(&first.0);
     let saved = sb.save();
-    let mut resumed = predicting_every_extension(99);
+    let mut resumed = SleepingBandit::new(99);
     resumed.restore(&saved).expect("restores");
     for (&id, &key) in &keys {
         resumed.push(id, key);
