@@ -1131,6 +1131,41 @@ fn restores_the_layout_without_neither_patterns() {
     assert_eq!(back.neither.probability(&link.url), None, "fresh patterns");
 }
 
+/// A state saved before suspects were decided again resumes with its
+/// bandits and neither patterns, no suspect and a fresh ranking: it steps
+/// through every newer layout on the way.
+#[test]
+fn restores_the_layout_saved_before_suspects() {
+    let (_, mut sb) = plotting_pops_in_one_member(SbConfig::default(), 4);
+    let source = html_link("https://s.test/_sources/a.txt", NAV);
+    sb.observe(&source, Label::Neither, LabelSource::Get);
+    assert!(sb.neither.probability(&source.url).is_some());
+    let old = codec::encode(&StoredWithoutSuspects {
+        actions: &sb.actions,
+        bandit: &sb.bandit,
+        classifier: sb.classifier.without_tag_paths(),
+        rng: &sb.rng,
+        member_bandits: &sb.member_bandits,
+        neither: &sb.neither,
+    });
+    let mut back = SleepingBandit::new(4);
+    back.restore(&old).unwrap();
+    assert_eq!(back.actions().len(), sb.actions().len());
+    assert_eq!(back.bandit.stats(0), sb.bandit.stats(0));
+    assert_eq!(back.member_bandits.len(), sb.member_bandits.len());
+    assert_eq!(
+        back.neither.probability(&source.url),
+        sb.neither.probability(&source.url),
+        "the patterns kept"
+    );
+    assert!(back.suspects.is_empty(), "no suspect");
+    assert_eq!(back.stats().lead_examples, (0, 0), "a fresh ranking");
+    let saved = back.save();
+    let mut again = SleepingBandit::new(4);
+    again.restore(&saved).unwrap();
+    assert_eq!(again.save(), saved);
+}
+
 /// A state saved before links were ranked within an action (the layout
 /// of every store written before it) resumes with its bandits, patterns
 /// and suspects, and a fresh ranking.
@@ -1302,6 +1337,16 @@ struct StoredWithoutLead<'a> {
     member_bandits: &'a [AuerBandit],
     neither: &'a NeitherPatterns,
     suspects: &'a BTreeMap<LinkId, Suspect>,
+}
+
+#[derive(Serialize)]
+struct StoredWithoutSuspects<'a> {
+    actions: &'a ActionIndex,
+    bandit: &'a AuerBandit,
+    classifier: StoredWithoutTagPathsRef<'a>,
+    rng: &'a Xoshiro256PlusPlus,
+    member_bandits: &'a [AuerBandit],
+    neither: &'a NeitherPatterns,
 }
 
 #[derive(Serialize)]
