@@ -911,20 +911,17 @@ impl BigJob {
 
 /// The manifest row of the `n`-th target saved.
 fn manifest_row(link: &Link, mime: &str, n: u64) -> ManifestRow {
+    let name = format!("{:064x}", url_hash(&link.url));
     ManifestRow {
-        url: link.url.to_string(),
-        final_url: link.url.to_string(),
         mime: mime.to_string(),
-        bytes: 20_000 + n % 50_000,
-        sha256: format!("{:064x}", url_hash(&link.url)),
-        file: format!("{:064x}.csv", url_hash(&link.url)),
+        sha256: name.clone(),
         referrer: link.referrer.as_ref().map(|u| u.to_string()),
         tag_path: link.tag_path.to_string(),
-        fetched_at: "2026-11-22T10:00:00Z".into(),
-        truncated: false,
-        rdf: None,
-        structured: None,
-        change: None,
+        ..common::csv_row(
+            link.url.to_string(),
+            20_000 + n % 50_000,
+            format!("{name}.csv"),
+        )
     }
 }
 

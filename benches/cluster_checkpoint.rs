@@ -30,8 +30,10 @@
 //! Run: `cargo bench --bench cluster_checkpoint` (needs PostgreSQL:
 //! Debian's `initdb` and `pg_ctl`, as `forager bench --cluster`).
 
+mod common;
+
 use anyhow::{Context, Result};
-use forager::store::{JobDelta, JobRecord, ManifestRow, Store};
+use forager::store::{JobDelta, JobRecord, Store};
 use forager_cluster::{CheckpointParts, CheckpointWrite, Cluster, StoredChunks};
 use forager_core::config::ClusterConfig;
 use rand::{Rng, RngCore, SeedableRng};
@@ -60,32 +62,21 @@ fn process_cpu() -> Duration {
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
-fn manifest_row(n: u64) -> ManifestRow {
-    let url = format!("http://a.test/big/{n}.csv");
-    ManifestRow {
-        url: url.clone(),
-        final_url: url,
-        mime: "text/csv".into(),
-        bytes: n,
-        sha256: "00".repeat(32),
-        file: format!("{n}.csv"),
-        referrer: None,
-        tag_path: "/html/body/a".into(),
-        fetched_at: "2026-11-28T00:00:00Z".into(),
-        truncated: false,
-        rdf: None,
-        structured: None,
-        change: None,
-    }
-}
-
 /// One commit of the job: its record with `state`, `seen` and manifest rows `rows`.
 fn commit(store: &Store, state: &[u8], seen: std::ops::Range<u64>, rows: std::ops::Range<u64>) {
     let mut d = JobDelta::new("big");
     d.seen_added = seen
         .map(|s| s.wrapping_mul(0x9E37_79B9_7F4A_7C15))
         .collect();
-    d.manifest_added = rows.clone().map(|n| (n, manifest_row(n))).collect();
+    d.manifest_added = rows
+        .clone()
+        .map(|n| {
+            (
+                n,
+                common::csv_row(format!("http://a.test/big/{n}.csv"), n, format!("{n}.csv")),
+            )
+        })
+        .collect();
     d.record = Some(JobRecord {
         strategy: "sb".into(),
         strategy_state: state.to_vec(),

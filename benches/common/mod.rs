@@ -3,6 +3,7 @@
 // Each benchmark uses a part of it.
 #![allow(dead_code)]
 
+use forager::store::ManifestRow;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::time::Duration;
@@ -41,4 +42,25 @@ pub fn thread_cpu() -> Duration {
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The manifest row of a saved CSV of `bytes` bytes at `url`, stored as `file`:
+/// what the checkpoint benchmarks put in a job's manifest (the fields a
+/// benchmark does not vary are fixed).
+pub fn csv_row(url: String, bytes: u64, file: String) -> ManifestRow {
+    ManifestRow {
+        final_url: url.clone(),
+        url,
+        mime: "text/csv".into(),
+        bytes,
+        sha256: "00".repeat(32),
+        file,
+        referrer: None,
+        tag_path: "/html/body/a".into(),
+        fetched_at: "2026-11-22T00:00:00Z".into(),
+        truncated: false,
+        rdf: None,
+        structured: None,
+        change: None,
+    }
 }
