@@ -67,7 +67,7 @@ pub struct ClassifierConfig {
     /// ([`UrlClassifier::is_unfamiliar`]); `false`: none is. sb fetches
     /// such a link at once when its extension names one of the job's
     /// targets. Measured (8 seeds, scikit-image, cold): online accuracy
-    /// 94.5 ± 2.4 → 99.5 ± 0.3 %, req@90 ÷ floor 1.06 → 1.04.
+    /// 94.5 ± 2.4 → 99.5 ± 0.4 %, req@90 ÷ floor 1.06 → 1.04.
     pub unfamiliar_extensions: bool,
 }
 

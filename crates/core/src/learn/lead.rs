@@ -90,8 +90,13 @@ pub struct LeadConfig {
     /// at once of unlearnt target extensions (`synthetic:rare`, 10
     /// seeds, req@90 ÷ floor; without that fetch 5.40 ± 2.30): weight 1
     /// → 5.94 ± 2.35, 2 → 5.79 ± 2.39, min(targets, 4) → 5.80 ± 2.39,
-    /// 2 × min(targets, 4) → 5.91 ± 2.69; weight 1 without the credit
-    /// one level up for such a page → 6.71 ± 2.24.
+    /// 2 × min(targets, 4) → 5.91 ± 2.69 (9 seeds; weight 2 on the same
+    /// 9: 5.85); weight 1 without the credit
+    /// one level up for such a page → 6.71 ± 2.24. Held out, weight 1 → 2
+    /// (base without the fetch in brackets): `synthetic:variants` (5
+    /// seeds) 1.27 ± 0.12 → 1.20 ± 0.07 (1.17 ± 0.03), statsmodels (16)
+    /// 11.11 ± 4.31 → 13.58 ± 6.95 (11.75 ± 4.57), twisted 1.60 → 1.57
+    /// (1.52), small 1.18 → 1.16 (1.15).
     pub unlearnt_weight: f64,
     /// Share of picks made across the whole frontier once the job has a
     /// target of its own: the best-scored link of every action's queue (at
