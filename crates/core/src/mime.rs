@@ -139,6 +139,28 @@ const DATA_EXTENSIONS: &[&str] = &[
 const DOCUMENT_EXTENSIONS: &[&str] = &["pdf", "doc", "docx", "odt", "rtf", "ppt", "pptx", "odp"];
 const ARCHIVE_EXTENSIONS: &[&str] = &["zip", "gz", "tgz", "tar", "7z", "bz2", "xz", "rar", "zst"];
 
+/// The extension (lower-case, no dot) files of a MIME type usually carry,
+/// for [`TargetSet::names_target_file`]; one row per pair, only the types
+/// whose files are named by a single common extension.
+const TYPE_EXTENSIONS: &[(&str, &str)] = &[
+    ("text/csv", "csv"),
+    ("text/tab-separated-values", "tsv"),
+    ("application/pdf", "pdf"),
+    ("application/zip", "zip"),
+    ("application/gzip", "gz"),
+    ("application/x-tar", "tar"),
+    ("application/json", "json"),
+    ("application/xml", "xml"),
+    ("text/xml", "xml"),
+    ("application/x-ipynb+json", "ipynb"),
+    ("text/x-python", "py"),
+    ("application/vnd.ms-excel", "xls"),
+    (
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "xlsx",
+    ),
+];
+
 /// Job-neutral coarse class of a MIME type, remembered by the shared Bloom filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum MimeFamily {
@@ -453,6 +475,25 @@ impl TargetSet {
         extension_of(name).is_some_and(|ext| self.extensions.contains(&ext))
     }
 
+    /// Whether a URL's file name has the extension of one of the job's
+    /// targets, or one its target types are commonly saved under
+    /// ([`TYPE_EXTENSIONS`]: `.py` for a job of `text/x-python`): a job
+    /// given types only (the documentation corpora: Python sources,
+    /// notebooks, archives) names no extension of its own, and
+    /// [`Self::names_target`] says nothing for it.
+    pub fn names_target_file(&self, url: &url::Url) -> bool {
+        if self.names_target(url) {
+            return true;
+        }
+        let name = url.path().rsplit('/').next().unwrap_or("");
+        let Some(ext) = extension_of(name) else {
+            return false;
+        };
+        TYPE_EXTENSIONS.iter().any(|&(mime, e)| {
+            e == ext && !self.is_blocked(mime) && self.targets.iter().any(|p| p.matches(mime))
+        })
+    }
+
     /// The label of a response with this `Content-Type` (a missing type is "neither").
     pub fn classify(&self, content_type: Option<&str>) -> Label {
         let Some(ct) = content_type else {
@@ -558,6 +599,34 @@ mod tests {
             images.label_of_family(MimeFamily::Image),
             Some(Label::Target)
         );
+    }
+
+    #[test]
+    fn a_job_of_types_names_the_files_of_those_types() {
+        let url = |u: &str| url::Url::parse(u).unwrap();
+        let corpus = TargetSet::new(
+            Preset::None,
+            &["text/x-python".into(), "application/x-ipynb+json".into()],
+            &[],
+        );
+        let py = url("http://d.test/_downloads/3c08/plot_face.py");
+        let nb = url("http://d.test/_downloads/3c09/plot_face.IPYNB");
+        assert!(!corpus.names_target(&py), "no extension of its own");
+        assert!(corpus.names_target_file(&py));
+        assert!(corpus.names_target_file(&nb));
+        for other in [
+            "http://d.test/_sources/index.rst.txt",
+            "http://d.test/_downloads/3c10/data.csv",
+            "http://d.test/api/index.html",
+            "http://d.test/node/8723",
+        ] {
+            assert!(!corpus.names_target_file(&url(other)), "{other}");
+        }
+        // A job's own extensions name targets as before.
+        assert!(stats().names_target_file(&url("http://d.test/pop.sav")));
+        // A blocked type is no target, whatever the job lists.
+        let blocked = TargetSet::new(Preset::None, &["text/x-python".into()], &["text/".into()]);
+        assert!(!blocked.names_target_file(&py));
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //!   of them that are fetched anyway and trained with importance weight 1/ε
 //!   (LDCOC's subsampling), so the model keeps seeing the class it suppresses.
 
-use super::features::UrlFeatures;
+use super::features::{extension_feature, UrlFeatures};
 use super::ftrl::{FtrlConfig, FtrlModel};
 use crate::codec::{self, CodecError};
 use crate::hash::{fingerprint64, IntHashBuilder};
@@ -63,6 +63,12 @@ pub struct ClassifierConfig {
     /// Predictions remembered for the online accuracy (oldest forgotten first).
     pub prediction_memory: usize,
     pub neither: NeitherConfig,
+    /// Tell the links whose extension the model has not learnt from
+    /// ([`UrlClassifier::is_unfamiliar`]); `false`: none is. sb fetches
+    /// such a link at once when its extension names one of the job's
+    /// targets. Measured (8 seeds, scikit-image, cold): online accuracy
+    /// 94.5 ± 2.4 → 99.5 ± 0.4 %, req@90 ÷ floor 1.06 → 1.04.
+    pub unfamiliar_extensions: bool,
 }
 
 impl Default for ClassifierConfig {
@@ -74,6 +80,7 @@ impl Default for ClassifierConfig {
             ftrl: FtrlConfig::default(),
             prediction_memory: 16_384,
             neither: NeitherConfig::default(),
+            unfamiliar_extensions: true,
         }
     }
 }
@@ -316,6 +323,25 @@ impl UrlClassifier {
     /// Examples the binary model was trained on.
     pub fn trained(&self) -> u64 {
         self.target.examples()
+    }
+
+    /// Whether the binary model, warm, has never trained on a page or target
+    /// whose URL has `url`'s extension (`false` for a URL without one, or
+    /// with [`ClassifierConfig::unfamiliar_extensions`] off). Its prediction
+    /// for such a link is the class prior of the links it has seen. A
+    /// gallery whose first pages are all `.html` (scikit-image's docs: the
+    /// 10 warm-up labels are pages) had its first `_downloads/…/plot_x.py`,
+    /// `.ipynb` and `.zip` predicted pages at p ≈ 0.02–0.03, 10–32 per
+    /// crawl, all before the first file label arrived (they waited in the
+    /// queue); after it, nearly no file was mistaken. A caller that has the
+    /// label fetched instead of predicting it turns that cold start into
+    /// labels (sb does, for the extensions of the job's targets). Neither
+    /// labels do not train the binary model, so an extension seen only on
+    /// neither links stays unfamiliar here.
+    pub fn is_unfamiliar(&self, url: &Url) -> bool {
+        self.config.unfamiliar_extensions
+            && self.warm
+            && extension_feature(url).is_some_and(|f| !self.target.trained_on(f))
     }
 
     /// p(target) of `url`, without remembering a prediction (e.g. for priorities).
@@ -671,6 +697,48 @@ mod tests {
         assert!(!c.is_warming_up());
         assert_eq!(c.trained(), 10);
         assert!(matches!(c.classify(&csv(500)), Verdict::Predicted(_)));
+    }
+
+    #[test]
+    fn an_extension_is_unfamiliar_until_a_page_or_target_of_it_is_trained() {
+        let py = |i: usize| url(&format!("http://d.test/_downloads/{i:x}/plot_{i}.py"));
+        let html = |i: usize| url(&format!("http://d.test/auto_examples/plot_{i}.html"));
+        let mut c = UrlClassifier::new(ClassifierConfig::default(), 1);
+        assert!(
+            !c.is_unfamiliar(&py(1)),
+            "warming up: the server is asked anyway"
+        );
+        for i in 0..10 {
+            c.observe(&html(i), Label::Html);
+        }
+        assert!(!c.is_warming_up());
+        assert!(c.is_unfamiliar(&py(1)));
+        assert!(
+            !c.is_unfamiliar(&html(50)),
+            "pages of its extension were trained"
+        );
+        assert!(
+            !c.is_unfamiliar(&url("http://d.test/node/8723")),
+            "no extension"
+        );
+        // A neither label does not train the binary model: still unfamiliar.
+        c.observe(&py(2), Label::Neither);
+        for i in 20..29 {
+            c.observe(&html(i), Label::Html);
+        }
+        assert!(c.is_unfamiliar(&py(1)));
+        // One target label, once its batch is trained, is enough.
+        c.observe(&py(3), Label::Target);
+        assert!(!c.is_unfamiliar(&py(1)));
+        let off = ClassifierConfig {
+            unfamiliar_extensions: false,
+            ..ClassifierConfig::default()
+        };
+        let mut c = UrlClassifier::new(off, 1);
+        for i in 0..10 {
+            c.observe(&html(i), Label::Html);
+        }
+        assert!(!c.is_unfamiliar(&py(1)));
     }
 
     #[test]

@@ -273,6 +273,23 @@ pub(crate) fn for_each_url_feature(url: &Url, mut push: impl FnMut(u32)) {
     }
 }
 
+/// The id [`for_each_url_feature`] gives the extension of `url`'s last
+/// non-empty path segment (`py` for `/_downloads/3c08/plot_face.py`);
+/// `None` when that segment has none. Lets the URL classifier ask whether
+/// it has learnt from any link of that extension
+/// ([`super::classifier::UrlClassifier::is_unfamiliar`]).
+pub(crate) fn extension_feature(url: &Url) -> Option<u32> {
+    let last = url.path().split('/').rfind(|s| !s.is_empty())?;
+    let ext = extension(last.as_bytes())?;
+    // At most MAX_EXTENSION_LEN bytes: lower-cased on the stack, as the
+    // features of the lower-cased URL are.
+    let mut lower = [0u8; MAX_EXTENSION_LEN];
+    let lower = &mut lower[..ext.len()];
+    lower.copy_from_slice(ext);
+    lower.make_ascii_lowercase();
+    Some(Namespace::Extension.feature(lower))
+}
+
 /// The context of a link found in linked data, for LDCOC's feature set
 /// F+t+r+p (paper §4.3, its best): the URL's intrinsic parts, its type when
 /// the MIME filters know it, the referring document's intrinsic parts, and
@@ -667,6 +684,29 @@ mod tests {
         let unique: std::collections::HashSet<u32> = f.ids().iter().copied().collect();
         assert_eq!(unique.len(), f.len(), "unique");
         assert!(f.ids().iter().all(|&i| i < FEATURE_SPACE));
+    }
+
+    #[test]
+    fn the_extension_feature_is_the_one_the_url_features_hold() {
+        for u in [
+            "http://a.test/_downloads/3c08/plot_face.py",
+            "http://a.test/data/File.CSV?x=1",
+            "http://a.test/archive.tar.gz/",
+        ] {
+            let url = Url::parse(u).unwrap();
+            let id = extension_feature(&url).unwrap();
+            assert!(UrlFeatures::of_url(&url).ids().contains(&id), "{u}");
+        }
+        let csv = Url::parse("http://a.test/x/data.csv").unwrap();
+        let upper = Url::parse("http://a.test/y/DATA.Csv").unwrap();
+        assert_eq!(extension_feature(&csv), extension_feature(&upper));
+        for u in [
+            "http://a.test/",
+            "http://a.test/node/8723",
+            "http://a.test/events/",
+        ] {
+            assert_eq!(extension_feature(&Url::parse(u).unwrap()), None, "{u}");
+        }
     }
 
     #[test]

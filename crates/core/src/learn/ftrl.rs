@@ -175,6 +175,12 @@ impl FtrlModel {
             .map_or(0.0, |c| f64::from(c.w))
     }
 
+    /// Whether any example trained on held `feature` (its weight may still
+    /// be 0: L1 keeps a rare feature's weight at 0 for its first examples).
+    pub fn trained_on(&self, feature: u32) -> bool {
+        self.map(feature).contains_key(&feature)
+    }
+
     /// Probability of the positive class.
     pub fn predict(&self, features: &UrlFeatures) -> f64 {
         let logit: f64 = features.ids().iter().map(|&f| self.weight(f)).sum();
@@ -425,11 +431,14 @@ mod tests {
         let mut m = FtrlModel::new(FtrlConfig::default());
         let x = UrlFeatures::from_ids(vec![7]);
         assert_eq!(m.predict(&x), 0.5);
+        assert!(!m.trained_on(7));
         m.train(&x, true, 1.0);
         // g = 0.5 - 1 = -0.5; σ = (√0.25 - 0)/0.1 = 5; z = -0.5 - 5·0 = -0.5; n = 0.25.
         let c = m.hot[&7].state;
         assert_eq!((c.z, c.n), (-0.5, 0.25));
         assert_eq!(m.weight(7), 0.0, "|z| ≤ λ1 keeps the weight at zero");
+        assert!(m.trained_on(7), "trained on, though its weight is 0");
+        assert!(!m.trained_on(8));
         m.train(&x, true, 4.0);
         // g = 4·(0.5 - 1) = -2; σ = (√4.25 - √0.25)/0.1; w was 0: z = -2.5, n = 4.25.
         let c = m.hot[&7].state;

@@ -78,6 +78,26 @@ pub struct LeadConfig {
     /// small, deep, sparse, dense, variants, sklearn within ±0.01;
     /// skimage 1.045 ± 0.005 → 1.060 ± 0.011 (4.8 requests more in 329).
     pub up_credit: f64,
+    /// Weight of a page's positive when some of its targets were fetched
+    /// at its triage because the type classifier had never trained on
+    /// their extension (sb fetches those at once; see `strategy/sb`). Had
+    /// they waited in the queue as predicted pages, each file's own step
+    /// would have trained a positive carrying the page's words (as its
+    /// referrer) and the credit one level up
+    /// ([`LeadConfig::up_credit`]) the link to the page; fetched at the
+    /// page's triage, they make the ranking's first lesson one example
+    /// (traced on `synthetic:rare`, session 9). Measured with the fetch
+    /// at once of unlearnt target extensions (`synthetic:rare`, 10
+    /// seeds, req@90 ÷ floor; without that fetch 5.40 ± 2.30): weight 1
+    /// → 5.94 ± 2.35, 2 → 5.79 ± 2.39, min(targets, 4) → 5.80 ± 2.39,
+    /// 2 × min(targets, 4) → 5.91 ± 2.69 (9 seeds; weight 2 on the same
+    /// 9: 5.85); weight 1 without the credit
+    /// one level up for such a page → 6.71 ± 2.24. Held out, weight 1 → 2
+    /// (base without the fetch in brackets): `synthetic:variants` (5
+    /// seeds) 1.27 ± 0.12 → 1.20 ± 0.07 (1.17 ± 0.03), statsmodels (16)
+    /// 11.11 ± 4.31 → 13.58 ± 6.95 (11.75 ± 4.57), twisted 1.60 → 1.57
+    /// (1.52), small 1.18 → 1.16 (1.15).
+    pub unlearnt_weight: f64,
     /// Share of picks made across the whole frontier once the job has a
     /// target of its own: the best-scored link of every action's queue (at
     /// most `scan` of them scored, sampled beyond), taken when it stands
@@ -181,6 +201,7 @@ impl Default for LeadConfig {
             max_names: 4096,
             margin: 1.0,
             up_credit: 2.0,
+            unlearnt_weight: 2.0,
             global_share: 1.0,
             cold_share: 0.5,
             global_margin: 0.5,
@@ -326,11 +347,23 @@ impl LeadRanker {
     /// The link (`url`, `anchor`, found on `referrer`) led to a page that
     /// yielded targets (`positive`) or none.
     pub fn train(&mut self, url: &Url, anchor: &str, referrer: Option<&Url>, positive: bool) {
+        self.train_weighted(url, anchor, referrer, positive, 1.0);
+    }
+
+    /// [`Self::train`] with an importance weight (one example, counted once).
+    pub fn train_weighted(
+        &mut self,
+        url: &Url,
+        anchor: &str,
+        referrer: Option<&Url>,
+        positive: bool,
+        weight: f64,
+    ) {
         if !self.config.enabled {
             return;
         }
         let features = UrlFeatures::of_lead(url, anchor, referrer);
-        self.model.train(&features, positive, 1.0);
+        self.model.train(&features, positive, weight);
         if positive {
             self.positives += 1;
         } else {

@@ -1463,3 +1463,114 @@ fn restore_rejects_garbage() {
     assert!(sb.restore(&[]).is_err());
     assert!(sb.restore(&[codec::FORMAT_VERSION, 1, 2, 3]).is_err());
 }
+
+/// sb warm on pages only (10 labels, all `.html`), for a job of Python
+/// sources and notebooks: types only, as the documentation corpora's jobs,
+/// so no extension of its own names a target.
+fn warm_on_pages(config: SbConfig) -> SleepingBandit {
+    let mut sb = SleepingBandit::with_config(3, config);
+    sb.use_targets(&crate::mime::TargetSet::new(
+        crate::mime::Preset::None,
+        &["text/x-python".into(), "application/x-ipynb+json".into()],
+        &[],
+    ));
+    for i in 0..10 {
+        let page = html_link(&format!("https://g.test/auto_examples/plot_{i}.html"), NAV);
+        sb.observe(&page, Label::Html, LabelSource::Get);
+    }
+    assert!(!sb.classifier.is_warming_up());
+    sb
+}
+
+/// A download found on `from`.
+fn download_on(i: u32, from: &Arc<Url>) -> Link {
+    let mut link = html_link(
+        &format!("https://g.test/_downloads/{i:x}/plot_{i}.py"),
+        FOOTER,
+    );
+    link.referrer = Some(from.clone());
+    link
+}
+
+#[test]
+fn a_target_extension_the_classifier_never_learnt_is_fetched_now() {
+    let gallery = Arc::new(Url::parse("https://g.test/auto_examples/index.html").unwrap());
+    let counted = |sb: &SleepingBandit| {
+        sb.unlearnt_from
+            .get(&page_fingerprint(&gallery))
+            .copied()
+            .unwrap_or(0)
+    };
+    let mut sb = warm_on_pages(SbConfig::default());
+    assert_eq!(sb.triage(&download_on(1, &gallery), None), Triage::FetchNow);
+    assert_eq!(counted(&sb), 1, "counted for its page's lesson");
+    // An unfamiliar extension that names no target is predicted as before.
+    let mut sources = html_link("https://g.test/_sources/index.rst.txt", FOOTER);
+    sources.referrer = Some(gallery.clone());
+    assert_ne!(sb.triage(&sources, None), Triage::FetchNow);
+    assert_eq!(counted(&sb), 1);
+    // Once a download is trained on (its batch full), downloads are predicted.
+    sb.observe(&download_on(1, &gallery), Label::Target, LabelSource::Get);
+    for i in 10..19 {
+        let page = html_link(&format!("https://g.test/auto_examples/plot_{i}.html"), NAV);
+        sb.observe(&page, Label::Html, LabelSource::Get);
+    }
+    assert!(!sb.classifier.is_unfamiliar(&download_on(2, &gallery).url));
+    sb.triage(&download_on(2, &gallery), None);
+    assert_eq!(counted(&sb), 1, "predicted, not counted");
+    // Switched off: predicted (a page here), not fetched at once.
+    let mut config = SbConfig::default();
+    config.classifier.unfamiliar_extensions = false;
+    let mut off = warm_on_pages(config);
+    assert_ne!(
+        off.triage(&download_on(1, &gallery), None),
+        Triage::FetchNow
+    );
+    assert!(off.unlearnt_from.is_empty());
+}
+
+/// The ranking's score of the link to a gallery page after that page
+/// settled with one target: fetched at its triage as an unlearnt
+/// extension (`unlearnt`) or not.
+fn gallery_score_after_settling(config: SbConfig, unlearnt: bool) -> (f64, SleepingBandit) {
+    let index = Arc::new(Url::parse("https://g.test/index.html").unwrap());
+    let mut sb = warm_on_pages(config);
+    let mut to_gallery = html_link("https://g.test/auto_examples/index.html", NAV);
+    to_gallery.referrer = Some(index.clone());
+    let Triage::Enqueue(key) = sb.triage(&to_gallery, Some(Label::Html)) else {
+        panic!("a page is queued");
+    };
+    sb.push(LinkId(0), key);
+    let (id, key) = sb.pop(&FreeSlot::ANY).expect("the gallery's link");
+    let gallery = Arc::new(to_gallery.url.clone());
+    if unlearnt {
+        assert_eq!(sb.triage(&download_on(1, &gallery), None), Triage::FetchNow);
+    }
+    sb.learn(Feedback::Reward {
+        id,
+        link: &to_gallery,
+        key,
+        targets: 1,
+        fetched: true,
+    });
+    assert!(
+        sb.unlearnt_from.is_empty(),
+        "read and dropped at the settle"
+    );
+    let features = LeadRanker::features(&to_gallery.url, &to_gallery.anchor, Some(&index));
+    (sb.lead.score(&features), sb)
+}
+
+#[test]
+fn a_page_whose_unlearnt_targets_were_fetched_at_its_triage_teaches_more() {
+    let (plain, sb) = gallery_score_after_settling(SbConfig::default(), false);
+    assert!(plain > 0.0, "a positive");
+    assert_eq!(sb.stats().lead_examples, (1, 0));
+    let (weighted, sb) = gallery_score_after_settling(SbConfig::default(), true);
+    assert!(weighted > plain, "{weighted} > {plain}");
+    assert_eq!(sb.stats().lead_examples, (1, 0), "one example still");
+    let mut config = SbConfig::default();
+    config.lead.unlearnt_weight = 1.0;
+    let (one, _) = gallery_score_after_settling(config, true);
+    assert_eq!(one, plain, "weight 1: as any positive");
+}
