@@ -336,10 +336,11 @@ pub struct SleepingBandit {
     /// ([`LeadConfig::up_credit`]); the oldest forgotten first.
     up_features: HashMap<u64, Box<[u32]>>,
     up_order: VecDeque<u64>,
-    /// Per page being triaged (its URL fingerprint), how many of its links
-    /// the triage fetched at once as targets of an extension the classifier
-    /// had not learnt (not saved: read and dropped when that page settles,
-    /// right after its triage).
+    /// Per page whose links are being triaged (its URL fingerprint), how
+    /// many of them the triage fetched at once as targets of an extension
+    /// the classifier had not learnt; read and dropped when that page's
+    /// step settles, once those fetches are done. Not saved: a restore
+    /// cancels the steps under way. At most [`MAX_UP_FEATURES`] pages.
     unlearnt_from: HashMap<u64, u32>,
     /// Links made to wait were rewarded 0 when they left their action: the
     /// reward of their fetch, which comes under the action's key, is not
@@ -988,12 +989,19 @@ impl Strategy for SleepingBandit {
                     // Counted for the page's lesson when it settles
                     // ([`LeadConfig::unlearnt_weight`]).
                     if let Some(referrer) = link.referrer.as_deref() {
-                        if self.unlearnt_from.len() < MAX_UP_FEATURES {
-                            *self
-                                .unlearnt_from
-                                .entry(page_fingerprint(referrer))
-                                .or_insert(0) += 1;
+                        // Links name the page they were found on by its
+                        // final URL, its step by the URL it was popped
+                        // under: a redirected page's count is never read.
+                        // Such counts would pile up; past the cap the map
+                        // starts over, which costs only the pages then in
+                        // flight their heavier positive.
+                        if self.unlearnt_from.len() >= MAX_UP_FEATURES {
+                            self.unlearnt_from.clear();
                         }
+                        *self
+                            .unlearnt_from
+                            .entry(page_fingerprint(referrer))
+                            .or_insert(0) += 1;
                     }
                     return Triage::FetchNow;
                 }

@@ -1529,6 +1529,21 @@ fn a_target_extension_the_classifier_never_learnt_is_fetched_now() {
     assert!(off.unlearnt_from.is_empty());
 }
 
+#[test]
+fn counts_of_pages_that_never_settle_are_bounded() {
+    // Each download found on a page of its own that never settles (as a
+    // redirected page's, whose links name its final URL): the counts stay
+    // under the cap, and the newest is still counted.
+    let mut sb = warm_on_pages(SbConfig::default());
+    for i in 0..=MAX_UP_FEATURES as u32 {
+        let page = Arc::new(Url::parse(&format!("https://g.test/moved/{i}.html")).unwrap());
+        assert_eq!(sb.triage(&download_on(i, &page), None), Triage::FetchNow);
+        assert!(sb.unlearnt_from.len() <= MAX_UP_FEATURES);
+    }
+    let last = Url::parse(&format!("https://g.test/moved/{MAX_UP_FEATURES}.html")).unwrap();
+    assert_eq!(sb.unlearnt_from.get(&page_fingerprint(&last)), Some(&1));
+}
+
 /// The ranking's score of the link to a gallery page after that page
 /// settled with one target: fetched at its triage as an unlearnt
 /// extension (`unlearnt`) or not.
