@@ -140,7 +140,7 @@ const DOCUMENT_EXTENSIONS: &[&str] = &["pdf", "doc", "docx", "odt", "rtf", "ppt"
 const ARCHIVE_EXTENSIONS: &[&str] = &["zip", "gz", "tgz", "tar", "7z", "bz2", "xz", "rar", "zst"];
 
 /// The extension (lower-case, no dot) files of a MIME type usually carry,
-/// for [`TargetSet::names_target_file`]; one row per pair, only the types
+/// for [`TargetSet::names_target`]; one row per pair, only the types
 /// whose files are named by a single common extension.
 const TYPE_EXTENSIONS: &[(&str, &str)] = &[
     ("text/csv", "csv"),
@@ -468,30 +468,21 @@ impl TargetSet {
     }
 
     /// Whether a URL's file name has the extension of one of the job's
-    /// targets: what a link says of itself before anything is asked
-    /// (`sb` takes it at its word while its classifier is cold).
+    /// targets, or the one its target types are commonly saved under
+    /// ([`TYPE_EXTENSIONS`]: `.py` for a job of `text/x-python`): what a
+    /// link says of itself before anything is asked (`sb` takes it at its
+    /// word while its classifier has not learnt that extension). A job given
+    /// types only (the documentation corpora: Python sources, notebooks,
+    /// archives) names no extension of its own.
     pub fn names_target(&self, url: &url::Url) -> bool {
-        let name = url.path().rsplit('/').next().unwrap_or("");
-        extension_of(name).is_some_and(|ext| self.extensions.contains(&ext))
-    }
-
-    /// Whether a URL's file name has the extension of one of the job's
-    /// targets, or one its target types are commonly saved under
-    /// ([`TYPE_EXTENSIONS`]: `.py` for a job of `text/x-python`): a job
-    /// given types only (the documentation corpora: Python sources,
-    /// notebooks, archives) names no extension of its own, and
-    /// [`Self::names_target`] says nothing for it.
-    pub fn names_target_file(&self, url: &url::Url) -> bool {
-        if self.names_target(url) {
-            return true;
-        }
         let name = url.path().rsplit('/').next().unwrap_or("");
         let Some(ext) = extension_of(name) else {
             return false;
         };
-        TYPE_EXTENSIONS.iter().any(|&(mime, e)| {
-            e == ext && !self.is_blocked(mime) && self.targets.iter().any(|p| p.matches(mime))
-        })
+        self.extensions.contains(&ext)
+            || TYPE_EXTENSIONS.iter().any(|&(mime, e)| {
+                e == ext && !self.is_blocked(mime) && self.targets.iter().any(|p| p.matches(mime))
+            })
     }
 
     /// The label of a response with this `Content-Type` (a missing type is "neither").
@@ -611,22 +602,22 @@ mod tests {
         );
         let py = url("http://d.test/_downloads/3c08/plot_face.py");
         let nb = url("http://d.test/_downloads/3c09/plot_face.IPYNB");
-        assert!(!corpus.names_target(&py), "no extension of its own");
-        assert!(corpus.names_target_file(&py));
-        assert!(corpus.names_target_file(&nb));
+        assert!(corpus.extensions.is_empty(), "no extension of its own");
+        assert!(corpus.names_target(&py));
+        assert!(corpus.names_target(&nb));
         for other in [
             "http://d.test/_sources/index.rst.txt",
             "http://d.test/_downloads/3c10/data.csv",
             "http://d.test/api/index.html",
             "http://d.test/node/8723",
         ] {
-            assert!(!corpus.names_target_file(&url(other)), "{other}");
+            assert!(!corpus.names_target(&url(other)), "{other}");
         }
         // A job's own extensions name targets as before.
-        assert!(stats().names_target_file(&url("http://d.test/pop.sav")));
+        assert!(stats().names_target(&url("http://d.test/pop.sav")));
         // A blocked type is no target, whatever the job lists.
         let blocked = TargetSet::new(Preset::None, &["text/x-python".into()], &["text/".into()]);
-        assert!(!blocked.names_target_file(&py));
+        assert!(!blocked.names_target(&py));
     }
 
     #[test]

@@ -984,7 +984,7 @@ impl Strategy for SleepingBandit {
                     && self
                         .targets
                         .as_ref()
-                        .is_some_and(|t| t.names_target_file(&link.url))
+                        .is_some_and(|t| t.names_target(&link.url))
                 {
                     // Counted for the page's lesson when it settles
                     // ([`LeadConfig::unlearnt_weight`]).
