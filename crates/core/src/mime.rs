@@ -139,27 +139,74 @@ const DATA_EXTENSIONS: &[&str] = &[
 const DOCUMENT_EXTENSIONS: &[&str] = &["pdf", "doc", "docx", "odt", "rtf", "ppt", "pptx", "odp"];
 const ARCHIVE_EXTENSIONS: &[&str] = &["zip", "gz", "tgz", "tar", "7z", "bz2", "xz", "rar", "zst"];
 
-/// The extension (lower-case, no dot) files of a MIME type usually carry,
-/// for [`TargetSet::names_target`]; one row per pair, only the types
-/// whose files are named by a single common extension.
-const TYPE_EXTENSIONS: &[(&str, &str)] = &[
-    ("text/csv", "csv"),
-    ("text/tab-separated-values", "tsv"),
-    ("application/pdf", "pdf"),
-    ("application/zip", "zip"),
-    ("application/gzip", "gz"),
-    ("application/x-tar", "tar"),
-    ("application/json", "json"),
-    ("application/xml", "xml"),
-    ("text/xml", "xml"),
-    ("application/x-ipynb+json", "ipynb"),
-    ("text/x-python", "py"),
-    ("application/vnd.ms-excel", "xls"),
+/// The extension (lower-case, with its dot) under which files of a MIME
+/// type are saved and usually named: one row per type essence, several
+/// types may share an extension. The one table for both the name a saved
+/// target gets (`forager::output`) and what a link's own name says of it
+/// ([`TargetSet::names_target`]). `text/html` has no row: pages are never
+/// saved as targets.
+pub const TYPE_EXTENSIONS: &[(&str, &str)] = &[
+    ("text/csv", ".csv"),
+    ("application/csv", ".csv"),
+    ("text/x-csv", ".csv"),
+    ("application/x-csv", ".csv"),
+    ("text/comma-separated-values", ".csv"),
+    ("text/x-comma-separated-values", ".csv"),
+    ("text/tab-separated-values", ".tsv"),
+    ("application/vnd.ms-excel", ".xls"),
     (
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        "xlsx",
+        ".xlsx",
     ),
+    ("application/vnd.ms-excel.sheet.macroenabled.12", ".xlsm"),
+    ("application/vnd.oasis.opendocument.spreadsheet", ".ods"),
+    ("application/pdf", ".pdf"),
+    ("application/x-pdf", ".pdf"),
+    ("application/zip", ".zip"),
+    ("application/x-zip-compressed", ".zip"),
+    ("application/zip-compressed", ".zip"),
+    ("application/x-tar", ".tar"),
+    ("application/x-gtar", ".tar"),
+    ("application/gzip", ".gz"),
+    ("application/x-gzip", ".gz"),
+    ("application/x-7z-compressed", ".7z"),
+    ("application/vnd.rar", ".rar"),
+    ("application/x-rar-compressed", ".rar"),
+    ("application/xml", ".xml"),
+    ("text/xml", ".xml"),
+    ("application/rdf+xml", ".rdf"),
+    ("application/rss+xml", ".rss"),
+    ("application/json", ".json"),
+    ("text/json", ".json"),
+    ("application/x-ipynb+json", ".ipynb"),
+    ("application/yaml", ".yaml"),
+    ("application/x-yaml", ".yaml"),
+    ("text/yaml", ".yaml"),
+    ("text/x-yaml", ".yaml"),
+    ("application/msword", ".doc"),
+    (
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ".docx",
+    ),
+    (
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        ".pptx",
+    ),
+    ("application/vnd.oasis.opendocument.text", ".odt"),
+    ("application/vnd.oasis.opendocument.presentation", ".odp"),
+    ("text/x-python", ".py"),
+    ("text/plain", ".txt"),
 ];
+
+/// The extension (with its dot) [`TYPE_EXTENSIONS`] gives a MIME type's
+/// essence, if it has a row. Only the table's own strings come out, so a
+/// server's `Content-Type` never shapes a file name.
+pub fn type_extension(essence: &str) -> Option<&'static str> {
+    TYPE_EXTENSIONS
+        .iter()
+        .find(|&&(mime, _)| mime == essence)
+        .map(|&(_, ext)| ext)
+}
 
 /// Job-neutral coarse class of a MIME type, remembered by the shared Bloom filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -481,7 +528,9 @@ impl TargetSet {
         };
         self.extensions.contains(&ext)
             || TYPE_EXTENSIONS.iter().any(|&(mime, e)| {
-                e == ext && !self.is_blocked(mime) && self.targets.iter().any(|p| p.matches(mime))
+                e[1..] == *ext
+                    && !self.is_blocked(mime)
+                    && self.targets.iter().any(|p| p.matches(mime))
             })
     }
 
@@ -590,6 +639,43 @@ mod tests {
             images.label_of_family(MimeFamily::Image),
             Some(Label::Target)
         );
+    }
+
+    #[test]
+    fn the_type_table_has_one_row_per_type_and_safe_extensions() {
+        let mut seen = std::collections::HashSet::new();
+        for &(mime, ext) in TYPE_EXTENSIONS {
+            assert!(seen.insert(mime), "{mime} twice");
+            assert_eq!(essence(mime), mime, "{mime} is not an essence");
+            assert!(!mime.contains("html"), "{mime}: pages are not saved");
+            let name = ext.strip_prefix('.').unwrap_or("");
+            assert!(
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()),
+                "{mime}: {ext}"
+            );
+            assert_eq!(type_extension(mime), Some(ext));
+        }
+        assert_eq!(type_extension("text/html"), None);
+        assert_eq!(type_extension("../../etc/passwd"), None);
+    }
+
+    #[test]
+    fn a_wider_type_names_its_usual_extension() {
+        let url = |u: &str| url::Url::parse(u).unwrap();
+        // Any row of the table counts, aliases included.
+        let rss = TargetSet::new(Preset::None, &["application/rss+xml".into()], &[]);
+        assert!(rss.names_target(&url("http://d.test/feed.rss")));
+        assert!(!rss.names_target(&url("http://d.test/feed.xml")));
+        let csv = TargetSet::new(Preset::None, &["text/x-csv".into()], &[]);
+        assert!(csv.names_target(&url("http://d.test/a/pop.CSV")));
+        // A pattern of a whole top-level type names each of its rows.
+        let text = TargetSet::new(Preset::None, &["text/".into()], &[]);
+        assert!(text.names_target(&url("http://d.test/notes.txt")));
+        assert!(text.names_target(&url("http://d.test/run.py")));
+        assert!(!text.names_target(&url("http://d.test/report.pdf")));
     }
 
     #[test]

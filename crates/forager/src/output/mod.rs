@@ -462,7 +462,11 @@ fn is_target_name(name: &str) -> bool {
     digest
         .bytes()
         .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        && (ext.is_empty() || TARGET_EXTENSIONS.contains(&ext) || NAME_EXTENSIONS.contains(&ext))
+        && (ext.is_empty()
+            || forager_core::mime::TYPE_EXTENSIONS
+                .iter()
+                .any(|&(_, e)| e == ext)
+            || NAME_EXTENSIONS.contains(&ext))
 }
 
 /// Every 64-hex-digit run in the job's manifest files (`manifest.jsonl`, and
@@ -710,13 +714,6 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Every extension [`extension_for`] gives (its table, once each).
-const TARGET_EXTENSIONS: &[&str] = &[
-    ".csv", ".xls", ".xlsx", ".xlsm", ".ods", ".pdf", ".zip", ".tar", ".gz", ".7z", ".rar", ".xml",
-    ".rdf", ".rss", ".json", ".ipynb", ".yaml", ".doc", ".docx", ".pptx", ".odt", ".odp", ".py",
-    ".txt",
-];
-
 /// Extensions a file served under a generic type may get from its name or
 /// its first bytes: the data, document and archive formats the presets
 /// harvest by name, RDF, source and notebooks. A fixed table, so that no
@@ -807,40 +804,11 @@ fn extension_from_name(name: &str) -> Option<&'static str> {
     table_extension(&forager_core::mime::extension_of(name)?)
 }
 
-/// File extension for a MIME essence, from a fixed table (never from the URL).
+/// File extension for a MIME type, from the fixed table
+/// [`forager_core::mime::TYPE_EXTENSIONS`] (never from the URL); none for a
+/// type it does not know.
 pub fn extension_for(mime: &str) -> &'static str {
-    match forager_core::mime::essence(mime).as_str() {
-        "text/csv"
-        | "application/csv"
-        | "text/x-csv"
-        | "application/x-csv"
-        | "text/comma-separated-values"
-        | "text/x-comma-separated-values" => ".csv",
-        "application/vnd.ms-excel" => ".xls",
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => ".xlsx",
-        "application/vnd.ms-excel.sheet.macroenabled.12" => ".xlsm",
-        "application/vnd.oasis.opendocument.spreadsheet" => ".ods",
-        "application/pdf" | "application/x-pdf" => ".pdf",
-        "application/zip" | "application/x-zip-compressed" | "application/zip-compressed" => ".zip",
-        "application/x-tar" | "application/x-gtar" => ".tar",
-        "application/gzip" | "application/x-gzip" => ".gz",
-        "application/x-7z-compressed" => ".7z",
-        "application/vnd.rar" | "application/x-rar-compressed" => ".rar",
-        "application/xml" | "text/xml" => ".xml",
-        "application/rdf+xml" => ".rdf",
-        "application/rss+xml" => ".rss",
-        "application/json" | "text/json" => ".json",
-        "application/x-ipynb+json" => ".ipynb",
-        "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml" => ".yaml",
-        "application/msword" => ".doc",
-        "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => ".docx",
-        "application/vnd.openxmlformats-officedocument.presentationml.presentation" => ".pptx",
-        "application/vnd.oasis.opendocument.text" => ".odt",
-        "application/vnd.oasis.opendocument.presentation" => ".odp",
-        "text/x-python" => ".py",
-        "text/plain" => ".txt",
-        _ => "",
-    }
+    forager_core::mime::type_extension(&forager_core::mime::essence(mime)).unwrap_or("")
 }
 
 #[cfg(test)]
@@ -1003,57 +971,17 @@ mod tests {
 
     #[test]
     fn every_extension_a_target_gets_is_known_to_the_orphan_sweep() {
-        let types = [
-            "text/csv",
-            "application/csv",
-            "text/x-csv",
-            "application/x-csv",
-            "text/comma-separated-values",
-            "text/x-comma-separated-values",
-            "application/vnd.ms-excel",
-            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-            "application/vnd.ms-excel.sheet.macroenabled.12",
-            "application/vnd.oasis.opendocument.spreadsheet",
-            "application/pdf",
-            "application/x-pdf",
-            "application/zip",
-            "application/x-zip-compressed",
-            "application/zip-compressed",
-            "application/x-tar",
-            "application/x-gtar",
-            "application/gzip",
-            "application/x-gzip",
-            "application/x-7z-compressed",
-            "application/vnd.rar",
-            "application/x-rar-compressed",
-            "application/xml",
-            "text/xml",
-            "application/rdf+xml",
-            "application/rss+xml",
-            "application/json",
-            "text/json",
-            "application/x-ipynb+json",
-            "application/yaml",
-            "application/x-yaml",
-            "text/yaml",
-            "text/x-yaml",
-            "application/msword",
-            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-            "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-            "application/vnd.oasis.opendocument.text",
-            "application/vnd.oasis.opendocument.presentation",
-            "text/x-python",
-            "text/plain",
-            "text/html",
-            "text/turtle",
-        ];
-        for t in types {
+        let table = forager_core::mime::TYPE_EXTENSIONS.iter().map(|&(t, _)| t);
+        // Parameters, case, and types without a row (no extension at all).
+        let others = ["Text/CSV; charset=utf-8", "text/html", "text/turtle", ""];
+        for t in table.chain(others) {
             let name = format!("{}{}", "ab".repeat(32), extension_for(t));
             assert!(is_target_name(&name), "{t}: {name}");
         }
-        let distinct: HashSet<&str> = types.iter().map(|t| extension_for(t)).collect();
-        // Every entry of the table is given to some type (no stale entry).
-        assert_eq!(distinct.len(), TARGET_EXTENSIONS.len() + 1, "{distinct:?}");
+        assert_eq!(extension_for("Text/CSV; charset=utf-8"), ".csv");
+        assert_eq!(extension_for("text/tab-separated-values"), ".tsv");
+        assert_eq!(extension_for("text/turtle"), "");
+        assert!(!is_target_name(&format!("{}.exe", "ab".repeat(32))));
     }
 
     #[test]
