@@ -823,10 +823,6 @@ fn lead_parts(
     push: &mut impl FnMut(Namespace, &str),
 ) {
     push(Namespace::Bias, "");
-    // First, so that the cap on a link's features never drops it.
-    if referrer.is_some_and(|r| is_query_variant(url, r)) {
-        push(Namespace::Token, QUERY_VARIANT);
-    }
     for t in path_tokens(url) {
         push(Namespace::Token, &t);
     }
@@ -838,26 +834,6 @@ fn lead_parts(
             push(Namespace::RefToken, &t);
         }
     }
-}
-
-/// The token of a link that differs from the page it was found on only by
-/// its query (`list.html?sort=asc` on `list.html`): a sorted or filtered
-/// view of a page already fetched, whose links are mostly known. Not a
-/// path token (those are alphanumeric), so it names nothing else.
-const QUERY_VARIANT: &str = "?query-variant";
-
-/// `url` has a query and is `referrer` but for it (same host and path).
-fn is_query_variant(url: &Url, referrer: &Url) -> bool {
-    url.query().is_some()
-        && url.query() != referrer.query()
-        && url.host_str() == referrer.host_str()
-        && url.path() == referrer.path()
-}
-
-/// The lead feature ([`UrlFeatures::of_lead`]) of a link that differs from
-/// its referrer only by its query.
-pub fn query_variant_feature() -> u32 {
-    Namespace::Token.feature(QUERY_VARIANT.as_bytes())
 }
 
 impl UrlFeatures {
@@ -931,40 +907,6 @@ mod lead_tests {
         assert!(in_referrer
             .ids()
             .contains(&Namespace::RefToken.feature(b"examples")));
-    }
-
-    #[test]
-    fn lead_features_mark_a_query_variant_of_the_referrer() {
-        let q = query_variant_feature();
-        let list = url("http://a.test/ref/genindex-3.html");
-        let has = |u: &str, r: &Url| {
-            UrlFeatures::of_lead(&url(u), "", Some(r))
-                .ids()
-                .contains(&q)
-        };
-        assert!(has("http://a.test/ref/genindex-3.html?sort=asc", &list));
-        // Found on one sorted view, the other is a variant too.
-        let asc = url("http://a.test/ref/genindex-3.html?sort=asc");
-        assert!(has("http://a.test/ref/genindex-3.html?sort=desc", &asc));
-        // Another page, no query, the same query, another host: not variants.
-        assert!(!has("http://a.test/ref/genindex-4.html?sort=asc", &list));
-        assert!(!has("http://a.test/ref/genindex-3.html", &asc));
-        assert!(!has("http://a.test/ref/genindex-3.html?sort=asc", &asc));
-        assert!(!has("http://b.test/ref/genindex-3.html?sort=asc", &list));
-        // Without a referrer nothing tells.
-        let alone =
-            UrlFeatures::of_lead(&url("http://a.test/ref/genindex-3.html?sort=asc"), "", None);
-        assert!(!alone.ids().contains(&q));
-        // Kept first, whatever the cap drops.
-        let long = format!(
-            "http://a.test/{}?sort=asc",
-            (0..40)
-                .map(|i| format!("w{i}x"))
-                .collect::<Vec<_>>()
-                .join("/")
-        );
-        let f = UrlFeatures::of_lead(&url(&long), "", Some(&url(&long.replace("?sort=asc", ""))));
-        assert!(f.ids().contains(&q));
     }
 
     #[test]

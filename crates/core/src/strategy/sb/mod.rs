@@ -97,7 +97,6 @@ use super::{
     SourceReport, Strategy, StrategyKind, StrategyStats, Triage,
 };
 use crate::codec::{self, CodecError};
-use crate::learn::features::query_variant_feature;
 use crate::learn::neither::LinkPattern;
 use crate::learn::{
     ActionConfig, ActionId, ActionIndex, ArmStats, AuerBandit, AuerConfig, ClassifierConfig,
@@ -777,19 +776,6 @@ impl SleepingBandit {
         };
         let (lead, features) = (&self.lead, &self.lead_features);
         let score = |id: LinkId| features.get(&id).map_or(0.0, |f| lead.score(f));
-        // A link that differs from the page it was found on only by its
-        // query (a `?sort=asc` view of a listing) is left to the bandits:
-        // its links are that page's, already known. On
-        // `synthetic:rare-blind` sb fetched all 200 sorted views of the
-        // reference listings before 90 % of the targets, though the ranking
-        // saw their `sort` token trained negative. Measured (req@90 ÷
-        // floor, scratch build): rare-blind 10 seeds 19.20 ± 2.03 → 18.05 ±
-        // 2.15 (every seed better, by 0.3–1.7), rare 20 seeds 6.00 ± 2.55 →
-        // 5.94 ± 2.52; the held-out Efficiency sites within 0.01 of their
-        // base (docs/bench/2026-11-28-session11-sbsect.md). The feature
-        // alone, such links still ranked, changed nothing (19.24 ± 2.19).
-        let variant = query_variant_feature();
-        let eligible = |id: LinkId| !features.get(&id).is_some_and(|f| f.contains(&variant));
         // (arm, member, index in the member, score); equal scores: one of them uniformly.
         let mut best: Option<(u32, u32, usize, f64)> = None;
         let (mut sum, mut scored, mut ties) = (0.0, 0usize, 0u32);
@@ -815,16 +801,14 @@ impl SleepingBandit {
         if total <= config.scan {
             for (arm, queue) in self.queues.iter().enumerate() {
                 for (&member, bag) in queue.members() {
-                    for (index, id) in bag.iter().enumerate().filter(|&(_, id)| eligible(id)) {
+                    for (index, id) in bag.iter().enumerate() {
                         consider(arm as u32, member, index, id);
                     }
                 }
             }
         } else {
             for draw in draws {
-                if let Some((arm, member, index, id)) =
-                    locate(&self.queues, draw).filter(|&(.., id)| eligible(id))
-                {
+                if let Some((arm, member, index, id)) = locate(&self.queues, draw) {
                     consider(arm, member, index, id);
                 }
             }

@@ -529,59 +529,6 @@ fn the_global_pick_takes_the_best_link_of_another_action() {
     assert_eq!(sb.len(), 100);
 }
 
-/// As [`first_pop_across_actions_with`] with `global_share` 1, the
-/// favoured link being `https://other.test/ref/plotting/f100.html?sort=asc`
-/// found on `referrer`.
-fn first_pop_with_a_sorted_view(referrer: &str) -> LinkId {
-    let mut eager = SbConfig::default();
-    eager.lead.margin = 0.0;
-    let (_, trained) = plotting_pops_in_one_member(eager, 2);
-    let prior = trained.lead_prior().expect("targets were found");
-    let mut config = SbConfig::default();
-    config.lead.global_share = 1.0;
-    config.lead.warm_share = 1.0;
-    config.lead.cold_share = 0.0;
-    let mut sb = SleepingBandit::with_config(5, config);
-    sb.use_lead_prior(&prior);
-    let listing = Arc::new(Url::parse("https://other.test/ref/index.html").unwrap());
-    for i in 0..101u64 {
-        let mut link = if i == 100 {
-            let mut link = html_link(
-                "https://other.test/ref/plotting/f100.html?sort=asc",
-                DATASET_LIST,
-            );
-            link.referrer = Some(Arc::new(Url::parse(referrer).unwrap()));
-            link
-        } else {
-            html_link(&format!("https://other.test/ref/core/f{i}.html"), NAV)
-        };
-        if i < 100 {
-            link.referrer = Some(listing.clone());
-        }
-        let Triage::Enqueue(key) = sb.triage(&link, Some(Label::Html)) else {
-            panic!("html is enqueued");
-        };
-        sb.push(LinkId(i), key);
-    }
-    assert_eq!(sb.actions().len(), 2);
-    sb.pop(&FreeSlot::ANY).unwrap().0
-}
-
-#[test]
-fn the_global_pick_leaves_a_query_variant_of_its_referrer_to_the_bandits() {
-    // Found on the listing, the sorted URL is a link like any other: the ranked pick takes it.
-    assert_eq!(
-        first_pop_with_a_sorted_view("https://other.test/ref/index.html"),
-        LinkId(100)
-    );
-    // Found on the page it is a sorted view of, it is left out of the
-    // pick across the frontier: the bandits open the first action.
-    assert_ne!(
-        first_pop_with_a_sorted_view("https://other.test/ref/plotting/f100.html"),
-        LinkId(100)
-    );
-}
-
 #[test]
 fn a_prior_alone_takes_no_pick_across_actions_until_the_jobs_own_first_target() {
     // A prior from another site may point at words that lead nowhere
